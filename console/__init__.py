@@ -1,0 +1,1 @@
+"""The Textual operator console and the ledgeragent CLI."""

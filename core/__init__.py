@@ -1,0 +1,1 @@
+"""LedgerAgent core: ledger, policy gate, agent loop, models, events. Knows no domain and no UI."""

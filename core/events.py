@@ -1,0 +1,214 @@
+"""Every observable thing a session does, as pydantic models with a `type` discriminator.
+
+Events are the single source of truth for the trace file, the console panes and the evaluation
+collector. They carry no wall-clock time except where a human acted (overrides must say when), so the
+same scripted scenario produces a byte-identical trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from core.gate import GateDecision
+from core.tools import ToolCall
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    seq: int = 0
+    step: int = 0
+
+
+class CallInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str | None = None
+    parse_error: str | None = None
+    requestor: str = "assistant"
+
+    @classmethod
+    def of(cls, call: ToolCall) -> CallInfo:
+        return cls(id=call.id, name=call.name, arguments=dict(call.arguments),
+                   raw_arguments=call.raw_arguments if call.parse_error else None,
+                   parse_error=call.parse_error, requestor=str(call.requestor))
+
+    def to_call(self) -> ToolCall:
+        from core.tools import Requestor
+
+        return ToolCall(id=self.id, name=self.name, arguments=self.arguments, requestor=Requestor(self.requestor),
+                        raw_arguments=self.raw_arguments, parse_error=self.parse_error)
+
+
+class SessionStarted(_Event):
+    type: Literal["session_started"] = "session_started"
+    domain: str
+    agent: str  # "ledger" | "fc" | "ledger-no-gate"
+    model: str
+    user: str
+    scenario: str | None = None
+    reference_time: str | None = None
+    predicates: list[str] = []
+    disabled_predicates: list[str] = []
+
+
+class MessageSent(_Event):
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class AssistantTurnEvent(_Event):
+    type: Literal["assistant_turn"] = "assistant_turn"
+    text: str | None
+    tool_calls: list[CallInfo]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False
+    ledger_tokens: int = 0  # estimated size of the rendered ledger block in this prompt
+
+
+class PredicateResultInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    predicate_id: str
+    status: str
+    verdict: str
+    reason: str
+    evidence: list[str]
+    policy: str
+
+
+class GateDecided(_Event):
+    type: Literal["gate_decision"] = "gate_decision"
+    call: CallInfo
+    verdict: Literal["ALLOW", "REVISE", "BLOCK"]
+    results: list[PredicateResultInfo]
+    feedback: str
+    escalated: bool = False
+    repeated: bool = False
+    ledger_version: int = 0
+
+    @classmethod
+    def of(cls, decision: GateDecision, step: int) -> GateDecided:
+        return cls(
+            step=step,
+            call=CallInfo.of(decision.call),
+            verdict=decision.verdict.value,
+            results=[
+                PredicateResultInfo(predicate_id=r.predicate_id, status=r.status.value, verdict=r.verdict.value,
+                                    reason=r.reason, evidence=list(r.evidence), policy=r.policy)
+                for r in decision.results
+            ],
+            feedback=decision.feedback,
+            escalated=decision.escalated,
+            repeated=decision.repeated,
+            ledger_version=decision.ledger_version,
+        )
+
+
+class SupervisorDecided(_Event):
+    """A human (or an operator-configured policy) resolved a proposed write. Who, when, what, why."""
+
+    type: Literal["supervisor_decision"] = "supervisor_decision"
+    call: CallInfo
+    gate_verdict: str | None
+    decision: Literal["approve", "veto", "edit", "force_allow"]
+    who: str
+    when: str
+    reason: str = ""
+    edited_arguments: dict[str, Any] | None = None
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    call: CallInfo
+    kind: str  # read | write | generic | unknown
+    executed: bool
+    ok: bool
+    outcome: Literal["ok", "error", "invalid", "rejected", "vetoed"]
+    content: str  # exactly what the model was given
+    result: Any = None
+
+
+class LedgerUpdated(_Event):
+    type: Literal["ledger_updated"] = "ledger_updated"
+    call_id: str
+    tool: str
+    added: list[str]
+    changed: list[str]
+    refreshed: list[str]
+    version: int
+
+
+class LedgerStaled(_Event):
+    type: Literal["ledger_staled"] = "ledger_staled"
+    call_id: str
+    tool: str
+    paths: list[str]
+    version: int
+
+
+class ModelRetry(_Event):
+    type: Literal["model_retry"] = "model_retry"
+    attempt: int
+    kind: str
+    message: str
+    delay: float
+
+
+class ModelFailed(_Event):
+    type: Literal["model_error"] = "model_error"
+    kind: str
+    message: str
+    attempts: int = 1
+
+
+class SessionEnded(_Event):
+    type: Literal["session_ended"] = "session_ended"
+    reason: str
+    steps: int
+    db_hash: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    detail: str = ""
+
+
+Event = Annotated[
+    SessionStarted | MessageSent | AssistantTurnEvent | GateDecided | SupervisorDecided | ToolResultEvent
+    | LedgerUpdated | LedgerStaled | ModelRetry | ModelFailed | SessionEnded,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+Subscriber = Callable[[Any], None]
+
+
+class EventBus:
+    """Numbers events and hands each to every subscriber, in order, synchronously.
+
+    Synchronous on purpose: the trace writer must have the event on disk before the session moves on,
+    and the console subscriber only posts a message (thread-safe, non-blocking).
+    """
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self._seq = 0
+        self.history: list[Any] = []
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.append(subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.remove(subscriber)
+
+    def emit(self, event: _Event) -> Any:
+        self._seq += 1
+        numbered = event.model_copy(update={"seq": self._seq})
+        self.history.append(numbered)
+        for subscriber in list(self._subscribers):
+            subscriber(numbered)
+        return numbered

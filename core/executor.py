@@ -1,0 +1,150 @@
+"""One proposed tool call, end to end: check it, gate it, let the supervisor see it, run it, absorb it.
+
+The agent loop, `ledgeragent check` and re-gating all go through this one path, so a verdict shown in
+the console is exactly the verdict the agent got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from core.domain import Domain
+from core.events import (
+    CallInfo,
+    EventBus,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    SupervisorDecided,
+    ToolResultEvent,
+)
+from core.gate import GateDecision, PolicyGate, Verdict
+from core.ledger import Ledger
+from core.supervisor import Autopilot, Decision, Supervisor
+from core.tools import ToolBackend, ToolCall, ToolError, ToolKind, format_tool_result, validate_arguments
+
+OutcomeKind = Literal["ok", "error", "invalid", "rejected", "vetoed"]
+MAX_EDITS = 10
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    call: ToolCall  # the call that actually ran (after any operator edit)
+    kind: ToolKind | None
+    verdict: str  # ALLOW | REVISE | BLOCK | ERROR
+    executed: bool
+    ok: bool
+    outcome: OutcomeKind
+    content: str  # exactly what the model is given as the tool result
+    result: Any = None
+    decision: GateDecision | None = None
+
+
+class CallExecutor:
+    def __init__(self, domain: Domain, backend: ToolBackend, bus: EventBus, *, ledger: Ledger | None,
+                 gate: PolicyGate | None, supervisor: Supervisor | None = None,
+                 clock: Callable[[], str] = utc_now) -> None:
+        self.domain = domain
+        self.backend = backend
+        self.bus = bus
+        self.ledger = ledger
+        self.gate = gate
+        self.supervisor: Supervisor = supervisor or Autopilot()
+        self.clock = clock
+
+    async def execute(self, call: ToolCall, step: int) -> CallOutcome:
+        spec = self.domain.tool(call.name)
+        if call.parse_error is not None:
+            return self._refuse(call, step, None, "invalid", f"Error: {call.parse_error}. The call was not executed;"
+                                f" send the arguments as a JSON object.")
+        if spec is None or spec.requestor != call.requestor:
+            return self._refuse(call, step, None, "invalid", f"Error: Tool '{call.name}' not found.")
+        problems = validate_arguments(spec, call.arguments)
+        if problems:
+            return self._refuse(call, step, spec.kind, "invalid",
+                                f"Error: invalid arguments for {call.name}: " + "; ".join(problems))
+        if spec.kind is not ToolKind.WRITE:
+            return await self._run(call, spec.kind, step, None)
+        return await self._gated_write(call, step)
+
+    async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
+        for _ in range(MAX_EDITS):
+            decision = self._judge(call, step)
+            resolution = await self.supervisor.review(call, decision)
+            if resolution.is_human:
+                self.bus.emit(SupervisorDecided(
+                    step=step, call=CallInfo.of(call),
+                    gate_verdict=None if decision is None else decision.verdict.value,
+                    decision=resolution.decision.value, who=resolution.who, when=self.clock(),
+                    reason=resolution.reason,
+                    edited_arguments=None if resolution.arguments is None else dict(resolution.arguments)))
+            if resolution.decision is Decision.EDIT:
+                assert resolution.arguments is not None
+                edited = replace(call, arguments=dict(resolution.arguments), raw_arguments=None, parse_error=None)
+                spec = self.domain.tool(call.name)
+                assert spec is not None
+                problems = validate_arguments(spec, edited.arguments)
+                if problems:
+                    return self._refuse(edited, step, ToolKind.WRITE, "invalid",
+                                        f"Error: invalid arguments for {call.name}: " + "; ".join(problems))
+                call = edited
+                continue
+            if resolution.decision is Decision.VETO:
+                text = resolution.reason or "no reason given"
+                return self._refuse(call, step, ToolKind.WRITE, "vetoed",
+                                    f"NOT EXECUTED: a human supervisor vetoed {call.name}: {text}", decision)
+            allowed = decision is None or decision.verdict is Verdict.ALLOW
+            if allowed or resolution.decision is Decision.FORCE_ALLOW:
+                return await self._run(call, ToolKind.WRITE, step, decision)
+            assert decision is not None
+            return self._refuse(call, step, ToolKind.WRITE, "rejected", decision.feedback, decision)
+        return self._refuse(call, step, ToolKind.WRITE, "vetoed",
+                            f"NOT EXECUTED: {call.name} was edited {MAX_EDITS} times without a decision.")
+
+    def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
+        if self.gate is None or self.ledger is None:
+            return None
+        decision = self.gate.evaluate(call, self.ledger, self.domain.context(self.ledger))
+        self.bus.emit(GateDecided.of(decision, step))
+        return decision
+
+    async def _run(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None) -> CallOutcome:
+        verdict = "ALLOW" if decision is None else decision.verdict.value
+        try:
+            result = await self.backend.call(call.name, call.arguments)
+        except ToolError as exc:
+            content = f"Error: {exc.message}"
+            self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True,
+                                          ok=False, outcome="error", content=content))
+            return CallOutcome(call, kind, "ERROR", True, False, "error", content, None, decision)
+        content = format_tool_result(result)
+        self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True, ok=True,
+                                      outcome="ok", content=content, result=result))
+        if self.ledger is not None:
+            if kind is ToolKind.READ:
+                absorbed = self.ledger.absorb(call, result, step)
+                if absorbed.touched:
+                    self.bus.emit(LedgerUpdated(step=step, call_id=call.id, tool=call.name,
+                                                added=list(absorbed.added), changed=list(absorbed.changed),
+                                                refreshed=list(absorbed.refreshed), version=self.ledger.version))
+            elif kind is ToolKind.WRITE:
+                staled = self.ledger.mark_stale(call, step)
+                if staled:
+                    self.bus.emit(LedgerStaled(step=step, call_id=call.id, tool=call.name, paths=staled,
+                                               version=self.ledger.version))
+        return CallOutcome(call, kind, verdict, True, True, "ok", content, result, decision)
+
+    def _refuse(self, call: ToolCall, step: int, kind: ToolKind | None, outcome: OutcomeKind, content: str,
+                decision: GateDecision | None = None) -> CallOutcome:
+        self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind="unknown" if kind is None
+                                      else kind.value, executed=False, ok=False, outcome=outcome,
+                                      content=content))
+        verdict = "ERROR" if decision is None else decision.verdict.value
+        return CallOutcome(call, kind, verdict, False, False, outcome, content, None, decision)

@@ -1,0 +1,341 @@
+"""The policy gate: executable predicates over the ledger decide ALLOW / REVISE / BLOCK for a write.
+
+Design choices worth knowing before reading the code:
+- A predicate reads the ledger only through a `LedgerView`, which records every path it touched. Those
+  paths are the verdict's evidence; nobody has to declare them by hand, so they cannot drift.
+- Fail closed: a predicate that raises is a REVISE carrying the error, never an ALLOW.
+- Missing or stale evidence is a REVISE ("read X first"), whatever the rule's severity: the model can fix
+  it by reading. Absence is not otherwise a violation.
+- The gate is stateful per session in two small ways that stop a model from looping: an identical call
+  rejected before, with the ledger unchanged since, is rejected again without re-running the rules; and a
+  rule that REVISEs N times in a row escalates to BLOCK.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from core.ledger import LedgerReader, PathMap
+from core.tools import ToolCall
+
+JSON = Any
+
+
+class Verdict(StrEnum):
+    ALLOW = "ALLOW"
+    REVISE = "REVISE"
+    BLOCK = "BLOCK"
+
+
+_RANK = {Verdict.ALLOW: 0, Verdict.REVISE: 1, Verdict.BLOCK: 2}
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    VIOLATION = "violation"
+    MISSING = "missing"
+    ERROR = "error"
+    DISABLED = "disabled"
+
+
+@dataclass(frozen=True)
+class Pass:
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Violation:
+    reason: str
+
+
+@dataclass(frozen=True)
+class MissingEvidence:
+    paths: tuple[str, ...]
+    reason: str = ""
+
+
+Outcome = Pass | Violation | MissingEvidence
+
+
+class EvidenceUnavailable(Exception):
+    """Raised by `LedgerView.require` (missing) or any view read of a stale entry."""
+
+    def __init__(self, path: str, stale_by: str | None = None, hint: str = "") -> None:
+        self.path = path
+        self.stale_by = stale_by
+        self.hint = hint
+        super().__init__(path)
+
+
+@dataclass(frozen=True)
+class GateContext:
+    """What a predicate may know besides the ledger: the domain's clock and who the customer is."""
+
+    domain: str
+    now: datetime | None = None
+    customer_id: str | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LedgerView:
+    """Read-only ledger access for one predicate check; remembers every path read (the evidence)."""
+
+    def __init__(self, reader: LedgerReader) -> None:
+        self._reader = reader
+        self.evidence: list[str] = []
+
+    def _note(self, path: str) -> None:
+        if path not in self.evidence:
+            self.evidence.append(path)
+
+    def _fresh(self, path: str) -> Any:
+        entry = self._reader.entry(path)
+        if entry is None:
+            return None
+        if entry.stale is not None:
+            raise EvidenceUnavailable(path, stale_by=f"{entry.stale.tool} at step {entry.stale.step}")
+        return entry.value
+
+    def get(self, path: str) -> JSON:
+        """The value at `path`, or None when it was never observed. Stale entries raise."""
+        self._note(path)
+        return self._fresh(path)
+
+    def has(self, path: str) -> bool:
+        self._note(path)
+        return self._reader.has(path)
+
+    def require(self, path: str, hint: str = "") -> JSON:
+        """The value at `path`; absent or stale evidence stops the check with a REVISE asking to read it."""
+        value = self.get(path)
+        if value is None:
+            raise EvidenceUnavailable(path, hint=hint)
+        return value
+
+    def glob(self, pattern: str) -> dict[str, JSON]:
+        """Every fresh entry matching `pattern`; a stale match raises (never decide on stale data)."""
+        matches = self._reader.glob(pattern)
+        if not matches:
+            self._note(pattern)
+        for path in matches:
+            self._note(path)
+            self._fresh(path)
+        return matches
+
+
+CheckFn = Callable[[ToolCall, LedgerView, GateContext], Outcome]
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """One policy rule. `policy` is the sentence it encodes; `check` is a plain function over the ledger."""
+
+    id: str
+    tools: frozenset[str]
+    severity: Verdict
+    policy: str
+    check: CheckFn
+    source: str = ""
+
+    def guards(self, tool: str) -> bool:
+        return tool in self.tools
+
+
+def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str) -> Callable[[CheckFn], Predicate]:
+    """Declare a predicate next to its function so id, scope, severity and policy sit with the logic."""
+    if severity not in (Verdict.REVISE, Verdict.BLOCK):
+        raise ValueError(f"predicate {id}: severity must be REVISE or BLOCK")
+
+    def wrap(fn: CheckFn) -> Predicate:
+        try:
+            source = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+        except (OSError, TypeError):
+            source = getattr(fn, "__module__", "")
+        return Predicate(id=id, tools=frozenset(tools), severity=severity, policy=policy, check=fn,
+                         source=source)
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class PredicateResult:
+    predicate_id: str
+    status: Status
+    verdict: Verdict  # what this result alone asks for
+    reason: str
+    evidence: tuple[str, ...]
+    policy: str
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (Status.VIOLATION, Status.MISSING, Status.ERROR)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    call: ToolCall
+    verdict: Verdict
+    results: tuple[PredicateResult, ...]
+    feedback: str
+    ledger_version: int
+    escalated: bool = False
+    repeated: bool = False
+
+    @property
+    def failed(self) -> tuple[PredicateResult, ...]:
+        return tuple(r for r in self.results if r.failed)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for result in self.results:
+            for path in result.evidence:
+                seen.setdefault(path, None)
+        return tuple(seen)
+
+
+def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateContext,
+             path_map: PathMap | None) -> PredicateResult:
+    view = LedgerView(reader)
+    try:
+        outcome = pred.check(call, view, ctx)
+    except EvidenceUnavailable as missing:
+        return _missing_result(pred, view, (missing.path,), missing.stale_by, missing.hint, path_map)
+    except Exception as exc:  # noqa: BLE001 - fail closed on any predicate bug
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        reason = (f"predicate {pred.id} raised {type(exc).__name__}: {exc} "
+                  f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}); failing closed")
+        return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
+    if isinstance(outcome, Pass):
+        return PredicateResult(pred.id, Status.PASS, Verdict.ALLOW, outcome.note, tuple(view.evidence),
+                               pred.policy)
+    if isinstance(outcome, Violation):
+        return PredicateResult(pred.id, Status.VIOLATION, pred.severity, outcome.reason, tuple(view.evidence),
+                               pred.policy)
+    if isinstance(outcome, MissingEvidence):
+        return _missing_result(pred, view, outcome.paths, None, outcome.reason, path_map)
+    reason = f"predicate {pred.id} returned {type(outcome).__name__}, not Pass/Violation/MissingEvidence"
+    return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
+
+
+def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], stale_by: str | None,
+                    hint: str, path_map: PathMap | None) -> PredicateResult:
+    for path in paths:
+        if path not in view.evidence:
+            view.evidence.append(path)
+    shown = ", ".join(paths)
+    if stale_by:
+        reason = f"{shown} may have changed since {stale_by}; read it again before this call"
+    else:
+        reason = f"this rule needs {shown}, which has not been observed; read it first"
+    suggestions = [s for s in (path_map.suggest_read(p) if path_map else None for p in paths) if s]
+    if suggestions:
+        reason += f" (e.g. {', '.join(suggestions)})"
+    if hint:
+        reason += f". {hint}"
+    return PredicateResult(pred.id, Status.MISSING, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
+
+
+def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResult], escalated: bool,
+              repeated: bool, max_streak: int) -> str:
+    if verdict is Verdict.ALLOW:
+        return ""
+    lines: list[str] = []
+    if verdict is Verdict.BLOCK:
+        lines.append(f"BLOCK: the action {call.name} was NOT executed and is refused by policy.")
+    else:
+        lines.append(f"REVISE: {call.name} was NOT executed because it conflicts with the policy or the "
+                     "observed state.")
+    if repeated:
+        lines.append("This is the same call that was already rejected, and nothing observed has changed since.")
+    for result in results:
+        if not result.failed:
+            continue
+        evidence = f" [state read: {', '.join(result.evidence)}]" if result.evidence else ""
+        lines.append(f"- rule {result.predicate_id} ({result.policy}): {result.reason}{evidence}")
+    if escalated:
+        lines.append(f"The same rule rejected this action {max_streak} times in a row, so the action is now "
+                     "refused. Do not retry it; explain the policy to the customer or transfer.")
+    elif verdict is Verdict.BLOCK:
+        lines.append("Do not retry this action; explain to the customer why it cannot be done.")
+    else:
+        lines.append("Correct the arguments or read the missing state, then propose the call again.")
+    return "\n".join(lines)
+
+
+class PolicyGate:
+    """Judges write calls one at a time. Holds the per-session anti-loop memory."""
+
+    def __init__(self, predicates: Iterable[Predicate], *, max_revise_streak: int = 3,
+                 disabled: Iterable[str] = (), path_map: PathMap | None = None) -> None:
+        self.predicates: list[Predicate] = list(predicates)
+        ids = [p.id for p in self.predicates]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate predicate ids: {', '.join(duplicates)}")
+        if max_revise_streak < 1:
+            raise ValueError("max_revise_streak must be at least 1")
+        self.max_revise_streak = max_revise_streak
+        self.disabled: set[str] = set(disabled)
+        self.path_map = path_map
+        self._streak: dict[str, int] = {}
+        self._rejected: dict[str, tuple[int, GateDecision]] = {}
+
+    def reset(self) -> None:
+        self._streak.clear()
+        self._rejected.clear()
+
+    def set_enabled(self, predicate_id: str, enabled: bool) -> None:
+        if predicate_id not in {p.id for p in self.predicates}:
+            raise KeyError(predicate_id)
+        (self.disabled.discard if enabled else self.disabled.add)(predicate_id)
+
+    def guarding(self, tool: str) -> list[Predicate]:
+        return [p for p in self.predicates if p.guards(tool)]
+
+    def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
+        version = int(getattr(ledger, "version", 0))
+        previous = self._rejected.get(call.signature())
+        if previous is not None and previous[0] == version:
+            results = previous[1].results
+            repeated = True
+        else:
+            results = tuple(self._judge(call, ledger, ctx))
+            repeated = False
+        verdict = max((r.verdict for r in results), key=_RANK.__getitem__, default=Verdict.ALLOW)
+        streak_reached = False
+        for result in results:
+            if result.status is Status.DISABLED:
+                continue
+            if result.failed and result.verdict is Verdict.REVISE:
+                self._streak[result.predicate_id] = self._streak.get(result.predicate_id, 0) + 1
+                streak_reached |= self._streak[result.predicate_id] >= self.max_revise_streak
+            elif not result.failed:
+                self._streak[result.predicate_id] = 0
+        escalated = verdict is Verdict.REVISE and streak_reached
+        if escalated:
+            verdict = Verdict.BLOCK
+        feedback = _feedback(call, verdict, results, escalated, repeated, self.max_revise_streak)
+        decision = GateDecision(call=call, verdict=verdict, results=results, feedback=feedback,
+                                ledger_version=version, escalated=escalated, repeated=repeated)
+        if verdict is Verdict.ALLOW:
+            self._rejected.pop(call.signature(), None)
+        else:
+            self._rejected[call.signature()] = (version, replace(decision, repeated=False))
+        return decision
+
+    def _judge(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> Iterable[PredicateResult]:
+        for pred in self.predicates:
+            if not pred.guards(call.name):
+                continue
+            if pred.id in self.disabled:
+                yield PredicateResult(pred.id, Status.DISABLED, Verdict.ALLOW, "disabled by the operator", (),
+                                      pred.policy)
+                continue
+            yield _run_one(pred, call, ledger, ctx, self.path_map)

@@ -1,0 +1,361 @@
+"""The ledger: observed state, stored at canonical paths by a fixed per-domain path map.
+
+Only successful READ returns are absorbed (observe, don't assume). A successful WRITE marks the paths it
+touches stale; a stale entry is still shown to the model but is never used as evidence by the gate until
+it has been read again. Every entry remembers which call put it there, so the console can show
+provenance and a verdict can cite exactly what it relied on.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from core.tools import ToolCall
+
+JSON = Any
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+class TemplateError(ValueError):
+    """A path template names a value the call or result does not have."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    call_id: str
+    tool: str
+    arguments: Mapping[str, Any]
+    step: int
+
+    def describe(self) -> str:
+        args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(self.arguments.items()))
+        return f"{self.tool}({args}) at step {self.step}"
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """Why an entry may no longer match the world: a write that ran after it was read."""
+
+    tool: str
+    call_id: str
+    step: int
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    path: str
+    value: JSON
+    provenance: Provenance
+    version: int
+    stale: Staleness | None = None
+    rendered: str = field(default="", compare=False, repr=False)
+
+    @property
+    def is_stale(self) -> bool:
+        return self.stale is not None
+
+
+def _lookup(source: Any, dotted: str) -> Any:
+    current = source
+    for part in dotted.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            raise TemplateError(f"no value at '{dotted}'")
+    return current
+
+
+def fill_template(template: str, arguments: Mapping[str, Any], result: Any = None, item: Any = None) -> str:
+    """Fill `{arg}`, `{result}`, `{result.field}` and `{item.field}` placeholders."""
+
+    def value_for(name: str) -> str:
+        if name == "result":
+            value = result
+        elif name.startswith("result."):
+            value = _lookup(result, name[len("result."):])
+        elif name == "item":
+            value = item
+        elif name.startswith("item."):
+            value = _lookup(item, name[len("item."):])
+        else:
+            value = _lookup(arguments, name)
+        if isinstance(value, dict | list) or value is None:
+            raise TemplateError(f"'{name}' is not a scalar")
+        return str(value)
+
+    return _PLACEHOLDER.sub(lambda m: value_for(m.group(1)), template)
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    """Segment-wise glob: `*` matches exactly one path segment (`orders.*` ≠ `orders.x.y`)."""
+    pattern_parts = pattern.split(".")
+    path_parts = path.split(".")
+    if len(pattern_parts) != len(path_parts):
+        return False
+    return all(fnmatch.fnmatchcase(seg, pat) for pat, seg in zip(pattern_parts, path_parts, strict=True))
+
+
+class LedgerReader:
+    """Read-only access shared by the ledger and its snapshots."""
+
+    _entries: Mapping[str, LedgerEntry]
+
+    def get(self, path: str) -> JSON:
+        entry = self._entries.get(path)
+        return None if entry is None else entry.value
+
+    def entry(self, path: str) -> LedgerEntry | None:
+        return self._entries.get(path)
+
+    def has(self, path: str) -> bool:
+        return path in self._entries
+
+    def paths(self) -> list[str]:
+        return sorted(self._entries)
+
+    def entries(self) -> list[LedgerEntry]:
+        return [self._entries[p] for p in sorted(self._entries)]
+
+    def glob(self, pattern: str) -> dict[str, JSON]:
+        return {p: self._entries[p].value for p in sorted(self._entries) if path_matches(pattern, p)}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {p: self._entries[p].value for p in sorted(self._entries)}
+
+
+Condition = Callable[[ToolCall, JSON, LedgerReader], bool]
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """Where a successful return of `tool` lands. `each` fans a list (or dict values) out to many paths."""
+
+    tool: str
+    path: str
+    when: Condition | None = None
+    each: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class StaleRule:
+    """Which ledger paths (templates over the write's arguments, globs allowed) a successful write touches."""
+
+    tool: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PathMap:
+    rules: tuple[PathRule, ...]
+    stale_rules: tuple[StaleRule, ...] = ()
+
+    def rules_for(self, tool: str) -> list[PathRule]:
+        return [r for r in self.rules if r.tool == tool]
+
+    def stale_patterns(self, call: ToolCall) -> list[str]:
+        patterns: list[str] = []
+        for rule in self.stale_rules:
+            if rule.tool != call.name:
+                continue
+            for template in rule.paths:
+                try:
+                    patterns.append(fill_template(template, call.arguments))
+                except TemplateError:
+                    continue
+        return patterns
+
+    def suggest_read(self, path: str) -> str | None:
+        """The read call that would (re)fill `path`, when its rule depends only on arguments."""
+        for rule in self.rules:
+            if rule.each is not None or "{result" in rule.path or "{item" in rule.path:
+                continue
+            parts = _PLACEHOLDER.split(rule.path)
+            names = parts[1::2]
+            regex = "".join(re.escape(p) if i % 2 == 0 else "([^.]+)" for i, p in enumerate(parts))
+            match = re.fullmatch(regex, path)
+            if match is None:
+                continue
+            args = ", ".join(f"{n}={json.dumps(v)}" for n, v in zip(names, match.groups(), strict=True))
+            return f"{rule.tool}({args})"
+        for rule in self.rules:
+            if "{" not in rule.path and rule.path == path:
+                return f"{rule.tool}(...)"
+        by_prefix = [r for r in self.rules if r.path.split(".")[0] == path.split(".")[0]]
+        if by_prefix:
+            return f"{by_prefix[0].tool}(...)"
+        return None
+
+
+@dataclass(frozen=True)
+class AbsorbResult:
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    refreshed: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()  # rules that did not apply, with why (for debugging path maps)
+
+    @property
+    def touched(self) -> tuple[str, ...]:
+        return self.added + self.changed + self.refreshed
+
+
+@dataclass(frozen=True)
+class LedgerDiff:
+    added: tuple[str, ...]
+    changed: tuple[str, ...]
+    removed: tuple[str, ...]
+    staled: tuple[str, ...]
+    refreshed: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.staled or self.refreshed)
+
+
+def render_value(value: JSON) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class LedgerSnapshot(LedgerReader):
+    """An immutable view of the ledger at one moment (time travel, diffs, re-gating)."""
+
+    def __init__(self, entries: Mapping[str, LedgerEntry], version: int) -> None:
+        self._entries = MappingProxyType(dict(entries))
+        self.version = version
+
+    def render(self) -> str:
+        return render_entries(self._entries)
+
+    def diff(self, older: LedgerReader) -> LedgerDiff:
+        return diff_entries(older._entries, self._entries)
+
+
+def render_entries(entries: Mapping[str, LedgerEntry]) -> str:
+    if not entries:
+        return "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>"
+    lines = ["<ledger>"]
+    lines.extend(entries[p].rendered for p in sorted(entries))
+    lines.append("</ledger>")
+    return "\n".join(lines)
+
+
+def diff_entries(old: Mapping[str, LedgerEntry], new: Mapping[str, LedgerEntry]) -> LedgerDiff:
+    added = tuple(sorted(p for p in new if p not in old))
+    removed = tuple(sorted(p for p in old if p not in new))
+    changed: list[str] = []
+    staled: list[str] = []
+    refreshed: list[str] = []
+    for path in sorted(p for p in new if p in old):
+        before, after = old[path], new[path]
+        if before.value != after.value:
+            changed.append(path)
+        elif not before.is_stale and after.is_stale:
+            staled.append(path)
+        elif before.version != after.version:
+            refreshed.append(path)
+    return LedgerDiff(added, tuple(changed), removed, tuple(staled), tuple(refreshed))
+
+
+def _render_entry(entry: LedgerEntry) -> str:
+    line = f"{entry.path} = {render_value(entry.value)}"
+    if entry.stale is not None:
+        line += (f"  # STALE: {entry.stale.tool} (step {entry.stale.step}) may have changed this;"
+                 " read it again before relying on it")
+    return line
+
+
+class Ledger(LedgerReader):
+    """The live ledger of one session. Mutated only by `absorb` (reads) and `mark_stale` (writes)."""
+
+    def __init__(self, path_map: PathMap) -> None:
+        self.path_map = path_map
+        self._entries: dict[str, LedgerEntry] = {}
+        self.version = 0
+
+    def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
+        previous = self._entries.get(path)
+        self.version += 1
+        entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version)
+        entry = replace(entry, rendered=_render_entry(entry))
+        self._entries[path] = entry
+        if previous is None:
+            return "added"
+        if previous.value != value:
+            return "changed"
+        return "refreshed"
+
+    def absorb(self, call: ToolCall, result: JSON, step: int) -> AbsorbResult:
+        """Store a successful READ return at every path its rules give. Never call this for writes."""
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step)
+        outcome: dict[str, list[str]] = {"added": [], "changed": [], "refreshed": [], "skipped": []}
+        for rule in self.path_map.rules_for(call.name):
+            if rule.when is not None and not rule.when(call, result, self):
+                outcome["skipped"].append(f"{rule.path}: condition not met")
+                continue
+            try:
+                targets = list(self._targets(rule, call, result))
+            except TemplateError as exc:
+                outcome["skipped"].append(f"{rule.path}: {exc}")
+                continue
+            for path, value in targets:
+                outcome[self._store(path, value, provenance)].append(path)
+        return AbsorbResult(
+            added=tuple(outcome["added"]),
+            changed=tuple(outcome["changed"]),
+            refreshed=tuple(outcome["refreshed"]),
+            skipped=tuple(outcome["skipped"]),
+        )
+
+    @staticmethod
+    def _targets(rule: PathRule, call: ToolCall, result: JSON) -> Iterable[tuple[str, JSON]]:
+        if rule.each is None:
+            yield fill_template(rule.path, call.arguments, result), result
+            return
+        collection = result if rule.each == "result" else _lookup(result, rule.each.removeprefix("result."))
+        items = collection.values() if isinstance(collection, Mapping) else collection
+        if not isinstance(items, Iterable):
+            raise TemplateError(f"'{rule.each}' is not a list")
+        for item in items:
+            yield fill_template(rule.path, call.arguments, result, item), item
+
+    def mark_stale(self, call: ToolCall, step: int) -> list[str]:
+        """After a successful write: every path it touches is stale until read again."""
+        staled: list[str] = []
+        stale = Staleness(tool=call.name, call_id=call.id, step=step)
+        for pattern in self.path_map.stale_patterns(call):
+            for path in sorted(self._entries):
+                entry = self._entries[path]
+                if path_matches(pattern, path) and entry.stale is None:
+                    self.version += 1
+                    updated = replace(entry, stale=stale, version=self.version)
+                    self._entries[path] = replace(updated, rendered=_render_entry(updated))
+                    staled.append(path)
+        return staled
+
+    def render(self) -> str:
+        return render_entries(self._entries)
+
+    def snapshot(self) -> LedgerSnapshot:
+        return LedgerSnapshot(self._entries, self.version)
+
+    def diff(self, older: LedgerReader) -> LedgerDiff:
+        return diff_entries(older._entries, self._entries)
+
+    def restore(self, snapshot: LedgerSnapshot) -> None:
+        """Return to an earlier snapshot (used by replay and re-gating)."""
+        self._entries = dict(snapshot._entries)
+        self.version = snapshot.version

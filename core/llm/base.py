@@ -1,0 +1,63 @@
+"""The model boundary: one `complete` call per agent step, returning text and/or tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from core.tools import ToolCall
+
+Message = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False  # True when counted locally rather than reported by the API
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.estimated or other.estimated)
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    text: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    model: str = ""
+    finish_reason: str | None = None
+
+
+class ModelError(Exception):
+    """The model could not produce a turn (after retries). `kind` is machine-readable for the trace."""
+
+    def __init__(self, message: str, *, kind: str, attempts: int = 1, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind  # timeout | rate_limited | server_error | http_error | connection | bad_response | script
+        self.attempts = attempts
+        self.status = status
+
+
+@runtime_checkable
+class RetryListener(Protocol):
+    def __call__(self, attempt: int, error: ModelError, delay: float) -> None: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    name: str
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic local estimate (≈4 characters per token) for models that report no usage."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,55 @@
+"""How a human steers writes: every gated call passes through a Supervisor before it runs.
+
+Autopilot follows the gate. A console supervisor asks the operator according to its mode. Whatever the
+resolution, the executor re-checks it: an edit is gated again, and only FORCE_ALLOW (with a reason and a
+name) lets a REVISE/BLOCK call run. That is the one door around the gate, and it is always recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from core.gate import GateDecision
+from core.tools import ToolCall
+
+
+class Decision(StrEnum):
+    APPROVE = "approve"  # accept the gate's verdict (run an ALLOW, drop a REVISE/BLOCK)
+    VETO = "veto"  # do not run, tell the model why
+    EDIT = "edit"  # replace the arguments; the edited call is gated again
+    FORCE_ALLOW = "force_allow"  # run despite REVISE/BLOCK; reason required
+
+
+@dataclass(frozen=True)
+class Resolution:
+    decision: Decision
+    who: str = "autopilot"
+    reason: str = ""
+    arguments: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision is Decision.FORCE_ALLOW and not self.reason.strip():
+            raise ValueError("force-allow needs a reason")
+        if self.decision is Decision.EDIT and self.arguments is None:
+            raise ValueError("edit needs the new arguments")
+        if self.decision in (Decision.FORCE_ALLOW, Decision.VETO, Decision.EDIT) and not self.who.strip():
+            raise ValueError("an override must say who made it")
+
+    @property
+    def is_human(self) -> bool:
+        return self.who != "autopilot"
+
+
+@runtime_checkable
+class Supervisor(Protocol):
+    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution: ...
+
+
+class Autopilot:
+    """Follows the gate without asking anyone."""
+
+    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
+        return Resolution(Decision.APPROVE)

@@ -1,0 +1,1 @@
+"""Domain packages: tools, path maps, predicates, policies, scenarios."""

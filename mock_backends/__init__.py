@@ -1,0 +1,1 @@
+"""SQLite implementations of every domain's tools."""

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from core.gate import (
+    GateContext,
+    LedgerView,
+    Outcome,
+    Pass,
+    PolicyGate,
+    Status,
+    Verdict,
+    Violation,
+    predicate,
+)
+from core.ledger import Ledger
+from core.tools import ToolCall
+from toy_domain import DOMAIN, PATH_MAP, PREDICATES
+
+
+def ledger_with(*accounts: dict[str, object], customer: str | None = "ann") -> Ledger:
+    ledger = Ledger(PATH_MAP)
+    if customer:
+        ledger.absorb(ToolCall("l", "login", {"name": customer}), customer, 1)
+    for account in accounts:
+        ledger.absorb(ToolCall(f"g{account['id']}", "get_account", {"account_id": account["id"]}), account, 2)
+    return ledger
+
+
+ANN = {"id": "A1", "owner": "ann", "balance": 100.0}
+BOB = {"id": "B1", "owner": "bob", "balance": 50.0}
+
+
+def transfer(account: str = "A1", amount: float = 10, call_id: str = "t") -> ToolCall:
+    return ToolCall(call_id, "transfer", {"account_id": account, "amount": amount})
+
+
+def gate() -> PolicyGate:
+    return PolicyGate(PREDICATES, path_map=PATH_MAP)
+
+
+def test_allow_records_evidence_per_predicate() -> None:
+    ledger = ledger_with(ANN)
+    decision = gate().evaluate(transfer(), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.ALLOW and decision.feedback == ""
+    by_id = {r.predicate_id: r for r in decision.results}
+    assert by_id["toy.balance"].evidence == ("accounts.A1",)
+    assert by_id["toy.owner"].status is Status.PASS
+
+
+def test_block_beats_revise_and_feedback_names_rule_and_state() -> None:
+    ledger = ledger_with(ANN, BOB)
+    decision = gate().evaluate(transfer("B1", 500), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.BLOCK
+    assert {r.predicate_id for r in decision.failed} == {"toy.owner", "toy.balance"}
+    assert "toy.owner" in decision.feedback and "'bob'" in decision.feedback
+    assert "accounts.B1" in decision.feedback and "NOT executed" in decision.feedback
+
+
+def test_missing_evidence_is_revise_with_read_suggestion() -> None:
+    ledger = ledger_with()
+    decision = gate().evaluate(transfer(), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.REVISE
+    missing = [r for r in decision.results if r.status is Status.MISSING]
+    assert missing and all(r.verdict is Verdict.REVISE for r in missing)
+    assert 'get_account(account_id="A1")' in decision.feedback
+
+
+def test_stale_evidence_asks_for_reread() -> None:
+    ledger = ledger_with(ANN)
+    ledger.mark_stale(transfer(), 3)
+    decision = gate().evaluate(transfer(amount=1), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.REVISE
+    assert "may have changed since transfer at step 3" in decision.feedback
+
+
+def test_crashing_predicate_fails_closed() -> None:
+    @predicate(id="toy.crash", tools=["transfer"], severity=Verdict.BLOCK, policy="never crash")
+    def crash(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        view.get("accounts.A1")
+        raise ZeroDivisionError("boom")
+
+    ledger = ledger_with(ANN)
+    decision = PolicyGate([*PREDICATES, crash]).evaluate(transfer(), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.REVISE
+    result = next(r for r in decision.results if r.predicate_id == "toy.crash")
+    assert result.status is Status.ERROR and "ZeroDivisionError: boom" in result.reason
+    assert result.evidence == ("accounts.A1",)
+
+
+def test_non_outcome_return_fails_closed() -> None:
+    @predicate(id="toy.bad", tools=["transfer"], severity=Verdict.REVISE, policy="return an outcome")
+    def bad(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        return True  # type: ignore[return-value]
+
+    ledger = ledger_with(ANN)
+    assert PolicyGate([bad]).evaluate(transfer(), ledger, DOMAIN.context(ledger)).verdict is Verdict.REVISE
+
+
+def test_identical_rejected_call_is_repeated_without_rerunning_rules() -> None:
+    runs: list[int] = []
+
+    @predicate(id="toy.count", tools=["transfer"], severity=Verdict.REVISE, policy="count runs")
+    def counting(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        runs.append(1)
+        return Violation("always no")
+
+    g = PolicyGate([counting], max_revise_streak=10)
+    ledger = ledger_with(ANN)
+    first = g.evaluate(transfer(call_id="a"), ledger, DOMAIN.context(ledger))
+    second = g.evaluate(transfer(call_id="b"), ledger, DOMAIN.context(ledger))
+    assert not first.repeated and second.repeated and len(runs) == 1
+    assert "same call that was already rejected" in second.feedback
+    ledger.absorb(ToolCall("r", "get_account", {"account_id": "B1"}), BOB, 5)
+    third = g.evaluate(transfer(call_id="c"), ledger, DOMAIN.context(ledger))
+    assert not third.repeated and len(runs) == 2
+
+
+def test_revise_streak_escalates_to_block_and_resets_on_pass() -> None:
+    g = PolicyGate(PREDICATES, max_revise_streak=3)
+    ledger = ledger_with(ANN)
+    verdicts = [g.evaluate(transfer(amount=1000 + i), ledger, DOMAIN.context(ledger)) for i in range(3)]
+    assert [d.verdict for d in verdicts] == [Verdict.REVISE, Verdict.REVISE, Verdict.BLOCK]
+    assert verdicts[2].escalated and "3 times in a row" in verdicts[2].feedback
+    assert g.evaluate(transfer(amount=1), ledger, DOMAIN.context(ledger)).verdict is Verdict.ALLOW
+    assert g.evaluate(transfer(amount=2000), ledger, DOMAIN.context(ledger)).verdict is Verdict.REVISE
+
+
+def test_disabled_predicate_is_reported_not_run() -> None:
+    g = PolicyGate(PREDICATES, disabled=["toy.balance"])
+    ledger = ledger_with(ANN)
+    decision = g.evaluate(transfer(amount=1000), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.ALLOW
+    assert any(r.status is Status.DISABLED for r in decision.results)
+
+
+def test_unguarded_tool_is_allowed_and_context_carries_identity() -> None:
+    ledger = ledger_with(customer="ann")
+    assert DOMAIN.context(ledger) == GateContext(domain="toy", now=None, customer_id="ann")
+    decision = gate().evaluate(ToolCall("n", "note", {"text": "x"}), ledger, DOMAIN.context(ledger))
+    assert decision.verdict is Verdict.ALLOW and decision.results == ()
+
+
+def test_duplicate_predicate_ids_rejected() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="duplicate"):
+        PolicyGate([*PREDICATES, PREDICATES[0]])
+
+
+def test_pass_note_is_kept() -> None:
+    @predicate(id="toy.note", tools=["transfer"], severity=Verdict.REVISE, policy="note")
+    def noted(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        return Pass("fine because reasons")
+
+    ledger = ledger_with(ANN)
+    assert PolicyGate([noted]).evaluate(transfer(), ledger, DOMAIN.context(ledger)).results[0].reason == (
+        "fine because reasons")
