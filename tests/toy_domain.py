@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.domain import Domain
-from core.gate import GateContext, LedgerView, MissingEvidence, Outcome, Pass, Violation, Verdict, predicate
+from core.gate import GateContext, LedgerView, MissingEvidence, Outcome, Pass, Verdict, Violation, predicate
 from core.ledger import PathMap, PathRule, StaleRule
 from core.tools import ToolCall, ToolError, ToolKind, ToolSpec
 

@@ -1,0 +1,37 @@
+# Every target bootstraps its own virtualenv (.venv) on first use: a fresh machine needs only Python 3.11+.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: demo console test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+## The main job on the embedded offline default (SQLite mock DB + scripted demo model).
+demo: $(STAMP)
+	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment --headless
+
+## The whole test suite: lint, types, then pytest (parallel on all cores).
+test: lint typecheck unit
+
+lint: $(STAMP)
+	@$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	@$(BIN)/mypy
+
+unit: $(STAMP)
+	@$(BIN)/python -m pytest -n auto
+
+## Speed figures named in the issues, printed as a table.
+bench: $(STAMP)
+	@$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

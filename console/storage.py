@@ -1,0 +1,29 @@
+"""Where sessions live on disk: one folder per session under the user data dir, never in the package."""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+import platformdirs
+
+
+def data_root() -> Path:
+    """`$LEDGERAGENT_HOME` when set (tests, CI, portable installs), else the platform's user data dir."""
+    override = os.environ.get("LEDGERAGENT_HOME")
+    return Path(override) if override else Path(platformdirs.user_data_dir("ledgeragent", appauthor=False))
+
+
+def new_session_dir(domain: str, label: str | None = None, root: Path | None = None) -> Path:
+    base = (root or data_root()) / "sessions"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{domain}-{label or 'chat'}")
+    candidate = base / f"{stamp}-{slug}"
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = base / f"{stamp}-{slug}-{n}"
+    candidate.mkdir(parents=True)
+    return candidate

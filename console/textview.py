@@ -1,0 +1,111 @@
+"""A readable, colourful transcript of session events for the terminal (headless runs, CI logs)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+VERDICT_STYLE = {"ALLOW": "bold green", "REVISE": "bold yellow", "BLOCK": "bold red", "ERROR": "bold magenta"}
+
+
+def format_call(name: str, arguments: dict[str, Any]) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return f"{name}({args})"
+
+
+def shorten(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class TranscriptPrinter:
+    """Subscribe it to an EventBus; it prints each event as it happens."""
+
+    def __init__(self, console: Console | None = None, show_ledger: bool = True) -> None:
+        self.console = console or Console(highlight=False)
+        self.show_ledger = show_ledger
+
+    def __call__(self, event: Any) -> None:
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def _print(self, text: str | Text) -> None:
+        self.console.print(text, soft_wrap=False, overflow="fold")
+
+    def _on_session_started(self, e: Any) -> None:
+        title = f"{e.domain} · {e.scenario or 'free chat'} · agent={e.agent} · model={e.model} · user={e.user}"
+        self.console.rule(f"[bold]{escape(title)}")
+
+    def _on_message(self, e: Any) -> None:
+        who = "[bold cyan]user [/]" if e.role == "user" else "[bold blue]agent[/]"
+        self._print(f"{who}  {escape(e.text)}")
+
+    def _on_assistant_turn(self, e: Any) -> None:
+        if e.text and e.tool_calls:
+            self._print(f"[bold blue]agent[/]  [dim](with tool calls)[/] {escape(e.text)}")
+        elif e.text:
+            self._print(f"[bold blue]agent[/]  {escape(e.text)}")
+        for call in e.tool_calls:
+            shown = format_call(call.name, call.arguments) if call.parse_error is None else (
+                f"{call.name}({call.raw_arguments})")
+            self._print(f"  [bold]→ {escape(shown)}[/]")
+
+    def _on_gate_decision(self, e: Any) -> None:
+        style = VERDICT_STYLE[e.verdict]
+        line = Text("    gate ")
+        line.append(f"{e.verdict:<6}", style=style)
+        failed = [r for r in e.results if r.status not in ("pass", "disabled")]
+        if not failed:
+            line.append(f" {len(e.results)} rule(s) passed", style="dim")
+        if e.repeated:
+            line.append(" (repeated call)", style="dim")
+        if e.escalated:
+            line.append(" (escalated after repeated REVISE)", style=style)
+        self._print(line)
+        for r in failed:
+            self._print(f"      [{style}]{escape(r.predicate_id)}[/]: {escape(r.reason)}")
+            if r.evidence:
+                self._print(f"        [dim]evidence: {escape(', '.join(r.evidence))}[/]")
+
+    def _on_supervisor_decision(self, e: Any) -> None:
+        self._print(f"    [bold magenta]operator {escape(e.who)}[/]: {e.decision} {escape(e.reason)} [dim]{e.when}[/]")
+
+    def _on_tool_result(self, e: Any) -> None:
+        if e.outcome == "ok":
+            self._print(f"    [green]←[/] {escape(shorten(e.content))}")
+        elif e.outcome == "rejected":
+            self._print("    [yellow]✗ not executed[/]")
+        else:
+            self._print(f"    [red]✗ {escape(shorten(e.content, 200))}[/]")
+
+    def _on_ledger_updated(self, e: Any) -> None:
+        if not self.show_ledger:
+            return
+        parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
+        self._print(f"    [dim]ledger {escape(' '.join(parts))}[/]")
+
+    def _on_ledger_staled(self, e: Any) -> None:
+        if self.show_ledger:
+            self._print(f"    [dim]ledger stale (re-read before relying on): {escape(', '.join(e.paths))}[/]")
+
+    def _on_model_retry(self, e: Any) -> None:
+        self._print(f"  [yellow]model {e.kind}, retry {e.attempt} in {e.delay:.1f}s: {escape(e.message)}[/]")
+
+    def _on_model_error(self, e: Any) -> None:
+        self._print(f"  [bold red]model error ({e.kind}, {e.attempts} attempt(s)):[/] {escape(e.message)}")
+
+    def _on_session_ended(self, e: Any) -> None:
+        tail = f"ended: {e.reason} after {e.steps} steps"
+        if e.db_hash:
+            tail += f" · db {e.db_hash[:12]}"
+        tokens = e.prompt_tokens + e.completion_tokens
+        if tokens:
+            tail += f" · {tokens:,} tokens"
+        self.console.rule(escape(tail))
+        if e.detail:
+            self._print(f"[red]{escape(e.detail)}[/]")

@@ -1,0 +1,129 @@
+"""`ledgeragent check`: replay a list of tool calls through a fresh ledger, gate and backend.
+
+Reads are executed and absorbed, writes are gated and run when allowed — the same `CallExecutor` the
+agent uses, so a fixture that passes here passes in a live session. Each line may carry an expectation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.domain import Domain
+from core.events import EventBus
+from core.executor import CallExecutor
+from core.gate import PolicyGate
+from core.ledger import Ledger
+from core.tools import ToolBackend, ToolCall
+
+VERDICTS = ("ALLOW", "REVISE", "BLOCK", "ERROR")
+
+
+@dataclass(frozen=True)
+class TrajectoryCall:
+    index: int
+    line: int
+    name: str
+    arguments: dict[str, Any]
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
+class TrajectoryProblem:
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    index: int
+    line: int
+    name: str
+    kind: str
+    verdict: str
+    predicates: tuple[str, ...]
+    reason: str
+    executed: bool
+    expect: str | None
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def met(self) -> bool | None:
+        return None if self.expect is None else self.expect == self.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "line": self.line, "name": self.name, "kind": self.kind,
+                "verdict": self.verdict, "predicates": list(self.predicates), "reason": self.reason,
+                "executed": self.executed, "expect": self.expect, "met": self.met, "evidence": list(self.evidence)}
+
+
+@dataclass
+class Trajectory:
+    calls: list[TrajectoryCall] = field(default_factory=list)
+    problems: list[TrajectoryProblem] = field(default_factory=list)
+
+
+def parse_trajectory(text: str) -> Trajectory:
+    """Parse JSONL lines `{"name", "arguments", "expect"?}`; a broken line becomes a problem, not an abort."""
+    trajectory = Trajectory()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("//"):
+            continue
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            trajectory.problems.append(TrajectoryProblem(number, f"not valid JSON ({exc.msg}, column {exc.colno})"))
+            continue
+        if not isinstance(item, dict):
+            trajectory.problems.append(TrajectoryProblem(number, "each line must be a JSON object"))
+            continue
+        name, arguments, expect = item.get("name"), item.get("arguments", {}), item.get("expect")
+        if not isinstance(name, str) or not name:
+            trajectory.problems.append(TrajectoryProblem(number, "missing string field 'name'"))
+            continue
+        if not isinstance(arguments, dict):
+            trajectory.problems.append(TrajectoryProblem(number, "'arguments' must be a JSON object"))
+            continue
+        if expect is not None and expect not in VERDICTS:
+            trajectory.problems.append(
+                TrajectoryProblem(number, f"'expect' must be one of {', '.join(VERDICTS)}, got {expect!r}"))
+            continue
+        unknown = sorted(set(item) - {"name", "arguments", "expect", "note"})
+        if unknown:
+            trajectory.problems.append(TrajectoryProblem(number, f"unknown field(s): {', '.join(unknown)}"))
+            continue
+        trajectory.calls.append(TrajectoryCall(len(trajectory.calls), number, name, arguments, expect))
+    return trajectory
+
+
+class Checker:
+    """Holds one ledger/gate/backend for a whole trajectory so later calls see earlier reads."""
+
+    def __init__(self, domain: Domain, backend: ToolBackend, bus: EventBus | None = None,
+                 disabled: frozenset[str] = frozenset()) -> None:
+        self.domain = domain
+        self.ledger = Ledger(domain.path_map)
+        self.gate = PolicyGate(domain.predicates, path_map=domain.path_map, disabled=disabled)
+        self.executor = CallExecutor(domain, backend, bus or EventBus(), ledger=self.ledger, gate=self.gate)
+
+    async def check(self, call: TrajectoryCall) -> CheckResult:
+        outcome = await self.executor.execute(ToolCall(f"call_{call.index}", call.name, call.arguments),
+                                              call.index + 1)
+        decision = outcome.decision
+        failed = () if decision is None else tuple(r.predicate_id for r in decision.failed)
+        if outcome.verdict == "ERROR":
+            reason = outcome.content.removeprefix("Error: ")
+        elif decision is not None and decision.failed:
+            reason = " | ".join(f"{r.predicate_id}: {r.reason}" for r in decision.failed)
+        else:
+            reason = ""
+        if decision is not None and decision.escalated:
+            reason += " (escalated to BLOCK after repeated REVISE)"
+        kind = outcome.kind.value if outcome.kind is not None else "unknown"
+        evidence = () if decision is None else decision.evidence
+        return CheckResult(call.index, call.line, call.name, kind, outcome.verdict, failed, reason,
+                           outcome.executed, call.expect, evidence)
+
+    async def run(self, calls: list[TrajectoryCall]) -> list[CheckResult]:
+        return [await self.check(call) for call in calls]

@@ -1,0 +1,550 @@
+"""Retail policy as executable predicates over the ledger.
+
+Each predicate is one sentence of `policy.md`, checked against observed records only. Reading rules:
+
+- `view.get/require` is the only way to see the ledger; every path read becomes the verdict's evidence.
+  Stale or absent evidence that a rule needs makes the gate answer REVISE ("read X first").
+- Severity follows "can the model fix this by changing the call?". A wrong argument (cancel reason, item
+  list, payment method) is REVISE. A fact about the world that no argument can change (the order is
+  someone else's, or not in the required status) is BLOCK; the check still reads a fresh order, so a
+  status that may have changed since a write asks for a re-read (REVISE) rather than a refusal.
+- Before the customer is authenticated only `retail.authenticated` complains; rules that need to know
+  the customer pass with a note instead of piling up the same complaint.
+- What a predicate cannot see (the customer's explicit "yes", one tool call per turn, invented facts,
+  whether all items were collected first) is not faked here; `policy.md` lists it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.gate import (
+    EvidenceUnavailable,
+    GateContext,
+    LedgerView,
+    MissingEvidence,
+    Outcome,
+    Pass,
+    Predicate,
+    Verdict,
+    Violation,
+    predicate,
+)
+from core.tools import ToolCall
+from domains.retail.paths import AUTH_PATH, PROFILE_PATH
+
+CANCEL = "cancel_pending_order"
+MODIFY_ADDRESS = "modify_pending_order_address"
+MODIFY_ITEMS = "modify_pending_order_items"
+MODIFY_PAYMENT = "modify_pending_order_payment"
+MODIFY_USER_ADDRESS = "modify_user_address"
+RETURN = "return_delivered_order_items"
+EXCHANGE = "exchange_delivered_order_items"
+
+ORDER_WRITES = (CANCEL, MODIFY_ADDRESS, MODIFY_ITEMS, MODIFY_PAYMENT, RETURN, EXCHANGE)
+ALL_WRITES = (*ORDER_WRITES, MODIFY_USER_ADDRESS)
+PENDING_MODIFICATIONS = (MODIFY_ADDRESS, MODIFY_ITEMS, MODIFY_PAYMENT)
+ITEM_SWAPS = (MODIFY_ITEMS, EXCHANGE)
+
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+ITEMS_MODIFIED = "pending (item modified)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
+
+
+def _call_text(tool: str, **arguments: str) -> str:
+    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
+    return f"{tool}({args})"
+
+
+def _need(view: LedgerView, path: str, read_call: str, note: str = "") -> Any:
+    """`view.require` plus the exact read call that fills the path, for absent AND stale entries.
+
+    The core only suggests calls for argument-keyed paths; `orders.*` and `products.*` are keyed by the
+    returned record, so without this hint the model would be told `get_order_details(...)`.
+    """
+    hint = f"Read it with {read_call}{note}"
+    try:
+        return view.require(path, hint=hint)
+    except EvidenceUnavailable as exc:
+        if exc.stale_by is None:
+            raise
+        raise EvidenceUnavailable(exc.path, stale_by=exc.stale_by, hint=hint) from None
+
+
+def _customer(view: LedgerView, ctx: GateContext) -> str | None:
+    """Who is authenticated; reading auth.user_id through the view makes it part of the evidence."""
+    view.get(AUTH_PATH)
+    return ctx.customer_id
+
+
+def _order(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
+    order_id = str(call.arguments.get("order_id", ""))
+    note = "" if order_id.startswith("#") else " (order ids include the leading '#', e.g. '#W1234567')"
+    read_call = _call_text("get_order_details", order_id=order_id)
+    order: Mapping[str, Any] = _need(view, f"orders.{order_id}", read_call, note)
+    return order_id, order
+
+
+def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
+    profile: Mapping[str, Any] = _need(view, PROFILE_PATH, _call_text("get_user_details", user_id=customer))
+    return profile
+
+
+def _ids(call: ToolCall, name: str) -> list[str]:
+    value = call.arguments.get(name, [])
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _order_lines(order: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    items = order.get("items", [])
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+def _payments(order: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    history = order.get("payment_history", [])
+    return [p for p in history if isinstance(p, Mapping)] if isinstance(history, list) else []
+
+
+def _gift_cards(profile: Mapping[str, Any]) -> list[str]:
+    methods = profile.get("payment_methods", {})
+    return sorted(pid for pid, m in methods.items() if isinstance(m, Mapping) and m.get("source") == "gift_card")
+
+
+@dataclass(frozen=True)
+class _Swap:
+    """One old item -> new item pair of a modify/exchange call, with the records it is judged against."""
+
+    old_id: str
+    new_id: str
+    line: Mapping[str, Any] | None  # the order line holding old_id; None when the order has no such item
+    product: Mapping[str, Any] | None  # products.<line.product_id>; None when not observed
+
+    @property
+    def product_id(self) -> str:
+        return str(self.line.get("product_id", "")) if self.line is not None else ""
+
+    @property
+    def new_variant(self) -> Mapping[str, Any] | None:
+        variants = self.product.get("variants", {}) if self.product is not None else {}
+        variant = variants.get(self.new_id) if isinstance(variants, Mapping) else None
+        return variant if isinstance(variant, Mapping) else None
+
+
+def _swaps(view: LedgerView, call: ToolCall, order: Mapping[str, Any]) -> list[_Swap]:
+    lines = {str(line.get("item_id")): line for line in _order_lines(order)}
+    swaps: list[_Swap] = []
+    for old_id, new_id in zip(_ids(call, "item_ids"), _ids(call, "new_item_ids"), strict=False):
+        line = lines.get(old_id)
+        product = view.get(f"products.{line.get('product_id')}") if line is not None else None
+        swaps.append(_Swap(old_id, new_id, line, product if isinstance(product, Mapping) else None))
+    return swaps
+
+
+def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
+    product_ids = sorted({s.product_id for s in swaps if s.line is not None and s.product is None})
+    if not product_ids:
+        return None
+    reads = ", ".join(_call_text("get_product_details", product_id=pid) for pid in product_ids)
+    return MissingEvidence(
+        paths=tuple(f"products.{pid}" for pid in product_ids),
+        reason=f"Read {reads} (the product id is on the order line; it is not the item id)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Who may act on what.
+
+
+@predicate(
+    id="retail.authenticated",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="Authenticate the customer with find_user_id_by_email or find_user_id_by_name_zip before "
+           "changing anything, even when they tell you their user id.",
+)
+def authenticated(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _customer(view, ctx) is None:
+        return Violation(
+            "no customer has been authenticated in this conversation (auth.user_id is not set); find their "
+            "user id with find_user_id_by_email or find_user_id_by_name_zip first"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.order_owned_by_customer",
+    tools=ORDER_WRITES,
+    severity=Verdict.BLOCK,
+    policy="Only act on orders that belong to the authenticated customer; refuse requests about anyone "
+           "else's orders.",
+)
+def order_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no authenticated customer yet (see retail.authenticated)")
+    order_id, order = _order(view, call)
+    owner = order.get("user_id")
+    if owner != customer:
+        return Violation(
+            f"order {order_id} belongs to {owner!r} (orders.{order_id}.user_id), not to the authenticated "
+            f"customer {customer!r} (auth.user_id)"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.user_is_customer",
+    tools=[MODIFY_USER_ADDRESS],
+    severity=Verdict.BLOCK,
+    policy="Only the authenticated customer's own profile address can be changed.",
+)
+def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no authenticated customer yet (see retail.authenticated)")
+    user_id = call.arguments.get("user_id")
+    if user_id != customer:
+        return Violation(f"user_id {user_id!r} is not the authenticated customer {customer!r} (auth.user_id)")
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Order status preconditions. BLOCK: no argument change makes a wrong status right.
+
+
+@predicate(
+    id="retail.cancel_requires_pending",
+    tools=[CANCEL],
+    severity=Verdict.BLOCK,
+    policy="Only an order whose status is exactly 'pending' can be cancelled; check the status first.",
+)
+def cancel_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    status = order.get("status")
+    if status != "pending":
+        return Violation(
+            f"order {order_id} has status {status!r} (orders.{order_id}.status); only 'pending' orders can "
+            "be cancelled"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.cancel_reason_valid",
+    tools=[CANCEL],
+    severity=Verdict.REVISE,
+    policy="The cancellation reason must be 'no longer needed' or 'ordered by mistake'.",
+)
+def cancel_reason_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reason = call.arguments.get("reason")
+    if reason not in CANCEL_REASONS:
+        return Violation(
+            f"reason {reason!r} is not accepted; ask the customer which applies: "
+            f"{' or '.join(repr(r) for r in CANCEL_REASONS)}"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.modify_requires_pending",
+    tools=PENDING_MODIFICATIONS,
+    severity=Verdict.BLOCK,
+    policy="Only a 'pending' order can be modified (shipping address, payment method or items); check the "
+           "status first.",
+)
+def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    status = order.get("status")
+    if status == ITEMS_MODIFIED:
+        return Pass("items already modified: see retail.items_modified_once")
+    if status != "pending":
+        return Violation(
+            f"order {order_id} has status {status!r} (orders.{order_id}.status); only 'pending' orders can "
+            "be modified"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.items_modified_once",
+    tools=PENDING_MODIFICATIONS,
+    severity=Verdict.BLOCK,
+    policy="Items of a pending order can be modified only once; after that the order can no longer be "
+           "modified or cancelled.",
+)
+def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    status = order.get("status")
+    if status == ITEMS_MODIFIED:
+        return Violation(
+            f"the items of order {order_id} were already modified (orders.{order_id}.status is "
+            f"{status!r}); the order cannot be changed any more"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.return_exchange_requires_delivered",
+    tools=[RETURN, EXCHANGE],
+    severity=Verdict.BLOCK,
+    policy="Only a 'delivered' order can be returned or exchanged, and only once; check the status first.",
+)
+def return_exchange_requires_delivered(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    status = order.get("status")
+    if status == "delivered":
+        return Pass()
+    already = ("; a return or exchange was already requested for it"
+               if status in ("return requested", "exchange requested") else "")
+    action = "returned" if call.name == RETURN else "exchanged"
+    return Violation(
+        f"order {order_id} has status {status!r} (orders.{order_id}.status); only 'delivered' orders can be "
+        f"{action}{already}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Item lists.
+
+
+@predicate(
+    id="retail.item_lists_well_formed",
+    tools=[MODIFY_ITEMS, RETURN, EXCHANGE],
+    severity=Verdict.REVISE,
+    policy="Name at least one item; when swapping items, give exactly one replacement per item, and each "
+           "replacement must be a different item from the one it replaces.",
+)
+def item_lists_well_formed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    old = _ids(call, "item_ids")
+    if not old:
+        return Violation("item_ids is empty; name at least one item of the order")
+    if call.name not in ITEM_SWAPS:
+        return Pass()
+    new = _ids(call, "new_item_ids")
+    if len(new) != len(old):
+        return Violation(
+            f"item_ids has {len(old)} items {old} but new_item_ids has {len(new)} {new}; give exactly one "
+            "replacement for each item, in the same order"
+        )
+    unchanged = [o for o, n in zip(old, new, strict=True) if o == n]
+    if unchanged:
+        return Violation(f"items {unchanged} would be replaced by themselves; pick a different variant")
+    return Pass()
+
+
+@predicate(
+    id="retail.items_in_order",
+    tools=[MODIFY_ITEMS, RETURN, EXCHANGE],
+    severity=Verdict.REVISE,
+    policy="Every item named must be in the order, as many times as it is named (an item listed twice must "
+           "appear twice in the order).",
+)
+def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    lines = _order_lines(order)
+    held = [str(line.get("item_id")) for line in lines]
+    product_ids = {str(line.get("product_id")) for line in lines}
+    problems: list[str] = []
+    requested = _ids(call, "item_ids")
+    for item_id in dict.fromkeys(requested):
+        wanted, present = requested.count(item_id), held.count(item_id)
+        if present == 0:
+            mixup = " (that is a product id, not an item id)" if item_id in product_ids else ""
+            problems.append(f"{item_id!r} is not in the order{mixup}")
+        elif wanted > present:
+            problems.append(f"{item_id!r} is listed {wanted} times but the order holds it {present} time(s)")
+    if problems:
+        return Violation(f"{'; '.join(problems)} (orders.{order_id}.items has item ids {held})")
+    return Pass()
+
+
+@predicate(
+    id="retail.replacement_is_available_variant",
+    tools=ITEM_SWAPS,
+    severity=Verdict.REVISE,
+    policy="A replacement must be an available variant of the same product as the item it replaces, as "
+           "shown by get_product_details for that product.",
+)
+def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    swaps = _swaps(view, call, order)
+    problems: list[str] = []
+    for swap in swaps:
+        if swap.line is None or swap.product is None:
+            continue  # an unknown old item is retail.items_in_order's to report; a missing product: below
+        pid, name = swap.product_id, swap.product.get("name", "?")
+        variant = swap.new_variant
+        if variant is None:
+            known = sorted(swap.product.get("variants", {}))
+            problems.append(
+                f"{swap.new_id!r} is not a variant of product {pid} ({name}), which item {swap.old_id!r} "
+                f"belongs to (products.{pid}.variants has {known})"
+            )
+        elif variant.get("available") is not True:
+            problems.append(
+                f"variant {swap.new_id!r} of {name} {variant.get('options', {})} is not available "
+                f"(products.{pid}.variants.{swap.new_id}.available is {variant.get('available')!r})"
+            )
+    if problems:
+        return Violation("; ".join(problems))
+    missing = _products_missing(swaps)
+    return missing if missing is not None else Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Payment and refund methods.
+
+
+@predicate(
+    id="retail.payment_method_in_profile",
+    tools=[MODIFY_ITEMS, MODIFY_PAYMENT, RETURN, EXCHANGE],
+    severity=Verdict.REVISE,
+    policy="Any payment or refund method must be one of the authenticated customer's own payment methods, "
+           "as read from their profile.",
+)
+def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no authenticated customer yet (see retail.authenticated)")
+    method_id = call.arguments.get("payment_method_id")
+    methods = _profile(view, customer).get("payment_methods", {})
+    if method_id not in methods:
+        return Violation(
+            f"payment method {method_id!r} is not in the customer's profile (user.payment_methods has "
+            f"{sorted(methods)})"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.refund_to_original_or_gift_card",
+    tools=[RETURN],
+    severity=Verdict.REVISE,
+    policy="A return is refunded either to the order's original payment method or to a gift card already "
+           "in the customer's profile.",
+)
+def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no authenticated customer yet (see retail.authenticated)")
+    order_id, order = _order(view, call)
+    chosen = call.arguments.get("payment_method_id")
+    payments = _payments(order)
+    original = [str(payments[0].get("payment_method_id"))] if payments else []
+    if chosen in original:
+        return Pass()
+    gift_cards = _gift_cards(_profile(view, customer))
+    if chosen in gift_cards:
+        return Pass()
+    return Violation(
+        f"refunds must go to the original payment ({original}) or an existing gift card ({gift_cards}); "
+        f"you chose {chosen!r} (orders.{order_id}.payment_history[0].payment_method_id, gift cards in "
+        "user.payment_methods)"
+    )
+
+
+@predicate(
+    id="retail.payment_change_single_payment",
+    tools=[MODIFY_PAYMENT],
+    severity=Verdict.BLOCK,
+    policy="The payment method of an order can be changed only while the order has exactly one payment.",
+)
+def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    payments = _payments(order)
+    if len(payments) != 1:
+        used = [(p.get("transaction_type"), p.get("payment_method_id"), p.get("amount")) for p in payments]
+        return Violation(
+            f"order {order_id} has {len(payments)} payment records (orders.{order_id}.payment_history: "
+            f"{used}); its payment can be changed only while it has exactly one payment"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.payment_change_new_method",
+    tools=[MODIFY_PAYMENT],
+    severity=Verdict.REVISE,
+    policy="A payment change must move the order to a different payment method than the one it was paid with.",
+)
+def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    order_id, order = _order(view, call)
+    payments = _payments(order)
+    chosen = call.arguments.get("payment_method_id")
+    current = payments[0].get("payment_method_id") if payments else None
+    if chosen == current:
+        return Violation(
+            f"order {order_id} is already paid with {current!r} "
+            f"(orders.{order_id}.payment_history[0].payment_method_id); choose a different method"
+        )
+    return Pass()
+
+
+@predicate(
+    id="retail.gift_card_covers_amount",
+    tools=[MODIFY_ITEMS, MODIFY_PAYMENT, EXCHANGE],
+    severity=Verdict.REVISE,
+    policy="A gift card used to pay must have enough balance: for the price difference of an item change, "
+           "or for the order amount of a payment change.",
+)
+def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no authenticated customer yet (see retail.authenticated)")
+    method_id = str(call.arguments.get("payment_method_id"))
+    method = _profile(view, customer).get("payment_methods", {}).get(method_id)
+    if not isinstance(method, Mapping) or method.get("source") != "gift_card":
+        return Pass("not a gift card in the profile")
+    balance = float(method.get("balance", 0.0))
+    order_id, order = _order(view, call)
+    if call.name == MODIFY_PAYMENT:
+        payments = _payments(order)
+        if not payments:
+            return Pass("the order has no payment to move")
+        amount = round(float(payments[0].get("amount", 0.0)), 2)
+        needed = f"the order amount {amount} (orders.{order_id}.payment_history[0].amount)"
+    else:
+        swaps = _swaps(view, call, order)
+        missing = _products_missing(swaps)
+        if missing is not None:
+            return missing
+        priced = [(s, line["price"], variant["price"]) for s in swaps
+                  if (line := s.line) is not None and (variant := s.new_variant) is not None]
+        if len(priced) != len(swaps):
+            return Pass("unknown items or variants are reported by other rules")
+        amount = round(sum(float(new) - float(old) for _, old, new in priced), 2)
+        terms = " + ".join(f"({new} [products.{s.product_id}.variants.{s.new_id}.price] - {old} [item "
+                           f"{s.old_id} in orders.{order_id}.items])" for s, old, new in priced)
+        needed = f"the price difference {amount} = {terms}"
+    if amount > balance:
+        return Violation(
+            f"gift card {method_id!r} has a balance of {balance} (user.payment_methods.{method_id}.balance), "
+            f"less than {needed}; choose another payment method"
+        )
+    return Pass()
+
+
+PREDICATES: tuple[Predicate, ...] = (
+    authenticated,
+    order_owned_by_customer,
+    user_is_customer,
+    cancel_requires_pending,
+    cancel_reason_valid,
+    modify_requires_pending,
+    items_modified_once,
+    return_exchange_requires_delivered,
+    item_lists_well_formed,
+    items_in_order,
+    replacement_is_available_variant,
+    payment_method_in_profile,
+    refund_to_original_or_gift_card,
+    payment_change_single_payment,
+    payment_change_new_method,
+    gift_card_covers_amount,
+)

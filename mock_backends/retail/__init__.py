@@ -1,0 +1,6 @@
+"""The retail mock backend: tau2-bench's retail tools over SQLite, with our own seed data."""
+
+from mock_backends.retail.backend import RetailBackend
+from mock_backends.retail.data import load_seed, load_tau2_db
+
+__all__ = ["RetailBackend", "load_seed", "load_tau2_db"]

@@ -1,0 +1,490 @@
+"""An async JSON document store over SQLite, shared by every domain's mock backend.
+
+Why documents and not a relational schema: tau2-bench's databases are pydantic trees keyed by id, and
+hash parity with tau2 needs the exact same tree back. Storing each top-level record (a user, an order)
+as one JSON document keeps the data model in the domain's pydantic classes, keeps the store generic,
+and makes a tool call one primary-key lookup.
+
+Why snapshots are an undo log: a session needs cheap "time travel" (reset to the start, try a write,
+roll back) on databases of thousands of documents. Copying the database costs O(size); the undo log
+filled by triggers costs O(changes since the snapshot), so restore stays fast however big the data is.
+The log and its triggers live in the connection's TEMP schema: they never bloat the session file and
+`backup_to` copies only the data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+
+JSON = Any
+Doc = dict[str, Any]
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# `$.a.b` or `$.a."any label"`: everything the domains need, nothing that could break out of a literal.
+_PATH = re.compile(r'^\$(\.([A-Za-z_][A-Za-z0-9_ ]*|"[^"\\]*"))+$')
+_LOWER = "ledger_lower"
+_STORE_IDS = itertools.count(1)
+
+
+def _lower(value: object) -> object:
+    # Python's str.lower, not SQLite's ASCII-only lower(): tau2 matches with Python semantics.
+    return value.lower() if isinstance(value, str) else value
+
+
+def _encode(doc: Mapping[str, JSON]) -> str:
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def _quote_path(path: str) -> str:
+    if not _PATH.match(path):
+        raise ValueError(f"unsupported JSON path {path!r}")
+    return "'" + path.replace("'", "''") + "'"
+
+
+def _extract(path: str, ignore_case: bool = False) -> str:
+    """The SQL expression for a document field. Index and query use this one function, because
+    SQLite only uses an expression index when the query spells the expression identically."""
+    expr = f"json_extract(doc, {_quote_path(path)})"
+    return f"{_LOWER}({expr})" if ignore_case else expr
+
+
+@dataclass(frozen=True)
+class Index:
+    """A JSON field worth an index: lookups by email or zip would otherwise parse every document."""
+
+    path: str
+    ignore_case: bool = False
+
+
+@dataclass(frozen=True)
+class Collection:
+    name: str
+    indexes: tuple[Index, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A point in the undo log. Only meaningful for the store (and connection) that issued it."""
+
+    store_id: int
+    epoch: int
+    seq: int
+
+
+@dataclass
+class _Sql:
+    """Per-collection statements, built once so a call does no string work."""
+
+    table: str
+    get: str
+    scan: str
+    keys: str
+    put: str
+    upsert_exact: str
+    load: str
+    delete: str
+    count: str
+    ddl: list[str] = field(default_factory=list)
+
+
+def _collection_sql(spec: Collection) -> _Sql:
+    t = f'main."{spec.name}"'
+    ddl = [
+        f"CREATE TABLE IF NOT EXISTS {t} (key TEXT PRIMARY KEY, ord INTEGER NOT NULL, doc TEXT NOT NULL)",
+        f'CREATE INDEX IF NOT EXISTS main."{spec.name}__ord" ON "{spec.name}"(ord)',
+    ]
+    for number, index in enumerate(spec.indexes):
+        ddl.append(
+            f'CREATE INDEX IF NOT EXISTS main."{spec.name}__ix{number}" '
+            f'ON "{spec.name}"({_extract(index.path, index.ignore_case)})'
+        )
+    lit = "'" + spec.name + "'"
+    ddl += [
+        # Undo entries hold the row as it was before the change; doc NULL means "did not exist".
+        f'CREATE TEMP TRIGGER IF NOT EXISTS "{spec.name}__undo_ins" AFTER INSERT ON {t} BEGIN '
+        f"INSERT INTO _undo(coll, key, ord, doc) VALUES ({lit}, NEW.key, NULL, NULL); END",
+        f'CREATE TEMP TRIGGER IF NOT EXISTS "{spec.name}__undo_upd" AFTER UPDATE ON {t} BEGIN '
+        f"INSERT INTO _undo(coll, key, ord, doc) VALUES ({lit}, OLD.key, OLD.ord, OLD.doc); "
+        f"INSERT INTO _undo(coll, key, ord, doc) SELECT {lit}, NEW.key, NULL, NULL "
+        f"WHERE NEW.key IS NOT OLD.key; END",
+        f'CREATE TEMP TRIGGER IF NOT EXISTS "{spec.name}__undo_del" AFTER DELETE ON {t} BEGIN '
+        f"INSERT INTO _undo(coll, key, ord, doc) VALUES ({lit}, OLD.key, OLD.ord, OLD.doc); END",
+    ]
+    return _Sql(
+        table=t,
+        get=f"SELECT doc FROM {t} WHERE key = ?",
+        scan=f"SELECT key, doc FROM {t} ORDER BY ord",
+        keys=f"SELECT key FROM {t} ORDER BY ord",
+        put=(
+            f"INSERT INTO {t}(key, ord, doc) VALUES (?, (SELECT coalesce(max(ord), 0) + 1 FROM {t}), ?) "
+            "ON CONFLICT(key) DO UPDATE SET doc = excluded.doc"
+        ),
+        upsert_exact=(
+            f"INSERT INTO {t}(key, ord, doc) VALUES (?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET ord = excluded.ord, doc = excluded.doc"
+        ),
+        # Loading an existing key replaces its document but keeps its place.
+        load=f"INSERT INTO {t}(key, ord, doc) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc",
+        delete=f"DELETE FROM {t} WHERE key = ?",
+        count=f"SELECT count(*) FROM {t}",
+        ddl=ddl,
+    )
+
+
+class Transaction:
+    """Write access, valid only inside `store.transaction()`; reads see the transaction's own writes."""
+
+    def __init__(self, store: DocumentStore) -> None:
+        self._store = store
+        self.active = True
+
+    def _check(self) -> DocumentStore:
+        if not self.active:
+            raise RuntimeError("transaction is finished")
+        return self._store
+
+    async def get(self, collection: str, key: str) -> Doc | None:
+        store = self._check()
+        return await store._get(collection, key)
+
+    async def put(self, collection: str, key: str, doc: Mapping[str, JSON]) -> None:
+        """Insert or replace. A new key goes to the end of the collection's order; an existing key keeps
+        its place, as assigning to an existing dict key does in tau2."""
+        store = self._check()
+        await store._db.execute(store._sql(collection).put, (key, _encode(doc)))
+
+    async def delete(self, collection: str, key: str) -> bool:
+        store = self._check()
+        cursor = await store._db.execute(store._sql(collection).delete, (key,))
+        return cursor.rowcount > 0
+
+
+class DocumentStore:
+    """Collections of JSON documents in one SQLite file. Reads from any task; writes only through
+    `transaction()`, which is all-or-nothing so a failing write tool leaves no trace."""
+
+    def __init__(self, db: aiosqlite.Connection, specs: Sequence[Collection]) -> None:
+        self._db = db
+        self._id = next(_STORE_IDS)
+        self._specs = {spec.name: spec for spec in specs}
+        self._stmts = {spec.name: _collection_sql(spec) for spec in specs}
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+        # Restore targets in order; a snapshot is valid while no later restore went below it.
+        self._restores: list[int] = []
+
+    # ----------------------------------------------------------------------------------- lifecycle
+
+    @classmethod
+    async def open(cls, path: Path | str, collections: Sequence[str | Collection]) -> DocumentStore:
+        specs = [c if isinstance(c, Collection) else Collection(c) for c in collections]
+        for spec in specs:
+            if not _NAME.match(spec.name) or spec.name.lower().startswith("sqlite"):
+                raise ValueError(f"invalid collection name {spec.name!r}")
+        if len({s.name for s in specs}) != len(specs):
+            raise ValueError("duplicate collection names")
+        db = await aiosqlite.connect(str(path), isolation_level=None)
+        try:
+            await db.create_function(_LOWER, 1, _lower, deterministic=True)
+            # A mock database: losing the last writes on a power cut is harmless, the trace on disk is
+            # the record. So no fsync (synchronous=OFF) and the rollback journal kept in memory (no
+            # -journal/-wal files per session); rollback of a failed transaction still works.
+            for pragma in ("journal_mode = MEMORY", "synchronous = OFF", "temp_store = MEMORY",
+                           "cache_size = -16000", "foreign_keys = OFF"):
+                await db.execute(f"PRAGMA {pragma}")
+            script = [
+                "CREATE TEMP TABLE IF NOT EXISTS _undo "
+                "(seq INTEGER PRIMARY KEY, coll TEXT NOT NULL, key TEXT NOT NULL, ord INTEGER, doc TEXT)"
+            ]
+            for spec in specs:
+                script += _collection_sql(spec).ddl
+            await db.executescript("BEGIN;\n" + ";\n".join(script) + ";\nCOMMIT;")
+        except BaseException:
+            await db.close()
+            raise
+        return cls(db, specs)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def __aenter__(self) -> DocumentStore:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    @property
+    def collections(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def _sql(self, collection: str) -> _Sql:
+        try:
+            return self._stmts[collection]
+        except KeyError:
+            raise KeyError(f"unknown collection {collection!r}") from None
+
+    def _guard(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Other tasks wait while a transaction is open (the connection is shared, so they would
+        otherwise read its uncommitted state); the owning task reads through."""
+        owner = self._owner
+        if owner is not None and owner is asyncio.current_task():
+            return contextlib.nullcontext()
+        return self._lock
+
+    def _in_transaction(self) -> bool:
+        return self._owner is not None and self._owner is asyncio.current_task()
+
+    def _refuse_in_transaction(self, operation: str) -> None:
+        # These take the store lock, which the transaction's own task already holds: fail, don't hang.
+        if self._in_transaction():
+            raise RuntimeError(f"{operation} is not allowed inside a transaction")
+
+    # ----------------------------------------------------------------------------------- reads
+
+    async def _get(self, collection: str, key: str) -> Doc | None:
+        rows = await self._db.execute_fetchall(self._sql(collection).get, (key,))
+        for (doc,) in rows:
+            loaded: Doc = json.loads(doc)
+            return loaded
+        return None
+
+    async def get(self, collection: str, key: str) -> Doc | None:
+        async with self._guard():
+            return await self._get(collection, key)
+
+    async def scan(self, collection: str) -> list[tuple[str, Doc]]:
+        async with self._guard():
+            rows = await self._db.execute_fetchall(self._sql(collection).scan)
+        return [(key, json.loads(doc)) for key, doc in rows]
+
+    async def keys(self, collection: str) -> list[str]:
+        async with self._guard():
+            rows = await self._db.execute_fetchall(self._sql(collection).keys)
+        return [key for (key,) in rows]
+
+    async def count(self, collection: str) -> int:
+        async with self._guard():
+            rows = list(await self._db.execute_fetchall(self._sql(collection).count))
+        return int(rows[0][0])
+
+    def _where(self, equals: Mapping[str, JSON], iequals: Mapping[str, str],
+               exists: Iterable[str]) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for path, value in equals.items():
+            if value is None:
+                clauses.append(f"{_extract(path)} IS NULL")
+            else:
+                clauses.append(f"{_extract(path)} = ?")
+                params.append(int(value) if isinstance(value, bool) else value)
+        for path, text in iequals.items():
+            clauses.append(f"{_extract(path, ignore_case=True)} = ?")
+            params.append(text.lower())
+        for path in exists:
+            clauses.append(f"json_type(doc, {_quote_path(path)}) IS NOT NULL")
+        return (" AND ".join(clauses) or "1"), params
+
+    async def find(self, collection: str, *, equals: Mapping[str, JSON] | None = None,
+                   iequals: Mapping[str, str] | None = None, exists: Iterable[str] = (),
+                   limit: int | None = None) -> list[str]:
+        """Keys of documents whose fields match, in insertion order (first match = tau2's first hit
+        when it iterates a dict). `iequals` compares with Python's str.lower on both sides."""
+        where, params = self._where(equals or {}, iequals or {}, exists)
+        sql = f'SELECT key FROM {self._sql(collection).table} WHERE {where} ORDER BY ord'
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        async with self._guard():
+            rows = await self._db.execute_fetchall(sql, params)
+        return [key for (key,) in rows]
+
+    async def find_docs(self, collection: str, *, equals: Mapping[str, JSON] | None = None,
+                        iequals: Mapping[str, str] | None = None, exists: Iterable[str] = (),
+                        limit: int | None = None) -> list[tuple[str, Doc]]:
+        """Like `find`, returning the documents too (one query, so the pair is consistent)."""
+        where, params = self._where(equals or {}, iequals or {}, exists)
+        sql = f'SELECT key, doc FROM {self._sql(collection).table} WHERE {where} ORDER BY ord'
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        async with self._guard():
+            rows = await self._db.execute_fetchall(sql, params)
+        return [(key, json.loads(doc)) for key, doc in rows]
+
+    async def values(self, collection: str, *paths: str) -> list[tuple[JSON, ...]]:
+        """Selected fields of every document, in insertion order, without parsing whole documents."""
+        if not paths:
+            raise ValueError("values() needs at least one path")
+        columns = ", ".join(_extract(path) for path in paths)
+        sql = f'SELECT {columns} FROM {self._sql(collection).table} ORDER BY ord'
+        async with self._guard():
+            rows = await self._db.execute_fetchall(sql)
+        return [tuple(row) for row in rows]
+
+    # ----------------------------------------------------------------------------------- writes
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        """All-or-nothing writes: any exception inside rolls everything back and propagates.
+        Nested use in the same task becomes a SAVEPOINT, so a helper may open its own transaction."""
+        if self._in_transaction():
+            name = f"sp{self._depth}"
+            self._depth += 1
+            inner = Transaction(self)
+            try:
+                await self._db.execute(f"SAVEPOINT {name}")
+                try:
+                    yield inner
+                except BaseException:
+                    await self._db.execute(f"ROLLBACK TO {name}")
+                    await self._db.execute(f"RELEASE {name}")
+                    raise
+                await self._db.execute(f"RELEASE {name}")
+            finally:
+                inner.active = False
+                self._depth -= 1
+            return
+        async with self._lock:
+            self._owner = asyncio.current_task()
+            tx = Transaction(self)
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield tx
+                except BaseException:
+                    await self._db.execute("ROLLBACK")
+                    raise
+                try:
+                    await self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        await self._db.execute("ROLLBACK")
+                    raise
+            finally:
+                tx.active = False
+                self._owner = None
+
+    async def load(self, data: Mapping[str, Mapping[str, JSON]]) -> None:
+        """Bulk-insert documents in one transaction. Loading sets the baseline: it is not undoable, and
+        snapshots taken before it become invalid (they could not account for the loaded documents)."""
+        unknown = set(data) - set(self._specs)
+        if unknown:
+            raise KeyError(f"unknown collections {sorted(unknown)}")
+        self._refuse_in_transaction("load()")
+        async with self._lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for name, docs in data.items():
+                    rows = await self._db.execute_fetchall(
+                        f"SELECT coalesce(max(ord), 0) FROM {self._stmts[name].table}")
+                    start = int(list(rows)[0][0]) + 1
+                    await self._db.executemany(
+                        self._stmts[name].load,
+                        [(key, start + n, _encode(doc)) for n, (key, doc) in enumerate(docs.items())],
+                    )
+                await self._db.execute("DELETE FROM temp._undo")
+                await self._db.execute("COMMIT")
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            self._restores.append(-1)
+
+    # ----------------------------------------------------------------------------------- time travel
+
+    async def snapshot(self) -> Snapshot:
+        """O(1): the current position in the undo log."""
+        self._refuse_in_transaction("snapshot()")
+        async with self._lock:
+            rows = list(await self._db.execute_fetchall("SELECT coalesce(max(seq), 0) FROM temp._undo"))
+        return Snapshot(store_id=self._id, epoch=len(self._restores), seq=int(rows[0][0]))
+
+    def _check_snapshot(self, snapshot: Snapshot) -> None:
+        if snapshot.store_id != self._id:
+            raise ValueError("snapshot belongs to another store")
+        if snapshot.epoch > len(self._restores) or any(
+            target < snapshot.seq for target in self._restores[snapshot.epoch:]
+        ):
+            raise ValueError("snapshot is no longer valid (an earlier state was restored or loaded since)")
+
+    async def restore(self, snapshot: Snapshot) -> None:
+        """Undo every change made after `snapshot`, in one transaction. Cost is proportional to the
+        number of changes since the snapshot, not to the size of the database."""
+        self._refuse_in_transaction("restore()")
+        self._check_snapshot(snapshot)
+        async with self._lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = await self._db.execute_fetchall(
+                    "SELECT coll, key, ord, doc FROM temp._undo WHERE seq > ? ORDER BY seq", (snapshot.seq,)
+                )
+                # The earliest entry per key after the snapshot holds that key's state at the snapshot.
+                first: dict[tuple[str, str], tuple[int | None, str | None]] = {}
+                for coll, key, ord_, doc in rows:
+                    first.setdefault((coll, key), (ord_, doc))
+                deletes: dict[str, list[tuple[str]]] = {}
+                upserts: dict[str, list[tuple[str, int, str]]] = {}
+                for (coll, key), (ord_, doc) in first.items():
+                    if doc is None or ord_ is None:
+                        deletes.setdefault(coll, []).append((key,))
+                    else:
+                        upserts.setdefault(coll, []).append((key, ord_, doc))
+                for coll, keys in deletes.items():
+                    await self._db.executemany(self._stmts[coll].delete, keys)
+                for coll, docs in upserts.items():
+                    await self._db.executemany(self._stmts[coll].upsert_exact, docs)
+                # Also drops the entries the restore itself just logged.
+                await self._db.execute("DELETE FROM temp._undo WHERE seq > ?", (snapshot.seq,))
+                await self._db.execute("COMMIT")
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            self._restores.append(snapshot.seq)
+
+    async def discard_history(self) -> None:
+        """Forget the undo log (memory) and invalidate every snapshot: for long runs that never go back."""
+        self._refuse_in_transaction("discard_history()")
+        async with self._lock:
+            await self._db.execute("DELETE FROM temp._undo")
+            self._restores.append(-1)
+
+    # ----------------------------------------------------------------------------------- export
+
+    async def export(self) -> dict[str, dict[str, JSON]]:
+        async with self._guard():
+            result: dict[str, dict[str, JSON]] = {}
+            for name, stmts in self._stmts.items():
+                rows = await self._db.execute_fetchall(stmts.scan)
+                result[name] = {key: json.loads(doc) for key, doc in rows}
+        return result
+
+    async def state_hash(self) -> str:
+        """tau2-bench's DB hash recipe, so equal states give equal hashes across the two systems."""
+        text = json.dumps(await self.export(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    async def backup_to(self, path: Path | str) -> None:
+        """Copy the data (not the undo log) to a new file with SQLite's online backup: how a
+        per-session database is cloned from a prepared template in milliseconds."""
+        self._refuse_in_transaction("backup_to()")
+        target = Path(path)
+        if target.exists():
+            raise FileExistsError(str(target))
+        dest = sqlite3.connect(str(target), check_same_thread=False)
+        try:
+            async with self._lock:
+                await self._db.backup(dest)
+        finally:
+            dest.close()
