@@ -27,7 +27,7 @@ typecheck: $(STAMP)
 	@$(BIN)/mypy
 
 unit: $(STAMP)
-	@$(BIN)/python -m pytest -n auto
+	@$(BIN)/python -m pytest -n auto -q -rs
 
 ## Speed figures named in the issues, printed as a table.
 bench: $(STAMP)

@@ -113,7 +113,10 @@ class LedgerView:
 
     def require(self, path: str, hint: str = "") -> JSON:
         """The value at `path`; absent or stale evidence stops the check with a REVISE asking to read it."""
-        value = self.get(path)
+        try:
+            value = self.get(path)
+        except EvidenceUnavailable as stale:
+            raise EvidenceUnavailable(path, stale_by=stale.stale_by, hint=hint) from None
         if value is None:
             raise EvidenceUnavailable(path, hint=hint)
         return value
@@ -235,7 +238,7 @@ def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], s
     else:
         reason = f"this rule needs {shown}, which has not been observed; read it first"
     suggestions = [s for s in (path_map.suggest_read(p) if path_map else None for p in paths) if s]
-    if suggestions:
+    if suggestions and not hint:
         reason += f" (e.g. {', '.join(suggestions)})"
     if hint:
         reason += f". {hint}"
@@ -254,11 +257,15 @@ def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResul
                      "observed state.")
     if repeated:
         lines.append("This is the same call that was already rejected, and nothing observed has changed since.")
+    missing: dict[str, list[str]] = {}
     for result in results:
-        if not result.failed:
-            continue
-        evidence = f" [state read: {', '.join(result.evidence)}]" if result.evidence else ""
-        lines.append(f"- rule {result.predicate_id} ({result.policy}): {result.reason}{evidence}")
+        if result.status is Status.MISSING:
+            missing.setdefault(result.reason, []).append(result.predicate_id)
+        elif result.failed:
+            evidence = f" [state read: {', '.join(result.evidence)}]" if result.evidence else ""
+            lines.append(f"- rule {result.predicate_id} ({result.policy}): {result.reason}{evidence}")
+    for reason, ids in missing.items():
+        lines.append(f"- rule{'s' if len(ids) > 1 else ''} {', '.join(ids)}: {reason}")
     if escalated:
         lines.append(f"The same rule rejected this action {max_streak} times in a row, so the action is now "
                      "refused. Do not retry it; explain the policy to the customer or transfer.")

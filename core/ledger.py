@@ -180,12 +180,19 @@ class PathMap:
         return patterns
 
     def suggest_read(self, path: str) -> str | None:
-        """The read call that would (re)fill `path`, when its rule depends only on arguments."""
+        """The read call that would (re)fill `path`.
+
+        Works when every placeholder of the rule is an argument, or a result field named like the
+        argument that fetched it (`orders.{result.order_id}` ← `get_order_details(order_id=...)`), the
+        convention every tau2 read tool follows.
+        """
         for rule in self.rules:
-            if rule.each is not None or "{result" in rule.path or "{item" in rule.path:
+            if rule.each is not None:
                 continue
             parts = _PLACEHOLDER.split(rule.path)
-            names = parts[1::2]
+            names = [n.removeprefix("result.") for n in parts[1::2]]
+            if any(n in ("result", "item") or n.startswith("item.") or "." in n for n in names):
+                continue
             regex = "".join(re.escape(p) if i % 2 == 0 else "([^.]+)" for i, p in enumerate(parts))
             match = re.fullmatch(regex, path)
             if match is None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.gate import (
-    EvidenceUnavailable,
     GateContext,
     LedgerView,
     MissingEvidence,
@@ -63,18 +62,8 @@ def _call_text(tool: str, **arguments: str) -> str:
 
 
 def _need(view: LedgerView, path: str, read_call: str, note: str = "") -> Any:
-    """`view.require` plus the exact read call that fills the path, for absent AND stale entries.
-
-    The core only suggests calls for argument-keyed paths; `orders.*` and `products.*` are keyed by the
-    returned record, so without this hint the model would be told `get_order_details(...)`.
-    """
-    hint = f"Read it with {read_call}{note}"
-    try:
-        return view.require(path, hint=hint)
-    except EvidenceUnavailable as exc:
-        if exc.stale_by is None:
-            raise
-        raise EvidenceUnavailable(exc.path, stale_by=exc.stale_by, hint=hint) from None
+    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
+    return view.require(path, hint=f"Read it with {read_call}{note}")
 
 
 def _customer(view: LedgerView, ctx: GateContext) -> str | None:

@@ -86,3 +86,12 @@ def test_failed_template_is_skipped_not_raised() -> None:
 def test_suggest_read_names_the_call() -> None:
     pm = PathMap((PathRule("get_order_details", "orders.{order_id}"),), (StaleRule("x", ("orders.{order_id}",)),))
     assert pm.suggest_read("orders.#W1") == 'get_order_details(order_id="#W1")'
+
+
+def test_suggest_read_maps_result_fields_to_same_named_arguments() -> None:
+    pm = PathMap((PathRule("get_order_details", "orders.{result.order_id}"),
+                  PathRule("get_item_details", "items.{item_id}"),
+                  PathRule("search", "flights.{item.n}", each="result")))
+    assert pm.suggest_read("orders.#W9") == 'get_order_details(order_id="#W9")'
+    assert pm.suggest_read("items.42") == 'get_item_details(item_id="42")'
+    assert pm.suggest_read("flights.F1") == "search(...)"
