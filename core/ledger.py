@@ -54,7 +54,8 @@ class LedgerEntry:
     provenance: Provenance
     version: int
     stale: Staleness | None = None
-    rendered: str = field(default="", compare=False, repr=False)
+    value_text: str = field(default="", compare=False, repr=False)  # canonical JSON of value, computed once
+    rendered: str = field(default="", compare=False, repr=False)  # the entry's line in the prompt block
 
     @property
     def is_stale(self) -> bool:
@@ -278,7 +279,7 @@ def diff_entries(old: Mapping[str, LedgerEntry], new: Mapping[str, LedgerEntry])
 
 
 def _render_entry(entry: LedgerEntry) -> str:
-    line = f"{entry.path} = {render_value(entry.value)}"
+    line = f"{entry.path} = {entry.value_text or render_value(entry.value)}"
     if entry.stale is not None:
         line += (f"  # STALE: {entry.stale.tool} (step {entry.stale.step}) may have changed this;"
                  " read it again before relying on it")
@@ -296,7 +297,8 @@ class Ledger(LedgerReader):
     def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
         previous = self._entries.get(path)
         self.version += 1
-        entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version)
+        entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
+                            value_text=render_value(value))
         entry = replace(entry, rendered=_render_entry(entry))
         self._entries[path] = entry
         if previous is None:
@@ -344,14 +346,23 @@ class Ledger(LedgerReader):
         staled: list[str] = []
         stale = Staleness(tool=call.name, call_id=call.id, step=step)
         for pattern in self.path_map.stale_patterns(call):
-            for path in sorted(self._entries):
+            for path in self._matching(pattern):
                 entry = self._entries[path]
-                if path_matches(pattern, path) and entry.stale is None:
+                if entry.stale is None:
                     self.version += 1
                     updated = replace(entry, stale=stale, version=self.version)
                     self._entries[path] = replace(updated, rendered=_render_entry(updated))
                     staled.append(path)
         return staled
+
+    def _matching(self, pattern: str) -> list[str]:
+        """Paths matching `pattern`: a dict lookup for exact paths, a prefix-limited scan for globs."""
+        if not any(ch in pattern for ch in "*?["):
+            return [pattern] if pattern in self._entries else []
+        head = pattern.split(".", 1)[0]
+        if any(ch in head for ch in "*?["):
+            return sorted(p for p in self._entries if path_matches(pattern, p))
+        return sorted(p for p in self._entries if p.startswith(head + ".") and path_matches(pattern, p))
 
     def render(self) -> str:
         return render_entries(self._entries)

@@ -20,6 +20,14 @@ from core.users import UserProxy, UserScriptDiverged, Utterance, stop_reason
 GREETING = "Hi! How can I help you today?"
 
 
+class UserSideError(Exception):
+    """The user proxy (e.g. an LLM user simulator) failed; the session ends with `user_error`."""
+
+    def __init__(self, error: ModelError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 @dataclass(frozen=True)
 class SessionResult:
     reason: str
@@ -78,7 +86,10 @@ class Session:
     async def user_turn(self) -> str | None:
         """Ask the customer for a message. Returns a termination reason if the customer ended it."""
         self.steps += 1
-        text = await self.user.respond(self.conversation)
+        try:
+            text = await self.user.respond(self.conversation)
+        except ModelError as exc:
+            raise UserSideError(exc) from exc
         self._say("user", text)
         return stop_reason(text)
 
@@ -112,6 +123,11 @@ class Session:
         except ModelError as exc:
             self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message, attempts=exc.attempts))
             reason, detail = ("script_diverged" if exc.kind == "script" else "agent_error"), exc.message
+        except UserSideError as exc:
+            error = exc.error
+            self.bus.emit(ModelFailed(step=self.steps, kind=error.kind, message=f"user simulator: {error.message}",
+                                      attempts=error.attempts))
+            reason, detail = "user_error", f"user simulator: {error.message}"
         except UserScriptDiverged as exc:
             reason, detail = "script_diverged", str(exc)
         return await self.finish(reason, detail)

@@ -11,15 +11,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from mock_backends.base import SQLiteToolBackend
-from mock_backends.retail import RetailBackend, load_seed, load_tau2_db
+from mock_backends.retail import RetailBackend, load_seed
 
 
 class BackendSourceError(ValueError):
     """The data source given for a backend cannot be used (missing, wrong format, wrong domain)."""
 
 
-_BACKENDS: dict[str, tuple[type[SQLiteToolBackend], Callable[[], dict[str, Any]], Callable[[Path], dict[str, Any]]]] = {
-    "retail": (RetailBackend, load_seed, load_tau2_db),
+_BACKENDS: dict[str, tuple[type[SQLiteToolBackend], Callable[[], dict[str, Any]]]] = {
+    "retail": (RetailBackend, load_seed),
 }
 
 
@@ -37,7 +37,7 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
     """
     if domain not in _BACKENDS:
         raise BackendSourceError(f"no mock backend for domain {domain!r}")
-    cls, seed, tau2 = _BACKENDS[domain]
+    cls, seed = _BACKENDS[domain]
     if source is None:
         return await cls.create(db_path, seed())
     if not source.is_file():
@@ -47,9 +47,11 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
             shutil.copyfile(source, db_path)
         return await cls.attach(db_path)
     try:
-        data = tau2(source)
+        data = json.loads(source.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BackendSourceError(f"{source}: not a JSON database ({exc})") from exc
-    except (ValidationError, KeyError, TypeError) as exc:
+    try:
+        # `create` normalises the raw data through the domain's models exactly once.
+        return await cls.create(db_path, data)
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         raise BackendSourceError(f"{source}: not a tau2 {domain} database: {str(exc).splitlines()[0]}") from exc
-    return await cls.create(db_path, data)

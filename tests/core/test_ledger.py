@@ -95,3 +95,13 @@ def test_suggest_read_maps_result_fields_to_same_named_arguments() -> None:
     assert pm.suggest_read("orders.#W9") == 'get_order_details(order_id="#W9")'
     assert pm.suggest_read("items.42") == 'get_item_details(item_id="42")'
     assert pm.suggest_read("flights.F1") == "search(...)"
+
+
+def test_mark_stale_handles_exact_paths_and_globs() -> None:
+    pm = PathMap((PathRule("get", "{kind}.{key}"),), (StaleRule("w", ("orders.{order_id}", "users.*")),))
+    ledger = Ledger(pm)
+    for kind, key in [("orders", "#W1"), ("orders", "#W2"), ("users", "a"), ("users", "b"), ("userspace", "x")]:
+        ledger.absorb(call("get", kind=kind, key=key), {"k": key}, 1)
+    staled = ledger.mark_stale(call("w", order_id="#W2"), 2)
+    assert staled == ["orders.#W2", "users.a", "users.b"]
+    assert ledger.mark_stale(call("w", order_id="#W2"), 3) == []  # already stale: nothing new

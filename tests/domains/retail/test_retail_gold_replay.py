@@ -1,157 +1,363 @@
-"""tau2-bench gold retail trajectories must pass the gate (the predicates must not refuse correct work).
+"""tau2-bench retail tasks through `ledgeragent check` over the REAL RetailBackend loaded from tau2's db.json.
 
-Gold action lists often write without the reads that justify them, so before each write the replay makes
-the reads a careful agent makes (authenticate the order's owner, read the profile, the order and the
-products of the items touched), as API.md §11 suggests. Writes that the gate allows are applied to the
-in-memory DB with just enough of tau2's semantics to keep statuses, payments and gift card balances right
-for the next write of the same task; the real backend lives in mock_backends. Skipped without ../shared.
+1. Every task's gold writes, with the reads a careful agent makes before them (tests/tau2_retail_trajectories.py),
+   are allowed by the gate and executed by the backend; the end state equals the state reached by applying
+   only the gold writes directly (backend.call, no gate): for correct trajectories the gate changes nothing.
+2. Deliberately violating variants, each derived from a real task and real records, are rejected with the
+   expected verdict and predicate, and leave the database exactly as it was.
+3. The real CLI (`ledgeragent check --json`) on one task's trajectory plus one violating line.
+
+The backend is built once per module from db.json; each test restores the snapshot taken right after
+loading (an undo-log restore: proportional to the changes, not to the 1,000 orders). Skipped when
+../shared (the repository's sibling folder) is absent.
 """
 
 from __future__ import annotations
 
-import copy
 import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from core.gate import PolicyGate, Verdict
-from core.ledger import Ledger
-from core.tools import ToolCall, ToolKind
-from domains.retail import DOMAIN, PATH_MAP, PREDICATES
+from console.cli import main as cli_main
+from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
+from core.tools import ToolError
+from domains.retail import DOMAIN
+from mock_backends.retail import RetailBackend, load_tau2_db
+from mock_backends.store import Snapshot
+from tau2_retail_trajectories import (
+    GOLD_NOTE,
+    Line,
+    Task,
+    build_trajectory,
+    gold_actions,
+    gold_write_lines,
+    gold_writes,
+    load_db,
+    load_tasks,
+    task_customer,
+    write_jsonl,
+)
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "tau2" / "retail"
+# tests/domains/retail/<this file> -> parents[3] is the repository, parents[4] the folder that holds ../shared.
+SHARED = Path(__file__).resolve().parents[4] / "shared"
+TASKS_JSON = SHARED / "tau2" / "retail" / "tasks.json"
+DB_JSON = SHARED / "tau2" / "retail" / "db.json"
+HAVE_SHARED = TASKS_JSON.is_file() and DB_JSON.is_file()
+
 pytestmark = [
     pytest.mark.shared,
-    pytest.mark.skipif(not (SHARED / "tasks.json").exists(), reason="../shared/tau2/retail is not present"),
+    pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 retail data not found at {SHARED / 'tau2' / 'retail'}"),
+]
+module_loop = pytest.mark.asyncio(loop_scope="module")
+
+TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks(TASKS_JSON)} if HAVE_SHARED else {}
+RAW_DB: dict[str, Any] = load_db(DB_JSON) if HAVE_SHARED else {}
+
+# Gold writes that tau2's own tool refuses, so the gate must refuse them too: action_id -> (verdict, predicate
+# that fails, tau2's error text when the same write is sent straight to the backend).
+# 64_6: task 64's gold list first tries exchange_delivered_order_items on #W7464385, but that order is
+# *pending* (tau2: "Non-delivered order cannot be exchanged"); the next gold action, 64_7, does the same swap
+# with modify_pending_order_items, which is the write that changes the DB. tau2's evaluator logs and ignores
+# the failing gold action, so refusing it is correct, and BLOCK is right: no argument makes a pending order
+# delivered.
+EXPECTED_REFUSALS: dict[str, tuple[str, str, str]] = {
+    "64_6": ("BLOCK", "retail.return_exchange_requires_delivered", "Non-delivered order cannot be exchanged"),
+}
+
+
+@dataclass
+class Template:
+    backend: RetailBackend
+    base: Snapshot
+    base_hash: str
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def template(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Template]:
+    path = tmp_path_factory.mktemp("tau2_retail") / "template.sqlite"
+    backend = await RetailBackend.create(path, load_tau2_db(DB_JSON))
+    try:
+        yield Template(backend, await backend.snapshot(), await backend.state_hash())
+    finally:
+        await backend.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fresh(template: Template) -> Template:
+    """The module's backend, back at the freshly loaded db.json."""
+    await template.backend.restore(template.base)
+    return template
+
+
+def _calls(lines: list[Line]) -> list[TrajectoryCall]:
+    trajectory = parse_trajectory("\n".join(json.dumps(line) for line in lines))
+    assert not trajectory.problems, trajectory.problems
+    return trajectory.calls
+
+
+async def _check(backend: RetailBackend, lines: list[Line]) -> list[CheckResult]:
+    return await Checker(DOMAIN, backend).run(_calls(lines))
+
+
+def _show(results: list[CheckResult], lines: list[Line]) -> str:
+    return "\n".join(f"{r.index} {lines[r.index].get('note', '')} {r.name} {r.verdict} {r.predicates} "
+                     f"{r.reason[:400]}" for r in results if r.met is False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. Gold trajectories.
+
+
+def test_every_gold_action_is_in_its_trajectory_once() -> None:
+    assert len(TASKS) == 57
+    writes = 0
+    for task in TASKS.values():
+        lines = build_trajectory(task, RAW_DB)
+        notes = [line["note"] for line in lines if line["note"].startswith(GOLD_NOTE)]
+        assert notes == [GOLD_NOTE + a["action_id"] for a in gold_actions(task)]
+        written_at = gold_write_lines(lines)
+        writes += len(written_at)
+        if written_at:  # the customer is authenticated before anything is written
+            assert lines[0]["name"] == "find_user_id_by_email" and min(written_at) > 0
+    assert writes == sum(len(gold_writes(t)) for t in TASKS.values()) == 90
+
+
+@module_loop
+@pytest.mark.parametrize("task_id", list(TASKS) or ["no-shared-data"])
+async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, fresh: Template) -> None:
+    task, backend = TASKS[task_id], fresh.backend
+    refusals = {aid: verdict for aid, (verdict, _, _) in EXPECTED_REFUSALS.items()}
+    lines = build_trajectory(task, RAW_DB, expected_refusals=refusals)
+    results = await _check(backend, lines)
+    assert all(r.met is not False for r in results), _show(results, lines)
+
+    gold = gold_write_lines(lines)
+    for index, action_id in gold.items():
+        result = results[index]
+        if action_id in EXPECTED_REFUSALS:
+            verdict, predicate_id, _ = EXPECTED_REFUSALS[action_id]
+            assert (result.verdict, result.predicates, result.executed) == (verdict, (predicate_id,), False)
+        else:
+            assert (result.kind, result.verdict, result.executed) == ("write", "ALLOW", True), result
+    gated_hash = await backend.state_hash()
+    if not any(results[i].executed for i in gold):  # nothing to compare with but the fresh DB itself
+        assert gated_hash == fresh.base_hash
+        return
+    assert gated_hash != fresh.base_hash
+
+    # The same gold writes straight into a fresh DB, no gate: what tau2's evaluator builds as the gold env.
+    await backend.restore(fresh.base)
+    for action in gold_writes(task):
+        try:
+            await backend.call(action["name"], action["arguments"])
+        except ToolError as exc:
+            assert action["action_id"] in EXPECTED_REFUSALS, f"{action['action_id']}: {exc.message}"
+            assert exc.message == EXPECTED_REFUSALS[action["action_id"]][2]
+        else:
+            assert action["action_id"] not in EXPECTED_REFUSALS
+    assert await backend.state_hash() == gated_hash
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. Violating variants of real tasks. Each ends with the one violating call.
+
+
+def _prefix(task_id: str, action_id: str) -> list[Line]:
+    """A task's careful trajectory up to, not including, gold write `action_id` (its careful reads stay)."""
+    lines = build_trajectory(TASKS[task_id], RAW_DB)
+    index = next(i for i, line in enumerate(lines) if line["note"] == GOLD_NOTE + action_id)
+    return lines[:index]
+
+
+def _gold(task_id: str, action_id: str) -> dict[str, Any]:
+    return next(a for a in gold_actions(TASKS[task_id]) if a["action_id"] == action_id)
+
+
+def _read(name: str, **arguments: Any) -> Line:
+    return {"name": name, "arguments": arguments, "expect": "ALLOW", "note": "variant read"}
+
+
+def _bad(name: str, verdict: str, **arguments: Any) -> Line:
+    return {"name": name, "arguments": arguments, "expect": verdict, "note": "violation"}
+
+
+def _gold_with(task_id: str, action_id: str, verdict: str, **changes: Any) -> list[Line]:
+    """Task `task_id` up to gold write `action_id`, which is then sent with some arguments changed."""
+    action = _gold(task_id, action_id)
+    return [*_prefix(task_id, action_id), _bad(action["name"], verdict, **{**action["arguments"], **changes})]
+
+
+def _customer(task_id: str) -> str:
+    customer = task_customer(TASKS[task_id], RAW_DB)
+    assert customer is not None
+    return customer
+
+
+def _login(user_id: str) -> list[Line]:
+    return [_read("find_user_id_by_email", email=RAW_DB["users"][user_id]["email"]),
+            _read("get_user_details", user_id=user_id)]
+
+
+def _without_reads(lines: list[Line], before: str, names: tuple[str, ...]) -> list[Line]:
+    """Drop the careful reads of the given tools that were made for gold write `before`."""
+    return [line for line in lines if not (line["note"] == "careful read before " + before
+                                           and line["name"] in names)]
+
+
+ADDRESS = {"address1": "1 Test Street", "address2": "Suite 1", "city": "Austin", "state": "TX",
+           "country": "USA", "zip": "78701"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str
+    verdict: str
+    predicate: str
+    build: Callable[[], list[Line]]
+    why: str
+    only: bool = True  # the predicate is the only one that fails (False: others fail with it, by design)
+
+
+VARIANTS = [
+    Variant("refund-to-other-orders-method", "REVISE", "retail.refund_to_original_or_gift_card",
+            lambda: [*build_trajectory(TASKS["10"], RAW_DB)[:-1],
+                     _bad("return_delivered_order_items", "REVISE", order_id="#W5490111",
+                          item_ids=[RAW_DB["orders"]["#W5490111"]["items"][0]["item_id"]],
+                          payment_method_id="paypal_9497703")],
+            "task 10: mia_garcia_4516 wants #W5490111 (paid by credit_card_3124723) refunded to her PayPal, the "
+            "other order's method; tau2's gold answer is a transfer"),
+    Variant("cancel-invalid-reason", "REVISE", "retail.cancel_reason_valid",
+            lambda: _gold_with("88", "88_0", "REVISE", reason="found a better price"),
+            "task 88's cancel of #W8835847 with a reason outside the two accepted ones"),
+    Variant("cancel-delivered-order", "BLOCK", "retail.cancel_requires_pending",
+            lambda: [*_prefix("16", "16_8"), _bad("cancel_pending_order", "BLOCK", order_id="#W9389413",
+                                                   reason="no longer needed")],
+            "task 16: cancel the delivered order #W9389413 that the gold trajectory returns an item from"),
+    Variant("another-customers-order", "BLOCK", "retail.order_owned_by_customer",
+            lambda: [*_login(_customer("0")), _read("get_order_details", order_id="#W8835847"),
+                     _bad("cancel_pending_order", "BLOCK", order_id="#W8835847", reason="ordered by mistake")],
+            "authenticated as task 0's yusuf_rossi_9620, cancel task 88's order #W8835847 of daiki_silva_2903"),
+    Variant("another-customers-address", "BLOCK", "retail.user_is_customer",
+            lambda: _gold_with("22", "22_1", "BLOCK", user_id="yusuf_rossi_9620"),
+            "task 22: ethan_garcia_1261's gold address change sent for user yusuf_rossi_9620"),
+    Variant("exchange-to-unavailable-variant", "REVISE", "retail.replacement_is_available_variant",
+            lambda: _gold_with("0", "0_4", "REVISE", new_item_ids=["9025753381", "7747408585"]),
+            "task 0: the clicky / RGB / full-size keyboard 9025753381 the customer asks for first is unavailable"),
+    Variant("exchange-to-other-products-variant", "REVISE", "retail.replacement_is_available_variant",
+            lambda: _gold_with("0", "0_4", "REVISE", new_item_ids=["7747408585", "7706410293"]),
+            "task 0: keyboard and thermostat replacements swapped, each a variant of the other product"),
+    Variant("exchange-without-product-read", "REVISE", "retail.replacement_is_available_variant",
+            lambda: _without_reads([*_prefix("70", "70_0"), _bad("exchange_delivered_order_items", "REVISE",
+                                                                   **_gold("70", "70_0")["arguments"])],
+                                   "70_0", ("get_product_details",)),
+            "task 70's bare gold exchange without reading the products (evidence missing)"),
+    Variant("return-item-not-in-order", "REVISE", "retail.items_in_order",
+            lambda: _gold_with("82", "82_0", "REVISE",
+                               item_ids=["5952720925", "8940227892", "7381052709", "6065192424"]),
+            "task 82: product id 8940227892 given instead of its item id 9973034634"),
+    Variant("return-pending-order", "BLOCK", "retail.return_exchange_requires_delivered",
+            lambda: [*_prefix("16", "16_6"), _bad("return_delivered_order_items", "BLOCK", order_id="#W5199551",
+                                                   item_ids=["1615379700"], payment_method_id="paypal_5364164")],
+            "task 16: return an item of #W5199551, which is still pending"),
+    Variant("modify-address-of-delivered-order", "BLOCK", "retail.modify_requires_pending",
+            lambda: [*_prefix("16", "16_8"), _bad("modify_pending_order_address", "BLOCK", order_id="#W9389413",
+                                                   **ADDRESS)],
+            "task 16: change the shipping address of the delivered order #W9389413"),
+    Variant("payment-to-same-method", "REVISE", "retail.payment_change_new_method",
+            lambda: _gold_with("40", "40_3", "REVISE", payment_method_id="credit_card_8554680"),
+            "task 40: #W4923227 is already paid with credit_card_8554680"),
+    Variant("payment-to-short-gift-card", "REVISE", "retail.gift_card_covers_amount",
+            lambda: _gold_with("40", "40_3", "REVISE", payment_method_id="gift_card_8245350"),
+            "task 40: gift_card_8245350 has 60.0, the order amount is 321.18"),
+    Variant("payment-method-of-another-customer", "REVISE", "retail.payment_method_in_profile",
+            lambda: _gold_with("40", "40_3", "REVISE", payment_method_id="credit_card_9513926"),
+            "task 40: pay #W4923227 with yusuf_rossi_9620's credit card"),
+    Variant("modify-items-twice", "BLOCK", "retail.items_modified_once",
+            lambda: [*build_trajectory(TASKS["72"], RAW_DB), _read("get_order_details", order_id="#W5270061"),
+                     _read("get_user_details", user_id=_customer("72")),
+                     _bad("modify_pending_order_items", "BLOCK", order_id="#W5270061", item_ids=["5917587651"],
+                          new_item_ids=["6906307980"], payment_method_id="paypal_7729105")],
+            "task 72: after the gold item change on #W5270061, a second one on the same order"),
+    Variant("gift-card-short-for-difference", "REVISE", "retail.gift_card_covers_amount",
+            lambda: _gold_with("112", "113_0", "REVISE", new_item_ids=["4510078629"]),
+            "task 112: wristwatch 1355937109 (1985.30) -> 4510078629 (2127.62) on gift_card_7252880 (56.0)"),
+    Variant("write-before-authentication", "REVISE", "retail.authenticated",
+            lambda: [_read("get_order_details", order_id="#W8835847"),
+                     _bad("cancel_pending_order", "REVISE", order_id="#W8835847", reason="ordered by mistake")],
+            "task 88's cancel with the order read but nobody authenticated"),
+    Variant("stale-order-after-write", "REVISE", "retail.order_owned_by_customer",
+            lambda: _without_reads([*_prefix("72", "72_1"), _bad("modify_pending_order_items", "REVISE",
+                                                                   **_gold("72", "72_1")["arguments"])],
+                                   "72_1", ("get_order_details",)),
+            "task 72: the item change right after the address change, without re-reading #W5270061 (every rule "
+            "that reads the order asks for a fresh read)", only=False),
 ]
 
-WRITES = {t.name for t in DOMAIN.tools if t.kind is ToolKind.WRITE}
-ADDRESS_FIELDS = ("address1", "address2", "city", "state", "country", "zip")
-OPTIONAL_ORDER_FIELDS = ("cancel_reason", "exchange_items", "exchange_new_items", "exchange_payment_method_id",
-                         "exchange_price_difference", "return_items", "return_payment_method_id")
 
-# Gold writes that tau2's own tools reject, so the gate refusing them is right.
-# Task 64 tries an exchange on a *pending* order before the item modification that succeeds.
-EXPECTED_REFUSALS = {("64", "64_6")}
-
-DB = dict[str, Any]
-
-
-def _read(db: DB, name: str, args: dict[str, Any]) -> Any:
-    """tau2's read tools over the raw db.json dict; KeyError stands for the tool's 'not found' error."""
-    users, orders, products = db["users"], db["orders"], db["products"]
-    if name == "find_user_id_by_email":
-        return next(u["user_id"] for u in users.values() if u["email"].lower() == args["email"].lower())
-    if name == "find_user_id_by_name_zip":
-        return next(u["user_id"] for u in users.values()
-                    if (u["name"]["first_name"].lower(), u["name"]["last_name"].lower(), u["address"]["zip"])
-                    == (args["first_name"].lower(), args["last_name"].lower(), args["zip"]))
-    if name == "get_user_details":
-        return copy.deepcopy(users[args["user_id"]])
-    if name == "get_order_details":
-        return {**dict.fromkeys(OPTIONAL_ORDER_FIELDS), **copy.deepcopy(orders[args["order_id"]])}
-    if name == "get_product_details":
-        return copy.deepcopy(products[args["product_id"]])
-    if name == "get_item_details":
-        return next(copy.deepcopy(p["variants"][args["item_id"]]) for p in products.values()
-                    if args["item_id"] in p["variants"])
-    if name == "list_all_product_types":
-        return json.dumps({p["name"]: p["product_id"] for p in products.values()}, sort_keys=True)
-    raise KeyError(name)
+@module_loop
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
+async def test_violating_variant_is_rejected_and_changes_nothing(variant: Variant, fresh: Template) -> None:
+    backend, lines = fresh.backend, variant.build()
+    checker = Checker(DOMAIN, backend)
+    *setup, violation = _calls(lines)
+    for call in setup:
+        result = await checker.check(call)
+        assert result.met is not False, (variant.id, result)
+    before = await backend.state_hash()
+    result = await checker.check(violation)
+    assert result.kind == "write"
+    assert result.verdict == variant.verdict, (variant.why, result.reason)
+    assert variant.predicate in result.predicates, (variant.why, result.predicates, result.reason)
+    if variant.only:
+        assert result.predicates == (variant.predicate,), (variant.why, result.reason)
+    assert not result.executed
+    assert await backend.state_hash() == before
 
 
-def _price(db: DB, item_id: str) -> float:
-    return float(next(p["variants"][item_id]["price"] for p in db["products"].values() if item_id in p["variants"]))
+def test_variants_cover_many_predicates() -> None:
+    assert len({v.predicate for v in VARIANTS}) >= 10
 
 
-def _apply(db: DB, name: str, args: dict[str, Any]) -> None:
-    """The state changes later writes of the same task depend on (not a full tau2 implementation)."""
-    if name == "modify_user_address":
-        db["users"][args["user_id"]]["address"] = {k: args[k] for k in ADDRESS_FIELDS}
-        return
-    order = db["orders"][args["order_id"]]
-    methods = db["users"][order["user_id"]]["payment_methods"]
+# ---------------------------------------------------------------------------------------------------
+# 3. The real CLI.
 
-    def credit(method_id: str, amount: float) -> None:
-        if methods[method_id]["source"] == "gift_card":
-            methods[method_id]["balance"] = round(methods[method_id]["balance"] + amount, 2)
-
-    if name == "cancel_pending_order":
-        for paid in list(order["payment_history"]):
-            order["payment_history"].append({**paid, "transaction_type": "refund"})
-            credit(paid["payment_method_id"], paid["amount"])
-        order.update(status="cancelled", cancel_reason=args["reason"])
-    elif name == "modify_pending_order_address":
-        order["address"] = {k: args[k] for k in ADDRESS_FIELDS}
-    elif name == "modify_pending_order_payment":
-        first = order["payment_history"][0]
-        order["payment_history"] += [
-            {"transaction_type": "payment", "amount": first["amount"], "payment_method_id": args["payment_method_id"]},
-            {"transaction_type": "refund", "amount": first["amount"], "payment_method_id": first["payment_method_id"]},
-        ]
-    elif name == "modify_pending_order_items":
-        difference = 0.0
-        for old, new in zip(args["item_ids"], args["new_item_ids"], strict=True):
-            line = next(i for i in order["items"] if i["item_id"] == old)
-            difference += _price(db, new) - line["price"]
-            line.update(item_id=new, price=_price(db, new))
-        credit(args["payment_method_id"], -difference)
-        order["status"] = "pending (item modified)"
-    elif name == "return_delivered_order_items":
-        order["status"] = "return requested"
-    elif name == "exchange_delivered_order_items":
-        order["status"] = "exchange requested"
+CLI_TASK = "0"
+CLI_VIOLATION = {"name": "modify_user_address", "arguments": {"user_id": "daiki_silva_2903", **ADDRESS},
+                 "note": "another customer's profile"}
+JSON_KEYS = {"index", "name", "kind", "verdict", "predicates", "reason", "executed"}
 
 
-def _replay(task: dict[str, Any], db0: DB) -> list[tuple[str, str, Verdict, str]]:
-    db, ledger, step = copy.deepcopy(db0), Ledger(PATH_MAP), 0
-    verdicts: list[tuple[str, str, Verdict, str]] = []
-
-    def read(name: str, args: dict[str, Any]) -> None:
-        nonlocal step
-        step += 1
-        try:
-            result = _read(db, name, args)
-        except (KeyError, StopIteration):
-            return  # a failed read is not absorbed
-        ledger.absorb(ToolCall(id=f"r{step}", name=name, arguments=args), result, step)
-
-    for action in task["evaluation_criteria"]["actions"] or []:
-        name, args = action["name"], action["arguments"]
-        if name not in WRITES:
-            if DOMAIN.kind_of(name) is ToolKind.READ:
-                read(name, args)
-            continue
-        owner = args["user_id"] if "user_id" in args else db["orders"][args["order_id"]]["user_id"]
-        if ledger.get("auth.user_id") is None:
-            read("find_user_id_by_email", {"email": db["users"][owner]["email"]})
-        read("get_user_details", {"user_id": ledger.get("auth.user_id")})
-        if "order_id" in args:
-            read("get_order_details", {"order_id": args["order_id"]})
-            for line in db["orders"][args["order_id"]]["items"]:
-                if line["item_id"] in args.get("item_ids", []):
-                    read("get_product_details", {"product_id": line["product_id"]})
-        call = ToolCall(id=f"w{step}", name=name, arguments=args)
-        decision = PolicyGate(PREDICATES, path_map=PATH_MAP).evaluate(call, ledger, DOMAIN.context(ledger))
-        verdicts.append((action["action_id"], name, decision.verdict, decision.feedback))
-        if decision.verdict is Verdict.ALLOW:
-            _apply(db, name, args)
-            step += 1
-            ledger.mark_stale(call, step)
-    return verdicts
-
-
-def test_gold_writes_pass_the_gate() -> None:
-    db0: DB = json.loads((SHARED / "db.json").read_text(encoding="utf-8"))
-    tasks: list[dict[str, Any]] = json.loads((SHARED / "tasks.json").read_text(encoding="utf-8"))
-    refused: dict[tuple[str, str], str] = {}
-    writes = 0
-    for task in tasks:
-        for action_id, _name, verdict, feedback in _replay(task, db0):
-            writes += 1
-            if verdict is not Verdict.ALLOW:
-                refused[(task["id"], action_id)] = feedback
-    assert writes > 50
-    assert set(refused) == EXPECTED_REFUSALS, "\n\n".join(refused.values())
+@pytest.mark.parametrize("violation_expect, exit_code", [("BLOCK", 0), ("ALLOW", 1)])
+def test_cli_check_replays_a_task_and_flags_the_violation(
+        violation_expect: str, exit_code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    lines = [*build_trajectory(TASKS[CLI_TASK], RAW_DB), {**CLI_VIOLATION, "expect": violation_expect}]
+    path = write_jsonl(lines, tmp_path / "task0.jsonl")
+    out = tmp_path / "out"
+    out.mkdir()
+    code = cli_main(["check", str(path), "--domain", "retail", "--db", str(DB_JSON), "--json", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == exit_code, captured.err
+    rows = [json.loads(row) for row in captured.out.splitlines()]
+    assert [row["index"] for row in rows] == list(range(len(lines)))
+    assert all(JSON_KEYS <= set(row) for row in rows)
+    *replayed, last = rows
+    assert all(row["met"] is True for row in replayed)
+    write = next(row for row in replayed if row["kind"] == "write")
+    assert (write["name"], write["verdict"], write["executed"]) == ("exchange_delivered_order_items", "ALLOW", True)
+    assert (last["kind"], last["verdict"], last["predicates"], last["executed"]) == (
+        "write", "BLOCK", ["retail.user_is_customer"], False)
+    assert "daiki_silva_2903" in last["reason"]
+    assert last["met"] is (violation_expect == "BLOCK")
+    if exit_code:
+        assert f"{path}:{len(lines)}: modify_user_address expected ALLOW, got BLOCK" in captured.err
+    else:
+        assert captured.err == ""
+    assert not (tmp_path / "home").exists()

@@ -1,0 +1,135 @@
+"""A LedgerAgent session whose agent (and user) are real OpenAI-compatible clients talking HTTP to a local stub.
+
+Bad input from the model side — malformed tool JSON, unknown tools, wrong types, 500/429, timeouts — gives a
+clear message, keeps the session going where it can, leaves the database unchanged and is on disk in the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from core.events import ModelRetry, ToolResultEvent
+from core.llm.openai_model import OpenAIChatModel
+from core.session import Session
+from core.trace import load_trace
+from core.users import LLMUserSimulator, ScriptedUser
+from domains.retail import DOMAIN
+from mock_backends.retail import RetailBackend
+from tests.support.openai_stub import OpenAIStub, StubToolCall
+
+
+async def no_sleep(_delay: float) -> None:
+    return None
+
+
+def model(stub: OpenAIStub, **kwargs: Any) -> OpenAIChatModel:
+    options: dict[str, Any] = {"timeout": 2.0, "max_retries": 2, "backoff": 0.01, "sleep": no_sleep}
+    options.update(kwargs)
+    return OpenAIChatModel("stub-model", base_url=stub.base_url, api_key="test", **options)
+
+
+async def fresh_hash(tmp_path: Path) -> str:
+    backend = await RetailBackend.open(tmp_path / "fresh.sqlite")
+    try:
+        return await backend.state_hash()
+    finally:
+        await backend.close()
+
+
+async def test_model_bad_input_then_server_errors_then_recovery(tmp_path: Path) -> None:
+    expected = await fresh_hash(tmp_path)
+    with OpenAIStub() as stub:
+        stub.reply_tool_calls([StubToolCall("get_order_details", '{"order_id": "#W4821001"'),  # broken JSON
+                               StubToolCall("drop_database", "{}"),
+                               StubToolCall("get_order_details", '{"order_id": 4821001}'),
+                               StubToolCall("cancel_pending_order", '{"order_id": "#W4821002"}'),
+                               StubToolCall("get_order_details", '{"order_id": "#W0000000"}')])
+        stub.reply_error(500, "upstream exploded")
+        stub.reply_error(429, "slow down", retry_after=0)
+        stub.reply_text("Sorry about that. Could you tell me your email?")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub), user=ScriptedUser(["cancel #W4821002"]),
+                          trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "user_stop"
+    contents = [e.content for e in session.bus.history if isinstance(e, ToolResultEvent)]
+    assert "not valid JSON" in contents[0]
+    assert contents[1] == "Error: Tool 'drop_database' not found."
+    assert "argument 'order_id' must be string, got integer" in contents[2]
+    assert "missing required argument 'reason'" in contents[3]
+    assert contents[4] == "Error: Order not found"
+    retries = [e for e in session.bus.history if isinstance(e, ModelRetry)]
+    assert [r.kind for r in retries] == ["server_error", "rate_limited"]
+    assert result.db_hash == expected
+    on_disk = [e.type for e in load_trace(tmp_path / "trace.jsonl")]
+    assert on_disk.count("model_retry") == 2 and on_disk[-1] == "session_ended"
+    # the history sent back to the server stayed valid: every tool call id answered
+    second_request = stub.requests[1]["messages"]
+    call_ids = [tc["id"] for m in second_request if m["role"] == "assistant" for tc in m.get("tool_calls", [])]
+    answered = [m["tool_call_id"] for m in second_request if m["role"] == "tool"]
+    assert call_ids == answered and len(call_ids) == 5
+
+
+async def test_persistent_timeout_ends_cleanly_with_everything_on_disk(tmp_path: Path) -> None:
+    expected = await fresh_hash(tmp_path)
+    with OpenAIStub() as stub:
+        for _ in range(3):
+            stub.reply_text("too late", delay=1.0)
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub, timeout=0.2),
+                          user=ScriptedUser(["hello"]), trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        assert await backend.state_hash() == expected
+        await backend.close()
+    assert result.reason == "agent_error"
+    assert "timed out" in result.detail.lower() or "timeout" in result.detail.lower()
+    events = load_trace(tmp_path / "trace.jsonl")
+    assert [e.type for e in events][-2:] == ["model_error", "session_ended"]
+    assert events[-2].kind == "timeout" and events[-2].attempts == 3  # type: ignore[union-attr]
+
+
+async def test_ledger_block_and_tools_reach_the_real_endpoint(tmp_path: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.reply_tool_calls([StubToolCall("find_user_id_by_email", '{"email": "mia.garcia@example.com"}')])
+        stub.reply_text("Found you, Mia.")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub), user=ScriptedUser(["I'm Mia"]))
+        await session.run()
+        await backend.close()
+    first, second = stub.requests
+    assert {t["function"]["name"] for t in first["tools"]} == {t.name for t in DOMAIN.tools}
+    assert "(empty: nothing has been observed" in first["messages"][0]["content"]
+    assert 'auth.user_id = "mia_garcia_4821"' in second["messages"][0]["content"]
+
+
+async def test_llm_user_simulator_over_http(tmp_path: Path) -> None:
+    with OpenAIStub() as agent_stub, OpenAIStub() as user_stub:
+        user_stub.reply_text("I want to cancel my order #W4821002.")
+        user_stub.reply_text("###STOP###")
+        agent_stub.reply_text("Sure, first I need your email.")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        user = LLMUserSimulator(model(user_stub), "You are Mia Garcia. Cancel order #W4821002.")
+        session = Session(domain=DOMAIN, backend=backend, model=model(agent_stub), user=user)
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "user_stop"
+    sent = user_stub.requests[1]["messages"]
+    assert "<scenario>" in sent[0]["content"] and "Cancel order #W4821002" in sent[0]["content"]
+    # roles are flipped for the simulator: the agent speaks as "user"
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]
+    assert json.dumps(sent).count("Sure, first I need your email.") == 1
+
+
+async def test_user_simulator_failure_is_a_user_error(tmp_path: Path) -> None:
+    with OpenAIStub() as agent_stub, OpenAIStub() as user_stub:
+        user_stub.reply_error(400, "bad request from the simulator's point of view")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(agent_stub),
+                          user=LLMUserSimulator(model(user_stub), "x"), trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "user_error" and "user simulator" in result.detail
+    assert agent_stub.requests == []
