@@ -28,6 +28,7 @@ class TranscriptPrinter:
     def __init__(self, console: Console | None = None, show_ledger: bool = True) -> None:
         self.console = console or Console(highlight=False)
         self.show_ledger = show_ledger
+        self._unshown: dict[str, Any] = {}  # proposed calls not printed yet, so each prints next to its outcome
 
     def __call__(self, event: Any) -> None:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -50,12 +51,17 @@ class TranscriptPrinter:
             self._print(f"[bold blue]agent[/]  [dim](with tool calls)[/] {escape(e.text)}")
         elif e.text:
             self._print(f"[bold blue]agent[/]  {escape(e.text)}")
-        for call in e.tool_calls:
-            shown = format_call(call.name, call.arguments) if call.parse_error is None else (
-                f"{call.name}({call.raw_arguments})")
-            self._print(f"  [bold]→ {escape(shown)}[/]")
+        self._unshown = {call.id: call for call in e.tool_calls}
+
+    def _show_call(self, call: Any) -> None:
+        if self._unshown.pop(call.id, None) is None:
+            return
+        shown = format_call(call.name, call.arguments) if call.parse_error is None else (
+            f"{call.name}({call.raw_arguments})")
+        self._print(f"  [bold]→ {escape(shown)}[/]")
 
     def _on_gate_decision(self, e: Any) -> None:
+        self._show_call(e.call)
         style = VERDICT_STYLE[e.verdict]
         line = Text("    gate ")
         line.append(f"{e.verdict:<6}", style=style)
@@ -76,8 +82,9 @@ class TranscriptPrinter:
         self._print(f"    [bold magenta]operator {escape(e.who)}[/]: {e.decision} {escape(e.reason)} [dim]{e.when}[/]")
 
     def _on_tool_result(self, e: Any) -> None:
+        self._show_call(e.call)
         if e.outcome == "ok":
-            self._print(f"    [green]←[/] {escape(shorten(e.content))}")
+            self._print(f"    [green]←[/] {escape(shorten(e.content, 110))}")
         elif e.outcome == "rejected":
             self._print("    [yellow]✗ not executed[/]")
         else:
@@ -105,7 +112,7 @@ class TranscriptPrinter:
             tail += f" · db {e.db_hash[:12]}"
         tokens = e.prompt_tokens + e.completion_tokens
         if tokens:
-            tail += f" · {tokens:,} tokens"
+            tail += f" · {tokens:,} tokens ({e.prompt_tokens:,} prompt)"
         self.console.rule(escape(tail))
         if e.detail:
             self._print(f"[red]{escape(e.detail)}[/]")
