@@ -1,12 +1,17 @@
-"""Domains by name. Imported lazily so listing domains does not load every predicate module."""
+"""Domains by name: every subpackage of `domains` that defines a `DOMAIN`. Discovered, so adding a domain
+never means editing a shared list; imported lazily so listing names loads no predicate module."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from pathlib import Path
 
 from core.domain import Domain
 
-DOMAINS = ("retail",)
+DOMAINS: tuple[str, ...] = tuple(sorted(
+    info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]) if info.ispkg
+))
 
 
 class UnknownDomain(KeyError):

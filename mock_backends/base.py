@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -100,6 +101,11 @@ class SQLiteToolBackend:
     def normalise(cls, data: Mapping[str, Any]) -> dict[str, dict[str, JSON]]:
         """Domain hook: turn raw data (e.g. a tau2 db.json) into the documents to store."""
         return {name: dict(docs) for name, docs in data.items()}
+
+    @classmethod
+    def read_source(cls, path: Path) -> Any:
+        """Domain hook: parse a database file in the domain's native format (tau2: JSON; telecom: TOML)."""
+        return json.loads(path.read_text(encoding="utf-8"))
 
     @classmethod
     async def create(cls: type[B], path: Path | str, data: Mapping[str, Any]) -> B:

@@ -3,4 +3,6 @@
 from mock_backends.retail.backend import RetailBackend
 from mock_backends.retail.data import load_seed, load_tau2_db
 
-__all__ = ["RetailBackend", "load_seed", "load_tau2_db"]
+BACKEND = RetailBackend
+
+__all__ = ["BACKEND", "RetailBackend", "load_seed", "load_tau2_db"]
