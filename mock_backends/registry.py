@@ -39,22 +39,23 @@ def backend_class(domain: str) -> type[SQLiteToolBackend]:
 async def open_backend(domain: str, db_path: Path, source: Path | None = None) -> SQLiteToolBackend:
     """A fresh session database at `db_path`.
 
-    `source` may be a tau2-format database file (`db.json`, loaded through the domain's models) or a
+    `source` may be data in the domain's native format (a tau2 `db.json`, a folder of JSON files, as the
+    domain's `read_source` decides; loaded through the domain's models) or a
     `.sqlite` file made by an earlier session (copied, so the original is never modified). Default: the
     shipped seed data.
     """
     cls, seed = _parts(domain)
     if source is None:
         return await cls.create(db_path, seed())
-    if not source.is_file():
+    if not source.exists():
         raise BackendSourceError(f"no such database file: {source}")
-    if source.suffix in (".sqlite", ".db", ".sqlite3"):
+    if source.is_file() and source.suffix in (".sqlite", ".db", ".sqlite3"):
         if source.resolve() != db_path.resolve():
             shutil.copyfile(source, db_path)
         return await cls.attach(db_path)
     try:
         data = cls.read_source(source)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, OSError) as exc:
         raise BackendSourceError(f"{source}: cannot read it as a {domain} database ({exc})") from exc
     try:
         # `create` normalises the raw data through the domain's models exactly once.
