@@ -306,6 +306,14 @@ class PolicyGate:
     def guarding(self, tool: str) -> list[Predicate]:
         return [p for p in self.predicates if p.guards(tool)]
 
+    def dry_run(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
+        """What `evaluate` would answer now, leaving the anti-loop memory untouched (operator previews)."""
+        saved = dict(self._streak), dict(self._rejected)
+        try:
+            return self.evaluate(call, ledger, ctx)
+        finally:
+            self._streak, self._rejected = saved
+
     def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
         version = int(getattr(ledger, "version", 0))
         previous = self._rejected.get(call.signature())

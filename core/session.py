@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,9 @@ from core.trace import TraceWriter
 from core.users import UserProxy, UserScriptDiverged, Utterance, stop_reason
 
 GREETING = "Hi! How can I help you today?"
+
+# Awaited before every model call ("model") and every customer turn ("user"): the console's pause / step.
+Pacer = Callable[[str], Awaitable[None]]
 
 
 class UserSideError(Exception):
@@ -44,8 +47,9 @@ class Session:
                  config: AgentConfig | None = None, supervisor: Supervisor | None = None,
                  trace_path: Path | None = None, bus: EventBus | None = None, max_steps: int = 100,
                  scenario: str | None = None, greeting: str = GREETING,
-                 clock: Callable[[], str] = utc_now) -> None:
+                 clock: Callable[[], str] = utc_now, pacer: Pacer | None = None) -> None:
         self.domain = domain
+        self.pacer = pacer
         self.backend = backend
         self.user = user
         self.bus = bus or EventBus()
@@ -85,6 +89,8 @@ class Session:
 
     async def user_turn(self) -> str | None:
         """Ask the customer for a message. Returns a termination reason if the customer ended it."""
+        if self.pacer is not None:
+            await self.pacer("user")
         self.steps += 1
         try:
             text = await self.user.respond(self.conversation)
@@ -98,6 +104,8 @@ class Session:
         while True:
             if self.steps >= self.max_steps:
                 return "max_steps"
+            if self.pacer is not None:
+                await self.pacer("model")
             self.steps += 1
             step = await self.agent.step(self.steps)
             if step.turn.text and step.ends_turn:

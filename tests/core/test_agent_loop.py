@@ -286,3 +286,15 @@ async def test_trace_survives_a_broken_line(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     problems = [item for item in iter_trace(path) if not hasattr(item, "type")]
     assert len(problems) == 1 and problems[0].line == 3  # type: ignore[union-attr]
+
+
+async def test_pacer_is_awaited_before_every_model_call_and_user_turn(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def pacer(kind: str) -> None:
+        seen.append(kind)
+
+    s = Session(domain=DOMAIN, backend=ToyBackend(), model=ScriptedChatModel(HAPPY), user=ScriptedUser(["hi"]),
+                pacer=pacer)
+    await s.run()
+    assert seen == ["user", "model", "model", "model", "user"]

@@ -154,3 +154,12 @@ def test_pass_note_is_kept() -> None:
     ledger = ledger_with(ANN)
     assert PolicyGate([noted]).evaluate(transfer(), ledger, DOMAIN.context(ledger)).results[0].reason == (
         "fine because reasons")
+
+
+def test_dry_run_leaves_the_anti_loop_memory_untouched() -> None:
+    g = PolicyGate(PREDICATES, max_revise_streak=2)
+    ledger = ledger_with(ANN)
+    for _ in range(3):
+        assert g.dry_run(transfer(amount=1000), ledger, DOMAIN.context(ledger)).verdict is Verdict.REVISE
+    first = g.evaluate(transfer(amount=1000), ledger, DOMAIN.context(ledger))
+    assert first.verdict is Verdict.REVISE and not first.repeated
