@@ -21,6 +21,16 @@ GREETING = "Hi! How can I help you today?"
 
 # Awaited before every model call ("model") and every customer turn ("user"): the console's pause / step.
 Pacer = Callable[[str], Awaitable[None]]
+# Asked when the model fails after its own retries: True = try the same model call again (the console lets
+# the operator decide), False = end the session with `agent_error`.
+ModelErrorHandler = Callable[[ModelError], Awaitable[bool]]
+
+
+class SessionAborted(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
 
 
 class UserSideError(Exception):
@@ -47,9 +57,11 @@ class Session:
                  config: AgentConfig | None = None, supervisor: Supervisor | None = None,
                  trace_path: Path | None = None, bus: EventBus | None = None, max_steps: int = 100,
                  scenario: str | None = None, greeting: str = GREETING,
-                 clock: Callable[[], str] = utc_now, pacer: Pacer | None = None) -> None:
+                 clock: Callable[[], str] = utc_now, pacer: Pacer | None = None,
+                 on_model_error: ModelErrorHandler | None = None) -> None:
         self.domain = domain
         self.pacer = pacer
+        self.on_model_error = on_model_error
         self.backend = backend
         self.user = user
         self.bus = bus or EventBus()
@@ -107,7 +119,17 @@ class Session:
             if self.pacer is not None:
                 await self.pacer("model")
             self.steps += 1
-            step = await self.agent.step(self.steps)
+            try:
+                step = await self.agent.step(self.steps)
+            except ModelError as exc:
+                if self.on_model_error is None:
+                    raise
+                self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message,
+                                          attempts=exc.attempts))
+                if not await self.on_model_error(exc):
+                    raise SessionAborted("agent_error", exc.message) from exc
+                self.steps -= 1  # the failed call produced nothing; try the same step again
+                continue
             if step.turn.text and step.ends_turn:
                 self.conversation.append(Utterance("assistant", step.turn.text))
                 return None
@@ -131,6 +153,8 @@ class Session:
         except ModelError as exc:
             self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message, attempts=exc.attempts))
             reason, detail = ("script_diverged" if exc.kind == "script" else "agent_error"), exc.message
+        except SessionAborted as exc:
+            reason, detail = exc.reason, exc.detail
         except UserSideError as exc:
             error = exc.error
             self.bus.emit(ModelFailed(step=self.steps, kind=error.kind, message=f"user simulator: {error.message}",

@@ -133,3 +133,26 @@ async def test_user_simulator_failure_is_a_user_error(tmp_path: Path) -> None:
         await backend.close()
     assert result.reason == "user_error" and "user simulator" in result.detail
     assert agent_stub.requests == []
+
+
+async def test_model_error_handler_can_retry_the_same_step(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def retry_once(error: Any) -> bool:
+        asked.append(error.kind)
+        return len(asked) == 1
+
+    with OpenAIStub() as stub:
+        stub.reply_error(503, "down")
+        stub.reply_text("Back now. How can I help?")
+        stub.reply_error(503, "down again")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub, max_retries=0),
+                          user=ScriptedUser(["hello", "still there?"]), on_model_error=retry_once,
+                          trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert asked == ["server_error", "server_error"]
+    assert result.reason == "agent_error" and "down again" in result.detail
+    types = [e.type for e in load_trace(tmp_path / "trace.jsonl")]
+    assert types.count("model_error") == 2 and types.count("assistant_turn") == 1
