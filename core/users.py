@@ -79,12 +79,17 @@ class HumanUser:
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self.waiting = False
 
     def say(self, text: str) -> None:
         self._queue.put_nowait(text)
 
     async def respond(self, conversation: Sequence[Utterance]) -> str:
-        return await self._queue.get()
+        self.waiting = True
+        try:
+            return await self._queue.get()
+        finally:
+            self.waiting = False
 
 
 USER_GUIDELINES = """You are playing a customer who contacts customer service. Follow these rules:

@@ -1,0 +1,389 @@
+"""A live session as the console drives it: supervision modes, pause / step, human seats, retry on error.
+
+Plain asyncio, no Textual: the app wires the callbacks to messages and screens, and tests drive this
+directly. Everything the operator does still flows through core (`Supervisor`, `Session` pacer, the
+executor's gate), so the trace records it exactly as it would for a headless run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from console.storage import new_session_dir
+from core.agent import AgentConfig
+from core.domain import Domain
+from core.events import EventBus
+from core.gate import GateDecision
+from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, estimate_tokens
+from core.llm.openai_model import OpenAIChatModel
+from core.scenario import Scenario, list_scenarios, load_scenario
+from core.session import Session, SessionResult
+from core.supervisor import Decision, Resolution
+from core.tools import ToolCall, ToolKind, validate_arguments
+from core.users import HumanUser, UserProxy
+from domains.registry import load_domain
+from mock_backends.base import SQLiteToolBackend
+from mock_backends.registry import open_backend
+
+
+class SupervisionMode(StrEnum):
+    AUTOPILOT = "autopilot"
+    APPROVE_WRITES = "approve writes"
+    APPROVE_NON_ALLOW = "approve non-ALLOW"
+    STEP = "step"
+
+    def next(self) -> SupervisionMode:
+        modes = list(SupervisionMode)
+        return modes[(modes.index(self) + 1) % len(modes)]
+
+
+AGENTS = {
+    "ledger": AgentConfig(ledger=True, gate=True),
+    "fc": AgentConfig(ledger=False, gate=False),
+    "ledger-no-gate": AgentConfig(ledger=True, gate=False),
+}
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything the new-session dialog asks for."""
+
+    domain: str = "retail"
+    scenario: str | None = "refund-to-original-payment"  # None: free chat
+    agent: str = "ledger"
+    model: str = "scripted"  # "scripted" (the scenario's script), "operator" (you play the agent), or a model name
+    base_url: str | None = None
+    seat: str = "watch"  # "watch" or "customer" (you type the customer's messages)
+    mode: SupervisionMode = SupervisionMode.AUTOPILOT
+    max_steps: int = 100
+    db: Path | None = None
+    disabled_predicates: tuple[str, ...] = ()
+
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        if self.agent not in AGENTS:
+            found.append(f"unknown agent {self.agent!r}")
+        if self.model == "scripted" and self.scenario is None:
+            found.append("the scripted demo model needs a scenario (free chat needs a real model or you as agent)")
+        if self.model == "operator" and self.seat == "customer":
+            found.append("you cannot play both the agent and the customer")
+        if self.model == "operator" and self.scenario is None:
+            found.append("playing the agent needs a scenario for the customer's lines")
+        if self.model not in ("scripted", "operator") and not self.model.strip():
+            found.append("model name is empty")
+        if self.seat == "watch" and self.scenario is None:
+            found.append("free chat needs you in the customer seat")
+        return found
+
+
+@dataclass
+class PendingReview:
+    call: ToolCall
+    decision: GateDecision | None
+    future: asyncio.Future[Resolution]
+
+    def resolve(self, resolution: Resolution) -> None:
+        if not self.future.done():
+            self.future.set_result(resolution)
+
+
+class OperatorSupervisor:
+    """A core Supervisor that asks the operator according to the supervision mode."""
+
+    def __init__(self, mode: SupervisionMode, who: str, ask: Callable[[PendingReview], object]) -> None:
+        self.mode = mode
+        self.who = who
+        self.ask = ask
+        self.pending: PendingReview | None = None
+
+    def needs_review(self, decision: GateDecision | None) -> bool:
+        if self.mode is SupervisionMode.AUTOPILOT:
+            return False
+        if self.mode is SupervisionMode.APPROVE_WRITES:
+            return True
+        return decision is not None and decision.verdict.value != "ALLOW"
+
+    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
+        if not self.needs_review(decision):
+            return Resolution(Decision.APPROVE)
+        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+        self.pending = PendingReview(call, decision, future)
+        self.ask(self.pending)
+        try:
+            return await future
+        finally:
+            self.pending = None
+
+
+class Pacer:
+    """Pause, resume and single-step: awaited by the session before each model call and customer turn."""
+
+    def __init__(self, on_change: Callable[[], object] = lambda: None) -> None:
+        self._budget: int | None = None  # None: run freely; n: n more model calls, then wait
+        self._wake = asyncio.Event()
+        self.waiting: str | None = None
+        self.on_change = on_change
+
+    @property
+    def paused(self) -> bool:
+        return self._budget is not None and self._budget <= 0
+
+    async def __call__(self, kind: str) -> None:
+        while self._budget is not None and self._budget <= 0:
+            self.waiting = kind
+            self.on_change()
+            self._wake.clear()
+            await self._wake.wait()
+        if self.waiting is not None:
+            self.waiting = None
+            self.on_change()
+        if self._budget is not None and kind == "model":
+            self._budget -= 1
+
+    def pause(self) -> None:
+        self._budget = 0
+        self.on_change()
+
+    def resume(self) -> None:
+        self._budget = None
+        self._wake.set()
+        self.on_change()
+
+    def step(self) -> None:
+        """Allow exactly one more model call, then pause again."""
+        self._budget = max(self._budget or 0, 0) + 1
+        self._wake.set()
+        self.on_change()
+
+
+class OperatorAgent:
+    """A ChatModel whose turns the operator composes: a message to the customer, or tool calls."""
+
+    name = "operator"
+
+    def __init__(self, on_turn_wanted: Callable[[], object] = lambda: None) -> None:
+        self._turns: asyncio.Queue[AssistantTurn] = asyncio.Queue()
+        self.waiting = False
+        self.on_turn_wanted = on_turn_wanted
+        self._count = 0
+
+    def say(self, text: str) -> None:
+        self._turns.put_nowait(AssistantTurn(text=text, usage=Usage(0, estimate_tokens(text), estimated=True),
+                                             model=self.name))
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolCall:
+        self._count += 1
+        call = ToolCall(id=f"op_{self._count}", name=name, arguments=dict(arguments))
+        self._turns.put_nowait(AssistantTurn(text=None, tool_calls=(call,), model=self.name))
+        return call
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
+        self.waiting = True
+        self.on_turn_wanted()
+        try:
+            return await self._turns.get()
+        finally:
+            self.waiting = False
+
+
+@dataclass
+class LiveState:
+    """What the status bar shows, updated in place by the session callbacks."""
+
+    phase: str = "ready"  # ready | running | paused | waiting for operator | model error | ended
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    end_reason: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LiveSession:
+    """Owns one console session: its folder, backend, model, users, supervisor and pacer."""
+
+    def __init__(self, spec: SessionSpec, *, on_event: Callable[[Any], object] = lambda e: None,
+                 on_review: Callable[[PendingReview], object] = lambda r: None,
+                 on_state: Callable[[], object] = lambda: None, on_model_error: Callable[[ModelError], object]
+                 = lambda e: None, operator: str = "operator", root: Path | None = None,
+                 model_factory: Callable[[SessionSpec], ChatModel] | None = None) -> None:
+        problems = spec.problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.spec = spec
+        self.domain: Domain = load_domain(spec.domain)
+        self.scenario: Scenario | None = None
+        if spec.scenario is not None:
+            available = list_scenarios(self.domain.scenarios_dir)
+            if spec.scenario not in available:
+                raise ValueError(f"unknown scenario {spec.scenario!r} for {spec.domain}")
+            self.scenario = load_scenario(available[spec.scenario])
+        self.on_event = on_event
+        self.on_state = on_state
+        self.on_model_error_cb = on_model_error
+        self.state = LiveState()
+        self.bus = EventBus()
+        self.bus.subscribe(self._seen)
+        self.pacer = Pacer(self._pacer_changed)
+        self.supervisor = OperatorSupervisor(spec.mode, operator, self._ask)
+        self._on_review = on_review
+        self.human = HumanUser() if spec.seat == "customer" else None
+        self.operator_agent = OperatorAgent(self._changed) if spec.model == "operator" else None
+        self.model: ChatModel = self._make_model(model_factory)
+        self.root = root
+        self.folder: Path | None = None
+        self.backend: SQLiteToolBackend | None = None
+        self.session: Session | None = None
+        self.result: SessionResult | None = None
+        self._retry: asyncio.Future[bool] | None = None
+        if spec.mode is SupervisionMode.STEP:
+            self.pacer.pause()
+
+    # --------------------------------------------------------------------------------------- wiring
+
+    def _make_model(self, factory: Callable[[SessionSpec], ChatModel] | None) -> ChatModel:
+        if self.operator_agent is not None:
+            return self.operator_agent
+        if self.spec.model == "scripted":
+            assert self.scenario is not None
+            return self.scenario.build_model()
+        if factory is not None:
+            return factory(self.spec)
+        return OpenAIChatModel(self.spec.model, base_url=self.spec.base_url)
+
+    def _user(self) -> UserProxy:
+        if self.human is not None:
+            return self.human
+        assert self.scenario is not None
+        return self.scenario.build_user()
+
+    def _seen(self, event: Any) -> None:
+        if event.type == "supervisor_decision" and self.state.phase == "waiting for operator":
+            self.state.phase = "running"
+        if event.type == "assistant_turn":
+            self.state.prompt_tokens += event.prompt_tokens
+            self.state.completion_tokens += event.completion_tokens
+        if self.session is not None:
+            self.state.steps = self.session.steps
+        self.on_event(event)
+
+    def _changed(self) -> None:
+        self.on_state()
+
+    def _pacer_changed(self) -> None:
+        if self.state.phase in ("running", "paused"):
+            self.state.phase = "paused" if self.pacer.waiting else "running"
+        self.on_state()
+
+    def _ask(self, review: PendingReview) -> None:
+        self.state.phase = "waiting for operator"
+        self.on_state()
+        self._on_review(review)
+
+    async def _model_failed(self, error: ModelError) -> bool:
+        if error.kind == "script":
+            return False  # a diverged script stays diverged: retrying cannot help, end the session
+        self.state.phase = "model error"
+        self.state.error = f"{error.kind}: {error.message}"
+        self.on_state()
+        self._retry = asyncio.get_running_loop().create_future()
+        self.on_model_error_cb(error)
+        try:
+            again = await self._retry
+        finally:
+            self._retry = None
+        self.state.error = None
+        self.state.phase = "running"
+        self.on_state()
+        return again
+
+    # --------------------------------------------------------------------------------------- lifecycle
+
+    async def open(self) -> None:
+        label = self.spec.scenario or "chat"
+        self.folder = new_session_dir(self.spec.domain, label, self.root)
+        self.backend = await open_backend(self.spec.domain, self.folder / "db.sqlite", self.spec.db)
+        config = AGENTS[self.spec.agent]
+        if self.spec.disabled_predicates:
+            config = AgentConfig(ledger=config.ledger, gate=config.gate,
+                                 disabled_predicates=frozenset(self.spec.disabled_predicates))
+        self.session = Session(
+            domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
+            supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,
+            max_steps=self.scenario.max_steps if self.scenario else self.spec.max_steps,
+            scenario=self.spec.scenario, pacer=self.pacer, on_model_error=self._model_failed)
+
+    async def close(self) -> None:
+        """Release the database. Safe to call twice, and while the session task is being cancelled."""
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            await backend.close()
+
+    async def run(self) -> SessionResult:
+        if self.session is None:
+            await self.open()
+        assert self.session is not None and self.backend is not None
+        self.state.phase = "paused" if self.pacer.paused else "running"
+        self.on_state()
+        try:
+            self.result = await self.session.run()
+        finally:
+            await self.close()
+        self.state.phase = "ended"
+        self.state.end_reason = self.result.reason
+        self.state.error = self.result.detail or None
+        self.on_state()
+        return self.result
+
+    # --------------------------------------------------------------------------------------- operator
+
+    def set_mode(self, mode: SupervisionMode) -> None:
+        previous = self.supervisor.mode
+        self.supervisor.mode = mode
+        if mode is SupervisionMode.STEP and previous is not SupervisionMode.STEP:
+            self.pacer.pause()
+        elif previous is SupervisionMode.STEP and mode is not SupervisionMode.STEP:
+            self.pacer.resume()
+        self.on_state()
+
+    def retry(self, again: bool = True) -> bool:
+        if self._retry is None or self._retry.done():
+            return False
+        self._retry.set_result(again)
+        return True
+
+    def say_as_customer(self, text: str) -> None:
+        if self.human is None:
+            raise RuntimeError("the customer seat is not yours in this session")
+        self.human.say(text)
+
+    @property
+    def agent(self) -> Any:
+        assert self.session is not None
+        return self.session.agent
+
+    def dry_run(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, GateDecision | None]:
+        """What would happen to this call now, without running it or touching the gate's memory.
+
+        Returns (summary, decision): "invalid: …" for calls the executor would refuse, "read: not gated" for
+        reads, or the gate's verdict for writes.
+        """
+        spec = self.domain.tool(name)
+        if spec is None:
+            return f"invalid: Tool '{name}' not found.", None
+        problems = validate_arguments(spec, arguments)
+        if problems:
+            return "invalid: " + "; ".join(problems), None
+        if spec.kind is not ToolKind.WRITE:
+            return f"{spec.kind.value}: not gated, runs immediately", None
+        agent = self.agent
+        if agent.gate is None:
+            return "write: no gate in this agent configuration (it would run)", None
+        call = ToolCall(id="dry-run", name=name, arguments=dict(arguments))
+        decision = agent.gate.dry_run(call, agent.ledger, self.domain.context(agent.ledger))
+        return decision.verdict.value, decision

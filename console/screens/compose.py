@@ -1,0 +1,107 @@
+"""Play the agent: write to the customer, or compose a tool call from a form and see the verdict first."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from console.live import LiveSession
+from console.widgets.schema_form import SchemaForm
+from console.widgets.transcript import BADGE
+
+
+class ComposeScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+d", "dry_run", "Dry-run"),
+                Binding("ctrl+s", "send_call", "Send call")]
+
+    def __init__(self, live: LiveSession) -> None:
+        super().__init__()
+        self.live = live
+        self.tools = {t.name: t for t in live.domain.agent_tools()}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="compose-dialog"):
+            yield Static("You are the agent", classes="screen-title")
+            yield Label("Message to the customer:")
+            with Horizontal(classes="row"):
+                yield Input(placeholder="Type a message and press Enter", id="compose-message")
+            yield Label("…or a tool call:")
+            yield Select([(name, name) for name in self.tools], id="compose-tool", prompt="choose a tool")
+            yield Static("", id="compose-description")
+            yield VerticalScroll(id="compose-form")
+            yield Static("", id="compose-verdict")
+            with Horizontal(id="compose-buttons"):
+                yield Button("Dry-run [ctrl+d]", id="dry-run")
+                yield Button("Send call [ctrl+s]", id="send-call", variant="primary")
+                yield Button("Close [esc]", id="close")
+
+    @property
+    def form(self) -> SchemaForm | None:
+        forms = self.query(SchemaForm)
+        return forms.first() if forms else None
+
+    @on(Select.Changed, "#compose-tool")
+    async def _tool(self, event: Select.Changed) -> None:
+        container = self.query_one("#compose-form", VerticalScroll)
+        await container.remove_children()
+        self.query_one("#compose-verdict", Static).update("")
+        if event.value is Select.BLANK:
+            return
+        spec = self.tools[str(event.value)]
+        self.query_one("#compose-description", Static).update(
+            Text(f"{spec.kind.value.upper()} · {spec.description}", "dim"))
+        await container.mount(SchemaForm(spec))
+
+    def _show(self, text: Text) -> None:
+        self.query_one("#compose-verdict", Static).update(text)
+
+    def action_dry_run(self) -> bool:
+        form = self.form
+        if form is None:
+            self._show(Text("Choose a tool first.", "bold red"))
+            return False
+        arguments, problems = form.values()
+        if problems:
+            self._show(Text("; ".join(problems), "bold red"))
+            return False
+        summary, decision = self.live.dry_run(form.spec.name, arguments)
+        if decision is None:
+            self._show(Text(summary, "bold red" if summary.startswith("invalid") else ""))
+            return not summary.startswith("invalid")
+        text = Text.assemble(("dry-run: ", "bold"), (f" {summary} ", BADGE[summary]))
+        text.append("\n" + (decision.feedback or "All rules passed: it would run."))
+        if decision.evidence:
+            text.append("\nevidence: " + ", ".join(decision.evidence), "dim")
+        self._show(text)
+        return True
+
+    def action_send_call(self) -> None:
+        form = self.form
+        if form is None or not self.action_dry_run():
+            return
+        agent = self.live.operator_agent
+        assert agent is not None
+        arguments, _ = form.values()
+        agent.call(form.spec.name, arguments)
+        self.dismiss()
+
+    @on(Input.Submitted, "#compose-message")
+    def _message(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if text and self.live.operator_agent is not None:
+            self.live.operator_agent.say(text)
+            self.dismiss()
+
+    @on(Button.Pressed)
+    def _button(self, event: Button.Pressed) -> None:
+        if event.button.id == "dry-run":
+            self.action_dry_run()
+        elif event.button.id == "send-call":
+            self.action_send_call()
+        elif event.button.id == "close":
+            self.dismiss()

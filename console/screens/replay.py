@@ -1,0 +1,185 @@
+"""Open a recorded session and replay it with a step slider: every pane shows the state at that step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Input, Static
+
+from console.storage import data_root
+from console.widgets.gate_log import GatePane
+from console.widgets.ledger_tree import LedgerPane
+from console.widgets.transcript import TranscriptPane
+from core.domain import Domain
+from core.events import Event
+from core.timeline import LedgerTimeline
+from core.trace import TraceProblem, iter_trace
+from domains.registry import UnknownDomain, load_domain
+
+
+def recent_traces(limit: int = 50) -> list[Path]:
+    sessions = data_root() / "sessions"
+    if not sessions.is_dir():
+        return []
+    found = [p / "trace.jsonl" for p in sessions.iterdir() if (p / "trace.jsonl").is_file()]
+    return sorted(found, key=lambda p: p.parent.name, reverse=True)[:limit]
+
+
+class StepSlider(Widget, can_focus=True):
+    """A keyboard slider over the session's steps (←/→ one step, Home/End, PageUp/PageDown ten)."""
+
+    DEFAULT_CSS = "StepSlider { height: 1; width: 100%; }"
+    BINDINGS = [Binding("left", "move(-1)", "Back"), Binding("right", "move(1)", "Forward"),
+                Binding("pageup", "move(-10)", show=False), Binding("pagedown", "move(10)", show=False),
+                Binding("home", "first", show=False), Binding("end", "last", "End")]
+
+    value: reactive[int] = reactive(0)
+
+    class Moved(Message):
+        def __init__(self, value: int) -> None:
+            super().__init__()
+            self.value = value
+
+    def __init__(self, steps: list[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.steps = steps or [0]
+        self.set_reactive(StepSlider.value, len(self.steps) - 1)
+
+    def render(self) -> Text:
+        width = max(self.size.width - 22, 10)
+        position = round(self.value / max(len(self.steps) - 1, 1) * (width - 1))
+        bar = Text("━" * position, "bold cyan")
+        bar.append("●", "bold white")
+        bar.append("─" * (width - 1 - position), "dim")
+        return Text.assemble(f"step {self.steps[self.value]:>4} / {self.steps[-1]:<4} ", bar)
+
+    def watch_value(self, value: int) -> None:
+        self.post_message(self.Moved(value))
+
+    def action_move(self, delta: int) -> None:
+        self.value = min(max(self.value + delta, 0), len(self.steps) - 1)
+
+    def action_first(self) -> None:
+        self.value = 0
+
+    def action_last(self) -> None:
+        self.value = len(self.steps) - 1
+
+
+class ReplayScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close replay")]
+
+    def __init__(self, events: list[Event], domain: Domain, source: Path) -> None:
+        super().__init__()
+        self.events = events
+        self.domain = domain
+        self.source = source
+        self.timeline = LedgerTimeline.build(events, domain.path_map)
+        self.steps = self.timeline.steps()
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("replay ", "bold cyan"), str(self.source)), classes="screen-title")
+        yield StepSlider(self.steps, id="slider")
+        with Horizontal(id="panes"):
+            yield TranscriptPane(id="transcript")
+            yield LedgerPane(id="ledger")
+            yield GatePane(id="gate")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(StepSlider).focus()
+        self.show_step(self.steps[-1] if self.steps else 0)
+
+    def show_step(self, step: int) -> None:
+        seq = self.timeline.last_seq_of_step(step) or self.timeline.last_seq
+        transcript = self.query_one(TranscriptPane)
+        gate = self.query_one(GatePane)
+        with self.app.batch_update():
+            transcript.clear()
+            gate.clear()
+            for event in self.timeline.events_until(seq):
+                transcript.add_event(event)
+                if event.type == "gate_decision":
+                    gate.add_decision(event)
+                elif event.type == "supervisor_decision":
+                    gate.note_override(event)
+            ledger = self.query_one(LedgerPane)
+            ledger.sync(self.timeline.at(seq), flash=self.timeline.step_changes(step).added)
+        self.shown_step = step
+
+    @on(StepSlider.Moved)
+    def _moved(self, message: StepSlider.Moved) -> None:
+        self.show_step(self.steps[message.value])
+
+    @on(GatePane.EvidenceSelected)
+    def _evidence(self, message: GatePane.EvidenceSelected) -> None:
+        self.query_one(LedgerPane).highlight(message.evidence)
+
+
+def load_replay(path: Path) -> tuple[list[Event], Domain, list[str]]:
+    """Events and domain of a trace file; unreadable lines are skipped and reported, not fatal."""
+    events: list[Event] = []
+    problems: list[str] = []
+    for item in iter_trace(path):
+        if isinstance(item, TraceProblem):
+            problems.append(f"line {item.line}: {item.message}")
+        else:
+            events.append(item)
+    started = next((e for e in events if e.type == "session_started"), None)
+    if started is None:
+        raise ValueError(f"{path} has no session_started event: not a LedgerAgent trace")
+    try:
+        domain = load_domain(started.domain)
+    except UnknownDomain as exc:
+        raise ValueError(str(exc.args[0])) from exc
+    return events, domain, problems
+
+
+class OpenTraceScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+
+    def __init__(self, domain: Domain | None = None) -> None:
+        super().__init__()
+        self.traces = recent_traces()
+
+    def compose(self) -> ComposeResult:
+        with Widget(id="open-dialog"):
+            yield Static("Open a recorded session", classes="screen-title")
+            yield Input(placeholder="path to a trace.jsonl (Enter), or pick a recent session below",
+                        id="open-path")
+            table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
+            table.add_columns("session", "folder")
+            for path in self.traces:
+                table.add_row(path.parent.name, str(path.parent), key=str(path))
+            yield table
+            yield Static("", id="open-error")
+
+    def open(self, path: Path) -> None:
+        try:
+            events, domain, problems = load_replay(path)
+        except (OSError, ValueError) as exc:
+            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
+            return
+        self.dismiss()
+        if problems:
+            self.app.notify(f"{len(problems)} unreadable line(s) skipped: {problems[0]}", severity="warning")
+        self.app.push_screen(ReplayScreen(events, domain, path))
+
+    @on(Input.Submitted, "#open-path")
+    def _typed(self, event: Input.Submitted) -> None:
+        self.open(Path(event.value.strip()).expanduser())
+
+    @on(DataTable.RowSelected, "#open-recent")
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open(Path(event.row_key.value))

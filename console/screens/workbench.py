@@ -1,0 +1,166 @@
+"""Predicate workbench: see every rule and how it fared, toggle it, reload it from source after an edit,
+re-gate the whole session with the rules as they are now, and export the session as a check fixture."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from collections import Counter
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.coordinate import Coordinate
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console.live import LiveSession
+from console.widgets.transcript import BADGE
+from core.gate import Predicate
+from core.regate import export_trajectory, regate, write_trajectory
+
+
+def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
+    """How often each predicate passed / failed / errored in this session's gate decisions."""
+    counts: dict[str, Counter[str]] = {}
+    for e in events:
+        if e.type == "gate_decision":
+            for r in e.results:
+                counts.setdefault(r.predicate_id, Counter())[r.status] += 1
+    return counts
+
+
+def reload_predicates(domain_name: str) -> tuple[Predicate, ...]:
+    """Re-import the domain's predicates module from source. Raises whatever the edited file raises."""
+    module_name = f"domains.{domain_name}.predicates"
+    module = sys.modules.get(module_name)
+    module = importlib.import_module(module_name) if module is None else importlib.reload(module)
+    predicates: tuple[Predicate, ...] = tuple(module.PREDICATES)
+    return predicates
+
+
+class WorkbenchScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,w", "app.pop_screen", "Back"),
+        Binding("space", "toggle_predicate", "Enable/disable"),
+        Binding("r", "reload", "Reload from source"),
+        Binding("g", "regate", "Re-gate session"),
+        Binding("x", "export", "Export as check fixture"),
+    ]
+
+    def __init__(self, live: LiveSession) -> None:
+        super().__init__()
+        self.live = live
+
+    @property
+    def gate(self) -> Any:
+        return self.live.agent.gate
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="wb-title", classes="screen-title")
+        with Vertical(id="wb-body"):
+            table: DataTable[Any] = DataTable(id="wb-predicates", cursor_type="row", zebra_stripes=True)
+            table.add_columns("on", "id", "tools", "severity", "pass", "fail", "error", "policy")
+            yield table
+            yield Static("", id="wb-message")
+            diff: DataTable[Any] = DataTable(id="wb-diff", cursor_type="row", zebra_stripes=True)
+            diff.add_columns("#", "step", "call", "old", "new", "old rules", "new rules", "new reason")
+            yield diff
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_table()
+
+    def _say(self, text: str | Text) -> None:
+        self.query_one("#wb-message", Static).update(text)
+
+    def refresh_table(self) -> None:
+        table = self.query_one("#wb-predicates", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        gate = self.gate
+        title = f"Predicates of {self.live.domain.title}"
+        if gate is None:
+            self.query_one("#wb-title", Static).update(title + " — this agent runs without a gate")
+            return
+        counts = predicate_counts(self.live.bus.history)
+        for p in gate.predicates:
+            c = counts.get(p.id, Counter())
+            on_mark = Text("✗", "bold red") if p.id in gate.disabled else Text("✓", "bold green")
+            table.add_row(on_mark, p.id, ", ".join(sorted(p.tools)), Text(p.severity.value, BADGE[p.severity.value]),
+                          str(c["pass"]), str(c["violation"] + c["missing"]), str(c["error"]), p.policy, key=p.id)
+        table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
+        self.query_one("#wb-title", Static).update(f"{title}: {len(gate.predicates)} rules, "
+                                                   f"{len(gate.disabled)} disabled")
+
+    def _selected(self) -> str | None:
+        table = self.query_one("#wb-predicates", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
+        return None if key is None else str(key)
+
+    def action_toggle_predicate(self) -> None:
+        selected = self._selected()
+        if selected is None or self.gate is None:
+            return
+        enable = selected in self.gate.disabled
+        self.gate.set_enabled(selected, enable)
+        self._say(f"{selected} {'enabled' if enable else 'disabled'} for the rest of this session")
+        self.refresh_table()
+
+    def action_reload(self) -> None:
+        if self.gate is None:
+            return
+        try:
+            predicates = reload_predicates(self.live.domain.name)
+        except Exception as exc:  # noqa: BLE001 - an edited file may raise anything; keep the old rules
+            last = traceback.extract_tb(exc.__traceback__)[-1]
+            self._say(Text(f"Reload failed, the previous predicates stay active: {type(exc).__name__}: {exc} "
+                           f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})", "bold red"))
+            return
+        known = {p.id for p in predicates}
+        self.gate.predicates = list(predicates)
+        self.gate.disabled &= known
+        self._say(f"Reloaded {len(predicates)} predicates from source. Press g to see what the gate would say now.")
+        self.refresh_table()
+
+    def action_regate(self) -> None:
+        if self.gate is None:
+            return
+        rows = regate(self.live.bus.history, self.live.domain, predicates=self.gate.predicates,
+                      disabled=self.gate.disabled, max_revise_streak=self.gate.max_revise_streak)
+        diff = self.query_one("#wb-diff", DataTable)
+        diff.clear()
+        for row in rows:
+            call = f"{row.name}"
+            old = Text(f" {row.old_verdict} ", BADGE[row.old_verdict])
+            new = Text(f" {row.new_verdict} ", BADGE[row.new_verdict])
+            if row.changed:
+                call = f"▶ {call}"
+            diff.add_row(str(row.index), str(row.step), call, old, new, ", ".join(row.old_failed),
+                         ", ".join(row.new_failed), row.new_reason[:120], key=str(row.seq))
+        changed = sum(r.changed for r in rows)
+        self._say(Text(f"Re-gated {len(rows)} recorded decisions with the current rules: {changed} changed "
+                       "(marked ▶).", "bold" if changed else ""))
+        self.last_regate = rows
+
+    def action_export(self) -> None:
+        folder = self.live.folder
+        if folder is None:
+            return
+        exported = export_trajectory(self.live.bus.history)
+        path = write_trajectory(folder / "trajectory.jsonl", exported.lines)
+        note = f" ({exported.omitted_count} invalid call(s) left out)" if exported.omitted_count else ""
+        warn = f" Warnings: {'; '.join(exported.warnings)}" if exported.warnings else ""
+        self._say(f"Wrote {len(exported.lines)} calls with their verdicts as expectations to {path}{note}. "
+                  f"Replay with: ledgeragent check {path} --domain {self.live.domain.name}.{warn}")
+        self.exported_path = path
+
+    @on(DataTable.RowSelected, "#wb-predicates")
+    def _selected_row(self, event: DataTable.RowSelected) -> None:
+        self.action_toggle_predicate()

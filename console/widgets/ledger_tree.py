@@ -1,0 +1,170 @@
+"""Ledger pane: the ledger as a Tree by canonical path, updated in place so expansion and cursor survive.
+
+Group nodes are path prefixes (`orders`, `users`); leaves are entries. New and changed entries flash,
+stale ones are marked, and the evidence of a selected verdict can be highlighted. Selecting an entry
+shows its full record and provenance below the tree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from core.ledger import LedgerEntry, LedgerReader
+
+FLASH_SECONDS = 1.5
+
+
+def summarize(value: Any, width: int = 48) -> str:
+    if isinstance(value, dict):
+        for key in ("status", "name", "email"):
+            if key in value:
+                shown = value[key]
+                if isinstance(shown, dict):
+                    shown = " ".join(str(v) for v in shown.values())
+                return f"{key}: {shown}"[:width]
+        return f"{{{len(value)} fields}}"
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    return json.dumps(value, ensure_ascii=False)[:width]
+
+
+class LedgerTree(Tree[str]):
+    """Tree whose node data is the full path for leaves and the prefix for groups."""
+
+    def __init__(self) -> None:
+        super().__init__("ledger", id="ledger-tree")
+        self.show_root = False
+        self.guide_depth = 2
+        self.nodes_by_path: dict[str, TreeNode[str]] = {}
+        self.flashing: set[str] = set()
+        self.highlighted: set[str] = set()
+        self.reader: LedgerReader | None = None
+
+    def _group(self, prefix: str) -> TreeNode[str]:
+        if prefix in self.nodes_by_path:
+            return self.nodes_by_path[prefix]
+        parent_prefix, _, name = prefix.rpartition(".")
+        parent = self.root if not parent_prefix else self._group(parent_prefix)
+        node = parent.add(name, data=prefix, expand=True, before=self._position(parent, name))
+        self.nodes_by_path[prefix] = node
+        return node
+
+    @staticmethod
+    def _position(parent: TreeNode[str], name: str) -> int | None:
+        for index, child in enumerate(parent.children):
+            if str(child.data or "").rpartition(".")[2] > name:
+                return index
+        return None
+
+    def label_for(self, entry: LedgerEntry) -> Text:
+        key = entry.path.rpartition(".")[2]
+        label = Text(key, style="bold")
+        label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
+        if entry.is_stale:
+            label.append("  stale", style="italic yellow")
+        if entry.path in self.flashing:
+            label.stylize("reverse green")
+        if entry.path in self.highlighted:
+            label.stylize("bold black on cyan")
+        return label
+
+    def sync(self, reader: LedgerReader, flash: Iterable[str] = ()) -> None:
+        """Bring the tree in line with `reader`: add, relabel and remove only what changed."""
+        self.reader = reader
+        flash = set(flash)
+        self.flashing |= flash
+        present = set(reader.paths())
+        # Remove vanished entries, then groups left empty (deepest first), keeping everything else in place.
+        for path in sorted(set(self.nodes_by_path) - present, key=lambda p: -p.count(".")):
+            gone = self.nodes_by_path[path]
+            if not gone.children:
+                gone.remove()
+                del self.nodes_by_path[path]
+        for path in sorted(present):
+            entry = reader.entry(path)
+            assert entry is not None
+            node = self.nodes_by_path.get(path)
+            if node is None:
+                parent_prefix, _, name = path.rpartition(".")
+                parent = self.root if not parent_prefix else self._group(parent_prefix)
+                node = parent.add_leaf(self.label_for(entry), data=path, before=self._position(parent, name))
+                self.nodes_by_path[path] = node
+            elif path in flash or entry.is_stale or path in self.highlighted or node.label != self.label_for(entry):
+                node.set_label(self.label_for(entry))
+        if flash:
+            self.set_timer(FLASH_SECONDS, lambda: self._unflash(flash))
+
+    def _unflash(self, paths: set[str]) -> None:
+        self.flashing -= paths
+        self._relabel(paths)
+
+    def _relabel(self, paths: Iterable[str]) -> None:
+        if self.reader is None:
+            return
+        for path in paths:
+            entry = self.reader.entry(path)
+            node = self.nodes_by_path.get(path)
+            if entry is not None and node is not None:
+                node.set_label(self.label_for(entry))
+
+    def highlight(self, paths: Iterable[str]) -> None:
+        previous = self.highlighted
+        self.highlighted = {p for p in paths if p in self.nodes_by_path}
+        self._relabel(previous | self.highlighted)
+        for path in sorted(self.highlighted):
+            node = self.nodes_by_path[path]
+            parent = node.parent
+            while parent is not None:
+                parent.expand()
+                parent = parent.parent
+        if self.highlighted:
+            self.scroll_to_node(self.nodes_by_path[sorted(self.highlighted)[0]])
+
+
+class LedgerPane(Vertical):
+    BORDER_TITLE = "Ledger"
+
+    def compose(self) -> ComposeResult:
+        yield LedgerTree()
+        with VerticalScroll(id="ledger-detail-scroll"):
+            yield Static("Select an entry to see its record and where it came from.", id="ledger-detail")
+
+    @property
+    def ledger_tree(self) -> LedgerTree:
+        return self.query_one(LedgerTree)
+
+    def sync(self, reader: LedgerReader, flash: Iterable[str] = ()) -> None:
+        self.ledger_tree.sync(reader, flash)
+        self.border_subtitle = f"{len(reader)} entries"
+
+    def highlight(self, paths: Iterable[str]) -> None:
+        self.ledger_tree.highlight(paths)
+
+    def show_entry(self, path: str) -> None:
+        reader = self.ledger_tree.reader
+        entry = reader.entry(path) if reader is not None else None
+        detail = self.query_one("#ledger-detail", Static)
+        if entry is None:
+            detail.update(Text(path, style="bold"))
+            return
+        text = Text(entry.path, style="bold")
+        text.append(f"\nfrom {entry.provenance.describe()} (call {entry.provenance.call_id})", style="dim")
+        if entry.stale is not None:
+            text.append(f"\nSTALE since {entry.stale.tool} at step {entry.stale.step}: read it again before "
+                        "relying on it", style="yellow")
+        text.append("\n" + json.dumps(entry.value, indent=2, ensure_ascii=False, sort_keys=True))
+        detail.update(text)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        if event.node.data:
+            self.show_entry(event.node.data)

@@ -1,0 +1,262 @@
+"""Re-gating a recorded session ("what would the gate say now?") and exporting it as a check fixture.
+
+`regate` answers the predicate workbench's question: with the predicates as they are *now* (edited,
+added, disabled), which of the verdicts this session got would change? It never re-executes a tool: it
+walks the trace, rebuilding the ledger exactly as `core.timeline` does (`apply_event`), and at each
+recorded `GateDecided` asks a fresh `PolicyGate` about the same call against the ledger as it was at that
+moment.
+
+`export_trajectory` turns the session into `ledgeragent check` lines, so a debugging session becomes a
+regression fixture: replaying the lines through `core.replay.Checker` on a fresh copy of the session's
+starting database reproduces every exported expectation (tested on the shipped retail scenarios).
+
+Pure core: the caller passes the `Domain` in; nothing here imports a domain package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.domain import Domain
+from core.events import Event, GateDecided, SessionStarted, SupervisorDecided, ToolResultEvent
+from core.gate import GateDecision, PolicyGate, Predicate
+from core.ledger import Ledger
+from core.timeline import apply_event, failed_ids, failed_reason
+
+
+@dataclass(frozen=True)
+class RegateRow:
+    """One recorded gate decision next to what the current predicates say about the same call.
+
+    `changed` is True when the verdict or the set of objecting predicates differs; a reworded reason
+    alone is not a change (the workbench diff should show decisions, not prose edits).
+    """
+
+    index: int  # position among the recorded gate decisions, 0-based
+    seq: int
+    step: int
+    name: str
+    arguments: dict[str, Any]
+    old_verdict: str
+    new_verdict: str
+    old_failed: tuple[str, ...]
+    new_failed: tuple[str, ...]
+    old_reason: str
+    new_reason: str  # `id: reason | ...` over the objecting predicates, as `ledgeragent check` prints it
+    new_feedback: str  # exactly what the model would have been told
+    changed: bool
+    decision: GateDecision  # the full new decision (per-predicate results, evidence, escalation)
+
+    @property
+    def new_evidence(self) -> tuple[str, ...]:
+        return self.decision.evidence
+
+
+def _new_reason(decision: GateDecision) -> str:
+    reason = " | ".join(f"{r.predicate_id}: {r.reason}" for r in decision.failed)
+    if decision.escalated:
+        reason += " (escalated to BLOCK after repeated REVISE)"
+    return reason
+
+
+def _session_domain(events: Iterable[Event]) -> str | None:
+    for event in events:
+        if isinstance(event, SessionStarted):
+            return event.domain
+    return None
+
+
+def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Predicate] | None = None,
+           disabled: Iterable[str] = (), max_revise_streak: int = 3) -> list[RegateRow]:
+    """Re-judge every recorded gate decision with `predicates` (default: the domain's, as they are now).
+
+    Anti-loop memory. `PolicyGate` remembers rejected calls (an identical call with the ledger unchanged
+    is rejected again without re-running the rules) and counts REVISE streaks per rule (escalating to
+    BLOCK). A fresh gate that is shown every recorded decision's call, in order, against a ledger whose
+    versions match the session's (the rebuild reproduces them), builds up the same memory the live gate
+    had, so with unchanged predicates every verdict, including `repeated` and `escalated` ones, comes out
+    the same. When a verdict does change, the memory after it is what the *new* gate would have had for
+    the same calls: e.g. a REVISE that now passes no longer counts toward a streak, so a later escalation
+    may disappear. Edited calls were gated once per argument set; both decisions are recorded and both
+    are re-judged.
+
+    What this does not answer: the calls after a changed verdict are the ones the model made in reaction to
+    the *old* verdict. Re-gating says whether the current rules would object to these exact calls, not how
+    the conversation would have gone. Sessions run without a gate (fc, ledger-no-gate) recorded no
+    decisions and give no rows; `SessionStarted.disabled_predicates` lists what that session had disabled,
+    which the caller may pass as `disabled` to compare like with like.
+
+    Raises ValueError for a trace of another domain, or for a `disabled` id no predicate has (a typo in the
+    workbench must not silently compare against an unchanged gate).
+    """
+    recorded = _session_domain(events)
+    if recorded is not None and recorded != domain.name:
+        raise ValueError(f"this trace is from domain {recorded!r}, not {domain.name!r}")
+    chosen = list(domain.predicates if predicates is None else predicates)
+    off = set(disabled)
+    unknown = sorted(off - {p.id for p in chosen})
+    if unknown:
+        raise ValueError(f"cannot disable unknown predicate(s) {', '.join(unknown)}; known: "
+                         f"{', '.join(p.id for p in chosen)}")
+    gate = PolicyGate(chosen, max_revise_streak=max_revise_streak, disabled=off, path_map=domain.path_map)
+    ledger = Ledger(domain.path_map)
+    rows: list[RegateRow] = []
+    for event in events:
+        if not isinstance(event, GateDecided):
+            apply_event(ledger, event)
+            continue
+        decision = gate.evaluate(event.call.to_call(), ledger, domain.context(ledger))
+        old_failed = failed_ids(event.results)
+        new_failed = tuple(r.predicate_id for r in decision.failed)
+        new_verdict = decision.verdict.value
+        rows.append(RegateRow(
+            index=len(rows), seq=event.seq, step=event.step, name=event.call.name,
+            arguments=dict(event.call.arguments), old_verdict=event.verdict, new_verdict=new_verdict,
+            old_failed=old_failed, new_failed=new_failed, old_reason=failed_reason(event.results),
+            new_reason=_new_reason(decision), new_feedback=decision.feedback,
+            changed=new_verdict != event.verdict or set(new_failed) != set(old_failed), decision=decision))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# Export as a `ledgeragent check` trajectory.
+
+
+@dataclass(frozen=True)
+class OmittedCall:
+    """A recorded call left out of the export, and why check could not express it."""
+
+    seq: int
+    step: int
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TrajectoryExport:
+    """The session's calls as check lines, plus what was left out and what may not reproduce.
+
+    `warnings` name lines after which check's run may part from the session (force-allowed calls);
+    `disabled_predicates` are those the session ran with disabled: check the file with the same set
+    (`Checker(disabled=...)`) or expect the verdicts those rules would have given.
+    """
+
+    lines: list[dict[str, Any]]
+    omitted: tuple[OmittedCall, ...] = ()
+    warnings: tuple[str, ...] = ()
+    disabled_predicates: tuple[str, ...] = ()
+
+    @property
+    def omitted_count(self) -> int:
+        return len(self.omitted)
+
+    def to_jsonl(self) -> str:
+        return to_jsonl(self.lines)
+
+
+def _line(name: str, arguments: Mapping[str, Any], expect: str, note: str = "") -> dict[str, Any]:
+    line: dict[str, Any] = {"name": name, "arguments": dict(arguments), "expect": expect}
+    if note:
+        line["note"] = note
+    return line
+
+
+def export_trajectory(events: Sequence[Event], *, include_reads: bool = True) -> TrajectoryExport:
+    """The session's calls, in order, as `{"name", "arguments", "expect"}` lines for `ledgeragent check`.
+
+    Expectations are chosen so that check, run on a fresh copy of the session's starting database,
+    reproduces them:
+    - read and generic calls that ran: "ALLOW", or "ERROR" when the tool failed;
+    - gated writes: the verdict the gate gave the arguments it saw last (for an operator-edited call these
+      are the edited arguments, which are exported), or "ERROR" when the gate allowed it and the tool
+      failed;
+    - writes in a session without a gate (fc): "ALLOW" / "ERROR" by the tool's outcome. Check gates them,
+      so the lines the gate would have objected to fail: that is the point of checking a baseline run.
+
+    Overrides check cannot replay:
+    - a FORCE-ALLOWED call ran in the session although the gate said REVISE/BLOCK. It is exported with the
+      gate's verdict, because check follows the gate and will not run it; the session's database then
+      holds a write the check run lacks, so LATER LINES MAY DIFFER (a warning names the line);
+    - a VETOED call the gate allowed is left out (check would run it); a vetoed REVISE/BLOCK is kept with its
+      verdict, since check will not run it either.
+    Left out and counted in `omitted`: calls the executor refused as invalid (bad JSON, unknown tool, bad
+    arguments: check cannot express them, and they never reached the gate), user-side tool calls, and the
+    vetoed ALLOWs above. With `include_reads=False` read lines are dropped (not counted): handy for a
+    compact list of writes, but the file then no longer reproduces verdicts that need the reads.
+
+    Known limit: an edited call is one line, so the anti-loop memory check builds is missing the
+    decisions on the pre-edit arguments; that matters only when the same rule REVISEs it again later.
+    """
+    lines: list[dict[str, Any]] = []
+    omitted: list[OmittedCall] = []
+    warnings: list[str] = []
+    disabled: tuple[str, ...] = ()
+    decisions: dict[str, list[GateDecided]] = {}
+    overrides: dict[str, list[SupervisorDecided]] = {}
+    for event in events:
+        if isinstance(event, SessionStarted):
+            disabled = tuple(event.disabled_predicates)
+        elif isinstance(event, GateDecided):
+            decisions.setdefault(event.call.id, []).append(event)
+        elif isinstance(event, SupervisorDecided):
+            overrides.setdefault(event.call.id, []).append(event)
+        elif isinstance(event, ToolResultEvent):
+            gated = decisions.pop(event.call.id, [])
+            human = overrides.pop(event.call.id, [])
+            exported = _export_call(event, gated, human)
+            if isinstance(exported, str):
+                omitted.append(OmittedCall(event.seq, event.step, event.call.name, exported))
+            elif include_reads or event.kind != "read":
+                line, warning = exported
+                if warning:
+                    warnings.append(f"line {len(lines) + 1} ({event.call.name}, seq {event.seq}): {warning}")
+                lines.append(line)
+    return TrajectoryExport(lines=lines, omitted=tuple(omitted), warnings=tuple(warnings),
+                            disabled_predicates=disabled)
+
+
+def _export_call(result: ToolResultEvent, gated: Sequence[GateDecided], human: Sequence[SupervisorDecided],
+                 ) -> tuple[dict[str, Any], str] | str:
+    """One call's line and warning, or why it is left out (a str)."""
+    if result.call.requestor != "assistant":
+        return "a user-side tool call; check replays the agent's calls only"
+    if result.outcome == "invalid":
+        return f"refused as invalid, never gated: {result.content.removeprefix('Error: ')}"
+    if not gated:
+        if not result.executed:
+            return f"not executed ({result.outcome}) without a gate decision; check would run it"
+        return _line(result.call.name, result.call.arguments, "ALLOW" if result.ok else "ERROR"), ""
+    last = gated[-1]
+    editors = sorted({o.who for o in human if o.decision == "edit"})
+    notes = [f"arguments edited by {', '.join(editors)}; exported as gated last"] if editors else []
+    warning = ""
+    if last.verdict == "ALLOW":
+        if result.outcome == "vetoed":
+            return "vetoed by the operator although the gate allowed it; check would run it"
+        expect = "ALLOW" if result.ok else "ERROR"
+    else:
+        expect = last.verdict
+        forced = [o for o in human if o.decision == "force_allow"]
+        if result.executed and forced:
+            notes.append(f"force-allowed by {forced[-1].who} ({forced[-1].reason}): ran in the session "
+                         f"({result.outcome}), check will not run it")
+            if result.ok:
+                warning = ("force-allowed in the session, where it ran; check will not run it, so later lines "
+                           "may differ")
+    return _line(last.call.name, last.call.arguments, expect, "; ".join(notes)), warning
+
+
+def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
+    """One JSON object per line (UTF-8, key order kept: name, arguments, expect, note)."""
+    return "".join(json.dumps(dict(line), ensure_ascii=False) + "\n" for line in lines)
+
+
+def write_trajectory(path: Path, lines: Iterable[Mapping[str, Any]]) -> Path:
+    """Write `lines` as a JSONL trajectory `ledgeragent check` reads; creates parent folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_jsonl(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,352 @@
+"""The ledger as it evolved during a recorded session, rebuilt from the trace alone (the replay slider).
+
+Why rebuild instead of storing snapshots in the trace: the trace already holds every successful read's
+return (`ToolResultEvent.result`) and every executed write, and the ledger is a pure function of those
+through the domain's path map. Re-absorbing them in order reproduces the session's ledger exactly,
+including entry versions (the gate's repeat detection depends on them), without re-running any tool and
+without making traces bigger. The same walk (`apply_event`) backs re-gating (`core.regate`), so the state a
+re-gated call is judged against is, by construction, the state shown on the slider.
+
+Memory: one immutable snapshot per *change point* (an event that moved the ledger version), not one per
+event; `at(seq)` finds the last change point at or before `seq` by binary search. Most events (messages,
+gate decisions, writes that stale nothing) share the snapshot before them.
+
+Attribution: a read's return is attributed to its `ToolResultEvent`, a write's staling to the write's
+`ToolResultEvent`. (Live, the ledger changes just after that event is emitted and `LedgerUpdated` /
+`LedgerStaled` follow; those two only *confirm* the rebuild, see `divergences`.)
+
+Pure core: no domain imports, no UI. The console passes the domain's path map in.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.events import (
+    CallInfo,
+    Event,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    PredicateResultInfo,
+    SessionStarted,
+    SupervisorDecided,
+    ToolResultEvent,
+)
+from core.ledger import AbsorbResult, Ledger, LedgerDiff, LedgerSnapshot, PathMap
+
+EMPTY_DIFF = LedgerDiff((), (), (), (), ())
+
+# What the conversation pane shows. Ledger events are left out on purpose: the ledger pane shows their
+# effect (the snapshot and its diff), so listing them in the transcript too would say everything twice.
+TRANSCRIPT_TYPES = frozenset({
+    "session_started", "message", "assistant_turn", "gate_decision", "supervisor_decision", "tool_result",
+    "model_retry", "model_error", "session_ended",
+})
+
+FAILED_STATUSES = frozenset({"violation", "missing", "error"})
+
+
+def _apply(ledger: Ledger, event: object) -> tuple[AbsorbResult | None, list[str] | None]:
+    if not isinstance(event, ToolResultEvent) or not event.ok or not event.executed:
+        return None, None
+    if event.kind == "read":
+        return ledger.absorb(event.call.to_call(), event.result, event.step), None
+    if event.kind == "write":
+        return None, ledger.mark_stale(event.call.to_call(), event.step)
+    return None, None
+
+
+def apply_event(ledger: Ledger, event: object) -> bool:
+    """Move `ledger` the way the recorded `event` moved the session's ledger; True when it changed.
+
+    A successful executed read is absorbed, a successful executed write marks its paths stale; nothing
+    else touches the ledger (a refused, failed or invalid call observed nothing and changed nothing).
+    This is the one definition of "how a trace moves the ledger", shared by the timeline and re-gating.
+    """
+    before = ledger.version
+    _apply(ledger, event)
+    return ledger.version != before
+
+
+def failed_ids(results: Iterable[PredicateResultInfo]) -> tuple[str, ...]:
+    """Ids of the predicates that objected (violation, missing evidence or error), in gate order."""
+    return tuple(r.predicate_id for r in results if r.status in FAILED_STATUSES)
+
+
+def failed_reason(results: Iterable[PredicateResultInfo]) -> str:
+    """`id: reason | id: reason` over the objecting predicates: the same shape `ledgeragent check` prints."""
+    return " | ".join(f"{r.predicate_id}: {r.reason}" for r in results if r.status in FAILED_STATUSES)
+
+
+def _evidence(results: Iterable[PredicateResultInfo]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for result in results:
+        for path in result.evidence:
+            seen.setdefault(path, None)
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One recorded gate decision, linked to what happened next (as far as the events given show).
+
+    `override` is the operator's resolution of this decision, if a human resolved it; `result` is the
+    call's tool result when this decision was the call's last one (an edited call gets a new decision
+    for the edited arguments, and the result belongs to that one). Both are None while still pending
+    at the cut (`until`), which is what the slider should show mid-step.
+    """
+
+    seq: int
+    step: int
+    call: CallInfo
+    verdict: str
+    failed: tuple[str, ...]
+    reason: str
+    evidence: tuple[str, ...]
+    feedback: str
+    escalated: bool
+    repeated: bool
+    results: tuple[PredicateResultInfo, ...]
+    override: SupervisorDecided | None = None
+    result: ToolResultEvent | None = None
+
+    @property
+    def executed(self) -> bool | None:
+        """Whether the call ran after this decision; None when unknown at the cut or superseded by an edit."""
+        return None if self.result is None else self.result.executed
+
+    @property
+    def force_allowed(self) -> bool:
+        return self.override is not None and self.override.decision == "force_allow"
+
+
+def _cut(events: Sequence[Any], until: int | None) -> Sequence[Any]:
+    return events if until is None else [e for e in events if e.seq <= until]
+
+
+def gate_rows(events: Sequence[Event], until: int | None = None) -> list[GateRow]:
+    """Every `GateDecided` (with seq <= `until`), with its call, verdict, failed ids, reason and evidence."""
+    rows: list[GateRow] = []
+    open_rows: dict[str, int] = {}  # call id -> index of its latest decision that has no result yet
+    for event in _cut(events, until):
+        if isinstance(event, GateDecided):
+            open_rows[event.call.id] = len(rows)
+            rows.append(GateRow(
+                seq=event.seq, step=event.step, call=event.call, verdict=event.verdict,
+                failed=failed_ids(event.results), reason=failed_reason(event.results),
+                evidence=_evidence(event.results), feedback=event.feedback, escalated=event.escalated,
+                repeated=event.repeated, results=tuple(event.results)))
+        elif isinstance(event, SupervisorDecided):
+            index = open_rows.get(event.call.id)
+            if index is not None and rows[index].override is None:
+                rows[index] = replace(rows[index], override=event)
+        elif isinstance(event, ToolResultEvent):
+            index = open_rows.pop(event.call.id, None)
+            if index is not None:
+                rows[index] = replace(rows[index], result=event)
+    return rows
+
+
+def transcript_events(events: Sequence[Event], until: int | None = None) -> list[Event]:
+    """The events the conversation pane shows (messages, turns, verdicts, overrides, results), up to `until`."""
+    return [e for e in _cut(events, until) if e.type in TRANSCRIPT_TYPES]
+
+
+@dataclass(frozen=True)
+class TimelineFrame:
+    """Everything the console's panes show at one slider position."""
+
+    seq: int
+    step: int
+    ledger: LedgerSnapshot
+    changes: LedgerDiff  # what the event at `seq` did to the ledger
+    gate_rows: list[GateRow]
+    transcript: list[Event]
+
+
+class LedgerTimeline:
+    """The rebuilt ledger at every point of a recorded session. Build it with `LedgerTimeline.build`.
+
+    `tracked` is False for a plain function-calling session (`agent == "fc"`): that session kept no
+    ledger, so what the timeline shows is the ledger the method *would* have had from the same reads
+    (useful for comparing, but it was never shown to that model). `divergences` lists every place where the
+    rebuilt ledger disagrees with the `LedgerUpdated` / `LedgerStaled` events the session recorded: empty
+    for a trace replayed with the path map it was recorded with, non-empty when the path map has changed
+    since (the console should say so rather than silently show a different ledger).
+    """
+
+    def __init__(self, events: Sequence[Event], change_seqs: list[int], snapshots: list[LedgerSnapshot],
+                 *, tracked: bool, divergences: Sequence[str]) -> None:
+        self.events: tuple[Event, ...] = tuple(events)
+        self.tracked = tracked
+        self.divergences: tuple[str, ...] = tuple(divergences)
+        self._seqs = [e.seq for e in self.events]
+        self._change_seqs = change_seqs
+        self._snapshots = snapshots
+        self._empty = LedgerSnapshot({}, 0)
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for event in self.events:
+            first.setdefault(event.step, event.seq)
+            last[event.step] = event.seq
+        self._step_first = first
+        self._step_last = last
+        self._steps = sorted(last)
+
+    @classmethod
+    def build(cls, events: Sequence[Event], path_map: PathMap) -> LedgerTimeline:
+        """Replay `events` (in order, strictly increasing `seq`, as an EventBus or a trace file gives them).
+
+        Raises ValueError when the seqs do not increase: binary search needs them ordered, and events that
+        were never numbered (all seq 0) would silently collapse into one slider position.
+        """
+        previous: int | None = None
+        for event in events:
+            if previous is not None and event.seq <= previous:
+                raise ValueError(f"events must have strictly increasing seq (as numbered by EventBus); "
+                                 f"seq {event.seq} ({event.type}) follows seq {previous}")
+            previous = event.seq
+        tracked = True
+        ledger = Ledger(path_map)
+        change_seqs: list[int] = []
+        snapshots: list[LedgerSnapshot] = []
+        divergences: list[str] = []
+        pending_updates: dict[str, tuple[int, AbsorbResult, int]] = {}
+        pending_stales: dict[str, tuple[int, list[str], int]] = {}
+        for event in events:
+            if isinstance(event, SessionStarted):
+                tracked = event.agent != "fc"
+            if isinstance(event, ToolResultEvent):
+                before = ledger.version
+                absorbed, staled = _apply(ledger, event)
+                if ledger.version != before:
+                    change_seqs.append(event.seq)
+                    snapshots.append(ledger.snapshot())
+                if absorbed is not None and absorbed.touched:
+                    pending_updates[event.call.id] = (event.seq, absorbed, ledger.version)
+                if staled:
+                    pending_stales[event.call.id] = (event.seq, staled, ledger.version)
+            elif isinstance(event, LedgerUpdated):
+                divergences.extend(_check_update(event, pending_updates.pop(event.call_id, None)))
+            elif isinstance(event, LedgerStaled):
+                divergences.extend(_check_stale(event, pending_stales.pop(event.call_id, None)))
+        if tracked:
+            for seq, absorbed_left, _ in pending_updates.values():
+                divergences.append(f"seq {seq}: the rebuilt ledger absorbed {', '.join(absorbed_left.touched)} "
+                                   "but the session recorded no ledger update for this call")
+            for seq, staled_left, _ in pending_stales.values():
+                divergences.append(f"seq {seq}: the rebuilt ledger marked {', '.join(staled_left)} stale but the "
+                                   "session recorded no staling for this call")
+        return cls(events, change_seqs, snapshots, tracked=tracked, divergences=divergences)
+
+    # ----------------------------------------------------------------------------------- positions
+
+    @property
+    def first_seq(self) -> int:
+        return self._seqs[0] if self._seqs else 0
+
+    @property
+    def last_seq(self) -> int:
+        return self._seqs[-1] if self._seqs else 0
+
+    @property
+    def final(self) -> LedgerSnapshot:
+        """The ledger at the end of the recorded events."""
+        return self._snapshots[-1] if self._snapshots else self._empty
+
+    def change_points(self) -> list[int]:
+        """The seqs of the events that changed the ledger (slider tick marks)."""
+        return list(self._change_seqs)
+
+    def steps(self) -> list[int]:
+        """The step numbers present in the events, ascending (step 0 is the session start and greeting)."""
+        return list(self._steps)
+
+    def step_of(self, seq: int) -> int:
+        """The step of the last event at or before `seq` (0 before the first event)."""
+        index = bisect_right(self._seqs, seq) - 1
+        return self.events[index].step if index >= 0 else 0
+
+    def last_seq_of_step(self, step: int) -> int | None:
+        return self._step_last.get(step)
+
+    # ----------------------------------------------------------------------------------- ledger states
+
+    def at(self, seq: int) -> LedgerSnapshot:
+        """The ledger after the event with this seq (any int works: after every event with seq <= it)."""
+        index = bisect_right(self._change_seqs, seq) - 1
+        return self._snapshots[index] if index >= 0 else self._empty
+
+    def before(self, seq: int) -> LedgerSnapshot:
+        """The ledger just before the event with this seq (after every event with a smaller seq)."""
+        index = bisect_left(self._change_seqs, seq) - 1
+        return self._snapshots[index] if index >= 0 else self._empty
+
+    def at_step(self, step: int) -> LedgerSnapshot:
+        """The ledger at the end of `step` (for a step not present: at the end of the last step before it).
+
+        Relies on steps never decreasing along the trace, which the session guarantees (a failed model call
+        retried keeps its step number; nothing goes back).
+        """
+        index = bisect_right(self._steps, step) - 1
+        if index < 0:
+            return self._empty
+        return self.at(self._step_last[self._steps[index]])
+
+    def changes(self, seq: int) -> LedgerDiff:
+        """What the event with this seq did to the ledger (empty for events that touch no ledger path)."""
+        return self.at(seq).diff(self.before(seq))
+
+    def step_changes(self, step: int) -> LedgerDiff:
+        """What the whole step did to the ledger (empty for a step not present)."""
+        first = self._step_first.get(step)
+        if first is None:
+            return EMPTY_DIFF
+        return self.at(self._step_last[step]).diff(self.before(first))
+
+    # ----------------------------------------------------------------------------------- panes
+
+    def events_until(self, seq: int) -> list[Event]:
+        """The recorded events with seq <= `seq`, in order."""
+        return list(self.events[:bisect_right(self._seqs, seq)])
+
+    def gate_rows(self, until: int | None = None) -> list[GateRow]:
+        return gate_rows(self.events if until is None else self.events_until(until))
+
+    def transcript(self, until: int | None = None) -> list[Event]:
+        return transcript_events(self.events if until is None else self.events_until(until))
+
+    def frame(self, seq: int) -> TimelineFrame:
+        """The console's panes at slider position `seq`: ledger, its change, verdicts and transcript so far."""
+        shown = self.events_until(seq)
+        return TimelineFrame(seq=seq, step=self.step_of(seq), ledger=self.at(seq), changes=self.changes(seq),
+                             gate_rows=gate_rows(shown), transcript=transcript_events(shown))
+
+
+def _check_update(event: LedgerUpdated, rebuilt: tuple[int, AbsorbResult, int] | None) -> list[str]:
+    if rebuilt is None:
+        return [f"seq {event.seq}: the session absorbed {', '.join(event.added + event.changed + event.refreshed)} "
+                f"from {event.tool} but the rebuilt ledger absorbed nothing for that call"]
+    _, absorbed, version = rebuilt
+    recorded = (tuple(event.added), tuple(event.changed), tuple(event.refreshed), event.version)
+    mine = (absorbed.added, absorbed.changed, absorbed.refreshed, version)
+    if recorded == mine:
+        return []
+    return [f"seq {event.seq}: {event.tool} recorded added={list(recorded[0])} changed={list(recorded[1])} "
+            f"refreshed={list(recorded[2])} version={recorded[3]}, rebuilt added={list(mine[0])} "
+            f"changed={list(mine[1])} refreshed={list(mine[2])} version={mine[3]}"]
+
+
+def _check_stale(event: LedgerStaled, rebuilt: tuple[int, list[str], int] | None) -> list[str]:
+    if rebuilt is None:
+        return [f"seq {event.seq}: the session marked {', '.join(event.paths)} stale after {event.tool} but the "
+                "rebuilt ledger marked nothing"]
+    _, staled, version = rebuilt
+    if (list(event.paths), event.version) == (staled, version):
+        return []
+    return [f"seq {event.seq}: {event.tool} recorded stale {event.paths} at version {event.version}, rebuilt "
+            f"{staled} at version {version}"]

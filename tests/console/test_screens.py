@@ -1,0 +1,249 @@
+"""Workbench, replay, operator-as-agent, new-session and retry, driven through Pilot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conftest import wait_for
+from textual.widgets import Input, Select
+
+from console.app import OperatorConsole
+from console.live import SessionSpec
+from console.screens.compose import ComposeScreen
+from console.screens.new_session import NewSessionScreen
+from console.screens.replay import OpenTraceScreen, ReplayScreen, StepSlider
+from console.screens.workbench import WorkbenchScreen
+from core.llm.openai_model import OpenAIChatModel
+from core.replay import Checker, parse_trajectory
+from domains.retail import DOMAIN
+from mock_backends.retail import RetailBackend
+from tests.support.openai_stub import OpenAIStub
+
+SIZE = (160, 45)
+
+
+def ended(app: OperatorConsole) -> Callable[[], bool]:
+    return lambda: app.live is not None and app.live.state.phase == "ended"
+
+
+async def run_to_end(app: OperatorConsole, pilot: Any) -> None:
+    await pilot.press("space")
+    await wait_for(pilot, ended(app))
+
+
+async def test_workbench_toggle_regate_and_export(console_app: Callable[..., OperatorConsole],
+                                                  tmp_path: Path) -> None:
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_to_end(app, pilot)
+        await pilot.press("w")
+        screen = app.screen
+        assert isinstance(screen, WorkbenchScreen)
+        table = screen.query_one("#wb-predicates")
+        assert table.row_count == len(DOMAIN.predicates)  # type: ignore[attr-defined]
+        row = [p.id for p in DOMAIN.predicates].index("retail.refund_to_original_or_gift_card")
+        table.move_cursor(row=row)  # type: ignore[attr-defined]
+        table.focus()
+        await pilot.press("space")
+        assert app.live is not None and "retail.refund_to_original_or_gift_card" in app.live.agent.gate.disabled
+        await pilot.press("g")
+        rows = screen.last_regate
+        assert [(r.old_verdict, r.new_verdict, r.changed) for r in rows] == [("REVISE", "ALLOW", True),
+                                                                           ("ALLOW", "ALLOW", False)]
+        assert "1 changed" in str(screen.query_one("#wb-message").render())
+        await pilot.press("space")  # enable it again
+        await pilot.press("x")
+        lines = parse_trajectory(screen.exported_path.read_text())
+        assert not lines.problems
+        backend = await RetailBackend.create(tmp_path / "check.sqlite", __import__(
+            "mock_backends.retail", fromlist=["load_seed"]).load_seed())
+        try:
+            results = await Checker(DOMAIN, backend).run(lines.calls)
+        finally:
+            await backend.close()
+        assert all(r.met is not False for r in results)
+        assert [r.verdict for r in results if r.kind == "write"] == ["REVISE", "ALLOW"]
+
+
+async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., OperatorConsole],
+                                                    monkeypatch: Any) -> None:
+    import console.screens.workbench as workbench
+
+    def broken(_name: str) -> Any:
+        raise SyntaxError("invalid syntax (predicates.py, line 12)")
+
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_to_end(app, pilot)
+        await pilot.press("w")
+        screen = app.screen
+        assert app.live is not None
+        before = list(app.live.agent.gate.predicates)
+        monkeypatch.setattr(workbench, "reload_predicates", broken)
+        await pilot.press("r")
+        assert "Reload failed" in str(screen.query_one("#wb-message").render())
+        assert app.live.agent.gate.predicates == before
+        monkeypatch.undo()
+        await pilot.press("r")
+        assert "Reloaded 16 predicates" in str(screen.query_one("#wb-message").render())
+        assert [p.id for p in app.live.agent.gate.predicates] == [p.id for p in before]
+
+
+async def test_replay_slider_shows_the_state_at_each_step(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_to_end(app, pilot)
+        assert app.live is not None and app.live.folder is not None
+        trace = app.live.folder / "trace.jsonl"
+        await pilot.press("o")
+        opener = app.screen
+        assert isinstance(opener, OpenTraceScreen)
+        assert trace in opener.traces
+        box = opener.query_one("#open-path", Input)
+        box.value = str(trace)
+        box.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen)
+        gate = replay.query_one("#gate")
+        assert [r.verdict for r in gate.rows.values()] == ["REVISE", "ALLOW"]  # type: ignore[attr-defined]
+        slider = replay.query_one(StepSlider)
+        slider.value = 0
+        await pilot.pause()
+        assert gate.rows == {}  # type: ignore[attr-defined]
+        ledger = replay.query_one("#ledger")
+        assert ledger.ledger_tree.nodes_by_path == {}  # type: ignore[attr-defined]
+        revise_step = next(r.step for r in replay.timeline.gate_rows())
+        slider.value = replay.steps.index(revise_step)
+        await pilot.pause()
+        assert [r.verdict for r in gate.rows.values()] == ["REVISE"]  # type: ignore[attr-defined]
+        assert "orders.#W4821001" in ledger.ledger_tree.nodes_by_path  # type: ignore[attr-defined]
+        await pilot.press("end")
+        assert replay.shown_step == replay.steps[-1]
+
+
+async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "message", "role": "user", "text": "hi"}\n')
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        opener = app.screen
+        box = opener.query_one("#open-path", Input)
+        box.value = str(bad)
+        box.focus()
+        await pilot.press("enter")
+        assert app.screen is opener
+        assert "not a LedgerAgent trace" in str(opener.query_one("#open-error").render())
+
+
+async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app(model="operator")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        assert app.live is not None and app.live.operator_agent is not None
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting)  # type: ignore[union-attr]
+
+        async def compose_call(name: str, arguments: dict[str, Any]) -> ComposeScreen:
+            await pilot.press("c")
+            screen = app.screen
+            assert isinstance(screen, ComposeScreen)
+            screen.query_one("#compose-tool", Select).value = name
+            await wait_for(pilot, lambda: screen.form is not None and screen.form.spec.name == name)
+            await pilot.pause()
+            assert screen.form is not None
+            screen.form.set_values(arguments)
+            return screen
+
+        async def send(name: str, arguments: dict[str, Any]) -> None:
+            screen = await compose_call(name, arguments)
+            screen.action_send_call()
+            await wait_for(pilot, lambda: app.live.operator_agent.waiting and not isinstance(  # type: ignore[union-attr]
+                app.screen, ComposeScreen))
+
+        await send("find_user_id_by_name_zip", {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+        await send("get_user_details", {"user_id": "mia_garcia_4821"})
+        await send("get_order_details", {"order_id": "#W4821001"})
+        screen = await compose_call("return_delivered_order_items", {
+            "order_id": "#W4821001", "item_ids": "2000000011", "payment_method_id": "credit_card_4821002"})
+        assert screen.action_dry_run()
+        shown = str(screen.query_one("#compose-verdict").render())
+        assert "REVISE" in shown and "retail.refund_to_original_or_gift_card" in shown
+        assert not any(e.type == "gate_decision" for e in app.live.bus.history)  # dry-run recorded nothing
+        screen.form.set_values({"payment_method_id": "gift_card_4821001"})  # type: ignore[union-attr]
+        assert screen.action_dry_run() and "ALLOW" in str(screen.query_one("#compose-verdict").render())
+        screen.action_send_call()
+        await wait_for(pilot, lambda: any(e.type == "gate_decision" for e in app.live.bus.history))  # type: ignore
+        decision = next(e for e in app.live.bus.history if e.type == "gate_decision")
+        assert decision.verdict == "ALLOW"
+
+
+async def test_compose_rejects_bad_field_values(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app(model="operator")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting)  # type: ignore[union-attr]
+        await pilot.press("c")
+        screen = app.screen
+        assert isinstance(screen, ComposeScreen)
+        assert not screen.action_dry_run()
+        assert "Choose a tool first" in str(screen.query_one("#compose-verdict").render())
+        screen.query_one("#compose-tool", Select).value = "return_delivered_order_items"
+        await wait_for(pilot, lambda: screen.form is not None)
+        await pilot.pause()
+        screen.form.set_values({"order_id": "#W4821001", "payment_method_id": "x"})  # type: ignore[union-attr]
+        screen.query_one("#arg-item_ids", Input).value = '["2000000011", '
+        assert not screen.action_dry_run()
+        assert "item_ids: not a JSON array" in str(screen.query_one("#compose-verdict").render())
+        screen.query_one("#arg-item_ids", Input).value = "2000000011, 2000000012"
+        assert screen.action_dry_run()  # a valid call: the gate answers (not authenticated yet)
+        assert "retail.authenticated" in str(screen.query_one("#compose-verdict").render())
+
+
+async def test_new_session_dialog_validates_and_switches(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+n")
+        dialog = app.screen
+        assert isinstance(dialog, NewSessionScreen)
+        dialog.query_one("#ns-scenario", Select).value = "(free chat)"
+        await pilot.pause()
+        dialog.action_start()
+        assert app.screen is dialog
+        assert "needs a scenario" in str(dialog.query_one("#ns-error").render())
+        dialog.query_one("#ns-scenario", Select).value = "other-customers-order"
+        dialog.query_one("#ns-agent", Select).value = "fc"
+        await pilot.pause()
+        dialog.action_start()
+        await wait_for(pilot, lambda: app.live is not None and app.live.spec.scenario == "other-customers-order")
+        assert app.live is not None and app.live.spec.agent == "fc"
+        await run_to_end(app, pilot)
+        assert app.gate_pane.rows == {}  # the FC baseline has no gate
+
+
+async def test_model_error_shows_and_retry_continues(console_app: Callable[..., OperatorConsole]) -> None:
+    async def no_sleep(_d: float) -> None:
+        return None
+
+    with OpenAIStub() as stub:
+        stub.reply_error(500, "upstream exploded")
+        stub.reply_text("Hello! How can I help?")
+
+        def factory(spec: SessionSpec) -> OpenAIChatModel:
+            return OpenAIChatModel("stub", base_url=stub.base_url, api_key="x", max_retries=0, sleep=no_sleep)
+
+        app = OperatorConsole(SessionSpec(scenario="refund-to-original-payment", model="stub-model"),
+                              root=None, model_factory=factory)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "model error")
+            assert "upstream exploded" in (app.live.state.error or "")  # type: ignore[union-attr]
+            await pilot.press("r")
+            await wait_for(pilot, lambda: any(e.type == "assistant_turn" for e in app.live.bus.history))  # type: ignore
+            said = [e.text for e in app.live.bus.history if e.type == "assistant_turn"]  # type: ignore[union-attr]
+            assert said == ["Hello! How can I help?"]
+        assert json.dumps(stub.requests[1]["messages"]).count("Mia Garcia") >= 1
