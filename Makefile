@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo console test lint typecheck unit bench clean
+.PHONY: demo demo-headless test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-## The main job on the embedded offline default (SQLite mock DB + scripted demo model).
+## The operator console on the embedded offline default (SQLite mock DB + scripted demo model).
+## Press space to start; `make demo-headless` prints the same session as a transcript.
 demo: $(STAMP)
+	@$(BIN)/ledgeragent console --domain retail --scenario refund-to-original-payment
+
+demo-headless: $(STAMP)
 	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment --headless
 
 ## The whole test suite: lint, types, then pytest (parallel on all cores).

@@ -129,7 +129,7 @@ class OperatorConsole(App[None]):
         await self._close_live()
         self.spec = spec
         self.started = False
-        self.transcript.clear()
+        await self.transcript.clear()
         self.gate_pane.clear()
         self.live = LiveSession(
             spec, operator=self.operator, root=self.root, model_factory=self.model_factory,
@@ -139,6 +139,15 @@ class OperatorConsole(App[None]):
             on_model_error=lambda e: self.post_message(ModelFailed(e)))
         await self.live.open()
         self.ledger_pane.sync(self.live.agent.ledger)
+        scenario = self.live.scenario
+        hints = ("Press space to start (and to pause / resume), n to step one model call, m to change the "
+                 "supervision mode, w for the predicate workbench, ctrl+p for every command.")
+        if spec.seat == "customer":
+            hints = "You are the customer: type below and press Enter. " + hints
+        if spec.model == "operator":
+            hints = "You are the agent: press space, then c to write a message or compose a tool call. " + hints
+        self.transcript.show_intro(scenario.title if scenario else "Free chat", scenario.description
+                                   if scenario else "", hints)
         input_box = self.main_screen.query_one("#customer-input", Input)
         input_box.display = spec.seat == "customer"
         self.sub_title = f"{spec.domain} · {spec.scenario or 'free chat'}"
@@ -370,8 +379,9 @@ class OperatorConsole(App[None]):
 def make_app(domain: str = "retail", scenario: str | None = "refund-to-original-payment", *, agent: str = "ledger",
              model: str = "scripted", base_url: str | None = None, seat: str = "watch",
              mode: SupervisionMode = SupervisionMode.AUTOPILOT, operator: str = "operator",
-             root: Path | None = None, autostart: bool = False, db: Path | None = None) -> OperatorConsole:
+             root: Path | None = None, autostart: bool = False, db: Path | None = None,
+             pace: float = 0.0) -> OperatorConsole:
     """The one factory used by the CLI, the tests and the web server."""
     spec = replace(SessionSpec(), domain=domain, scenario=scenario, agent=agent, model=model, base_url=base_url,
-                   seat=seat, mode=mode, db=db)
+                   seat=seat, mode=mode, db=db, pace=pace)
     return OperatorConsole(spec, operator=operator, root=root, autostart=autostart)

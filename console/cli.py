@@ -1,4 +1,4 @@
-"""`ledgeragent`: run scenarios headless, check trajectories, list predicates and scenarios."""
+"""`ledgeragent`: the operator console, and headless runs, trajectory checks, predicate and scenario lists."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
 
 async def cmd_run(args: argparse.Namespace) -> int:
     if not args.headless:
-        raise CliError("the interactive console is not part of this build yet; pass --headless")
+        raise CliError("`run` is the headless runner: pass --headless (or use `ledgeragent console` for the UI)")
     domain = _domain(args.domain)
     scenario = _scenario(domain, args.scenario)
     config = AGENTS[args.agent]
@@ -191,9 +191,64 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_console(args: argparse.Namespace) -> int:
+    from console.app import make_app
+    from console.live import SessionSpec, SupervisionMode
+
+    domain = _domain(args.domain)
+    scenario = None if args.scenario in ("", "none", "chat") else args.scenario
+    if scenario is not None:
+        scenario = _scenario(domain, scenario).name
+    model = "operator" if args.seat == "agent" else (args.model or "scripted")
+    seat = "watch" if args.seat == "agent" else args.seat
+    spec = SessionSpec(domain=domain.name, scenario=scenario, agent=args.agent, model=model, base_url=args.base_url,
+                       seat=seat, mode=SupervisionMode(args.mode), db=Path(args.db) if args.db else None)
+    problems = spec.problems()
+    if problems:
+        raise CliError("; ".join(problems))
+    app = make_app(domain.name, scenario, agent=args.agent, model=model, base_url=args.base_url, seat=seat,
+                   mode=SupervisionMode(args.mode), operator=args.operator, autostart=args.autostart,
+                   db=spec.db, pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0))
+    app.run()
+    return 0
+
+
+def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
+    from console.live import SupervisionMode
+
+    parser.add_argument("--domain", default="retail", choices=DOMAINS)
+    parser.add_argument("--scenario", default="refund-to-original-payment",
+                        help="scenario name, or 'chat' for free chat (needs --seat customer and a real model)")
+    parser.add_argument("--agent", choices=sorted(AGENTS), default="ledger")
+    parser.add_argument("--model", help="a model name for an OpenAI-compatible endpoint (default: scripted demo)")
+    parser.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
+    parser.add_argument("--seat", choices=("watch", "customer", "agent"), default="watch",
+                        help="watch, play the customer, or play the agent")
+    parser.add_argument("--mode", choices=[m.value for m in SupervisionMode], default="autopilot",
+                        help="when the operator is asked about writes")
+    parser.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
+    parser.add_argument("--autostart", action="store_true", help="start the session right away")
+    parser.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file")
+    parser.add_argument("--pace", type=float, help="seconds between steps (default 0.6 for the scripted demo, so "
+                        "an audience can follow; 0 for real models)")
+
+
+def _default_operator() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "operator"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ledgeragent", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
+
+    console = sub.add_parser("console", help="the operator console (the default command)")
+    _add_console_arguments(console)
+    console.set_defaults(handler=cmd_console)
 
     run = sub.add_parser("run", help="run a scenario and print the event stream")
     run.add_argument("--domain", default="retail", choices=DOMAINS)
@@ -232,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv = ["console", *argv]  # `ledgeragent` alone opens the console
+    args = parser.parse_args(argv)
     handler: Any = args.handler
     try:
         if inspect.iscoroutinefunction(handler):

@@ -63,6 +63,7 @@ class SessionSpec:
     max_steps: int = 100
     db: Path | None = None
     disabled_predicates: tuple[str, ...] = ()
+    pace: float = 0.0  # seconds between steps, so an audience can follow a scripted demo
 
     def problems(self) -> list[str]:
         found: list[str] = []
@@ -123,7 +124,8 @@ class OperatorSupervisor:
 class Pacer:
     """Pause, resume and single-step: awaited by the session before each model call and customer turn."""
 
-    def __init__(self, on_change: Callable[[], object] = lambda: None) -> None:
+    def __init__(self, on_change: Callable[[], object] = lambda: None, delay: float = 0.0) -> None:
+        self.delay = delay  # presentation pace: seconds before each model call / customer turn
         self._budget: int | None = None  # None: run freely; n: n more model calls, then wait
         self._wake = asyncio.Event()
         self.waiting: str | None = None
@@ -144,6 +146,8 @@ class Pacer:
             self.on_change()
         if self._budget is not None and kind == "model":
             self._budget -= 1
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
 
     def pause(self) -> None:
         self._budget = 0
@@ -229,7 +233,7 @@ class LiveSession:
         self.state = LiveState()
         self.bus = EventBus()
         self.bus.subscribe(self._seen)
-        self.pacer = Pacer(self._pacer_changed)
+        self.pacer = Pacer(self._pacer_changed, delay=spec.pace)
         self.supervisor = OperatorSupervisor(spec.mode, operator, self._ask)
         self._on_review = on_review
         self.human = HumanUser() if spec.seat == "customer" else None

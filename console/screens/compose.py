@@ -36,9 +36,9 @@ class ComposeScreen(ModalScreen[None]):
             yield VerticalScroll(id="compose-form")
             yield Static("", id="compose-verdict")
             with Horizontal(id="compose-buttons"):
-                yield Button("Dry-run [ctrl+d]", id="dry-run")
-                yield Button("Send call [ctrl+s]", id="send-call", variant="primary")
-                yield Button("Close [esc]", id="close")
+                yield Button(Text("Dry-run [ctrl+d]"), id="dry-run")
+                yield Button(Text("Send call [ctrl+s]"), id="send-call", variant="primary")
+                yield Button(Text("Close [esc]"), id="close")
 
     @property
     def form(self) -> SchemaForm | None:

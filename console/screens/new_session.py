@@ -63,8 +63,8 @@ class NewSessionScreen(ModalScreen[SessionSpec]):
                              allow_blank=False)
                 yield Static("", id="ns-error")
             with Horizontal(id="ns-buttons"):
-                yield Button("Start [ctrl+s]", id="ns-start", variant="primary")
-                yield Button("Cancel [esc]", id="ns-cancel")
+                yield Button(Text("Start [ctrl+s]"), id="ns-start", variant="primary")
+                yield Button(Text("Cancel [esc]"), id="ns-cancel")
 
     @staticmethod
     def _scenarios(domain: str) -> list[tuple[str, str]]:

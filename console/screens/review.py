@@ -61,12 +61,12 @@ class ReviewScreen(ModalScreen[Resolution]):
                 yield Static("", id="review-error")
             with Horizontal(id="review-buttons"):
                 approve = "Approve: run it" if verdict in (None, "ALLOW") else f"Accept {verdict}: don't run"
-                yield Button(f"{approve} [a]", id="approve", variant="success" if verdict in (None, "ALLOW")
+                yield Button(Text(f"{approve} [a]"), id="approve", variant="success" if verdict in (None, "ALLOW")
                              else "primary")
-                yield Button("Veto [v]", id="veto", variant="error")
-                yield Button("Edit & re-gate [e]", id="edit")
+                yield Button(Text("Veto [v]"), id="veto", variant="error")
+                yield Button(Text("Edit & re-gate [e]"), id="edit")
                 if verdict in ("REVISE", "BLOCK"):
-                    yield Button("Force-allow [f]", id="force", variant="warning")
+                    yield Button(Text("Force-allow [f]"), id="force", variant="warning")
 
     def on_mount(self) -> None:
         self.query_one("#approve", Button).focus()
@@ -77,11 +77,7 @@ class ReviewScreen(ModalScreen[Resolution]):
         if not self.decision.failed:
             ids = ", ".join(r.predicate_id for r in self.decision.results) or "no rule guards this tool"
             return Text(f"All rules passed ({ids}).", "green")
-        text = Text(self.decision.feedback)
-        evidence = self.decision.evidence
-        if evidence:
-            text.append("\nevidence: " + ", ".join(evidence), "dim")
-        return text
+        return Text(self.decision.feedback)
 
     def _reason(self) -> str:
         return self.query_one("#review-reason", Input).value.strip()

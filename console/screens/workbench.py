@@ -64,7 +64,7 @@ class WorkbenchScreen(Screen[None]):
         yield Static("", id="wb-title", classes="screen-title")
         with Vertical(id="wb-body"):
             table: DataTable[Any] = DataTable(id="wb-predicates", cursor_type="row", zebra_stripes=True)
-            table.add_columns("on", "id", "tools", "severity", "pass", "fail", "error", "policy")
+            table.add_columns("on", "id", "severity", "pass", "fail", "error", "guards", "policy")
             yield table
             yield Static("", id="wb-message")
             diff: DataTable[Any] = DataTable(id="wb-diff", cursor_type="row", zebra_stripes=True)
@@ -91,8 +91,10 @@ class WorkbenchScreen(Screen[None]):
         for p in gate.predicates:
             c = counts.get(p.id, Counter())
             on_mark = Text("✗", "bold red") if p.id in gate.disabled else Text("✓", "bold green")
-            table.add_row(on_mark, p.id, ", ".join(sorted(p.tools)), Text(p.severity.value, BADGE[p.severity.value]),
-                          str(c["pass"]), str(c["violation"] + c["missing"]), str(c["error"]), p.policy, key=p.id)
+            tools = ", ".join(sorted(p.tools))
+            tools = tools if len(tools) <= 40 else f"{len(p.tools)} tools: {tools[:28]}…"
+            table.add_row(on_mark, p.id, Text(p.severity.value, BADGE[p.severity.value]), str(c["pass"]),
+                          str(c["violation"] + c["missing"]), str(c["error"]), tools, p.policy, key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.query_one("#wb-title", Static).update(f"{title}: {len(gate.predicates)} rules, "
                                                    f"{len(gate.disabled)} disabled")

@@ -43,7 +43,7 @@ class GatePane(Vertical):
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="gate-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("step", "verdict", "tool", "rules", "reason")
+        table.add_columns("step", "verdict", "call · rules that objected")
         yield table
         with VerticalScroll(id="gate-detail-scroll"):
             yield Static("Select a verdict to see its reason and highlight its evidence in the ledger.",
@@ -74,11 +74,19 @@ class GatePane(Vertical):
         key = str(e.seq)
         self.rows[key] = row
         self.counts[e.verdict] += 1
-        reason = row.reason if len(row.reason) <= 90 else row.reason[:89] + "…"
-        self.table.add_row(str(e.step), Text(f" {e.verdict} ", style=BADGE[e.verdict]), e.call.name,
-                           ", ".join(row.failed), reason, key=key)
+        self.table.add_row(str(e.step), Text(f" {e.verdict} ", style=BADGE[e.verdict]), self._call_cell(row),
+                           key=key, height=None)
         self.table.move_cursor(row=self.table.row_count - 1)
         self._subtitle()
+
+    @staticmethod
+    def _call_cell(row: GateRow) -> Text:
+        cell = Text(row.tool)
+        if row.override:
+            cell.append(f"  [{row.override}]", "bold magenta")
+        for rule in row.failed:
+            cell.append(f"\n{rule}", "dim")
+        return cell
 
     def note_override(self, e: Any) -> None:
         """Mark the latest row for this call with the operator's decision."""
@@ -86,8 +94,8 @@ class GatePane(Vertical):
             row = self.rows[key]
             if row.tool == e.call.name and not row.override:
                 row.override = f"{e.decision} by {e.who}"
-                self.table.update_cell(key, self.table.ordered_columns[2].key,
-                                       Text.assemble(row.tool, (f"  [{row.override}]", "bold magenta")))
+                self.table.update_cell(key, self.table.ordered_columns[2].key, self._call_cell(row),
+                                       update_width=True)
                 return
 
     def show(self, key: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.markdown import Markdown
 from rich.text import Text
+from textual.await_remove import AwaitRemove
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
@@ -43,8 +44,8 @@ class TranscriptPane(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
 
-    def clear(self) -> None:
-        self.remove_children()
+    def clear(self) -> AwaitRemove:
+        return self.remove_children()
 
     def _add(self, widget: Widget) -> None:
         self.mount(widget)
@@ -52,6 +53,14 @@ class TranscriptPane(VerticalScroll):
         if extra > 0:
             for old in list(self.children)[:extra]:
                 old.remove()
+
+    def show_intro(self, title: str, description: str, hints: str) -> None:
+        """What the presenter sees before pressing a key: the scenario and what to press."""
+        text = Text(title, "bold")
+        if description:
+            text.append("\n\n" + description)
+        text.append("\n\n" + hints, "italic")
+        self._add(Entry(text, "intro"))
 
     def add_event(self, event: Any) -> None:
         handler = getattr(self, f"_show_{event.type}", None)

@@ -1,0 +1,39 @@
+"""Snapshots of the main screen mid-scenario and at the end (one scenario per domain that has one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from conftest import wait_for
+from snapshots import assert_snapshot
+
+import console.widgets.ledger_tree as ledger_tree
+from console.app import OperatorConsole
+from console.live import SupervisionMode
+from console.screens.review import ReviewScreen
+
+
+@pytest.fixture(autouse=True)
+def no_flash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger_tree, "FLASH_SECONDS", 0.0)
+
+
+async def test_retail_demo_finished(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
+        app.gate_pane.table.focus()
+        app.gate_pane.table.move_cursor(row=0)
+        await pilot.pause(0.1)
+        assert_snapshot(app, "retail_refund_finished")
+
+
+async def test_retail_review_modal(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen))
+        await pilot.pause(0.1)
+        assert_snapshot(app, "retail_refund_review")
