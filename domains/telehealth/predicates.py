@@ -1,0 +1,600 @@
+"""Telehealth policy as executable predicates over the ledger (tau-Trait had none for this domain).
+
+Each predicate is one sentence of `policy.md`, checked against observed records only. Reading rules:
+
+- `view.get/require` is the only way to see the ledger; every path read becomes the verdict's evidence.
+  Stale or absent evidence that a rule needs makes the gate answer REVISE ("read X first").
+- Severity follows "can the model fix this by changing the call, or by reading?". A wrong slot, type,
+  billing choice, supplier or price is REVISE: another argument fixes it. A fact about the world that no
+  argument changes is BLOCK: the appointment or record is someone else's, the appointment is completed or
+  cancelled, or a severe interaction involves the medication (that needs a clinician, not a retry).
+- Before a patient is authenticated only `telehealth.authenticated` complains; rules that need to know
+  the patient pass with a note instead of piling up the same complaint.
+- Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
+  of the whole ledger, so a decision costs the same with 50 or 10,000 observed records. The one exception
+  is a fallback: a supplier listing asked for under another spelling than the catalogue's is searched
+  among the `suppliers.*` entries.
+- `telehealth.no_severe_interaction` therefore looks at the checks that can concern this patient's
+  medication: the one with that medication as primary, and those whose primary is another medication of
+  the patient (the record's prescriptions, the profile's medication list). A check run with an unrelated
+  drug as primary is not consulted; policy.md says so.
+- What a predicate cannot see (the patient's explicit "yes", medical advice, one tool call per turn,
+  when to transfer) is not faked here; `policy.md` lists it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from core.gate import (
+    GateContext,
+    LedgerView,
+    MissingEvidence,
+    Outcome,
+    Pass,
+    Predicate,
+    Verdict,
+    Violation,
+    predicate,
+)
+from core.tools import ToolCall
+from domains.telehealth.paths import AUTH_PATH, PROFILE_PATH
+from domains.telehealth.vocabulary import (
+    ACTIONABLE_STATUSES,
+    ADULT_AGE,
+    AGED_PARENT_AGE,
+    CHILD_RELATIONSHIPS,
+    GENERAL_TYPES,
+    NEW_APPOINTMENT_MINUTES,
+    PARENT_RELATIONSHIPS,
+    REFERENCE_DATE,
+    SEVERE_SEVERITIES,
+    SPECIALISED_TYPES,
+    age_on,
+)
+
+SCHEDULE = "schedule_appointment"
+RESCHEDULE = "reschedule_appointment"
+CANCEL = "cancel_appointment"
+SUPPLIER = "update_prescription_supplier"
+NOTE = "update_medical_record_note"
+
+APPOINTMENT_CHANGES = (RESCHEDULE, CANCEL)
+BOOKINGS = (SCHEDULE, RESCHEDULE)
+RECORD_WRITES = (SUPPLIER, NOTE)
+ALL_WRITES = (SCHEDULE, RESCHEDULE, CANCEL, SUPPLIER, NOTE)
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^(\d{2}):(\d{2})$")
+_PRICE_TOLERANCE = 0.005  # prices are quoted to the cent
+
+Record = Mapping[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
+
+
+def _call_text(tool: str, **arguments: Any) -> str:
+    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
+    return f"{tool}({args})"
+
+
+def _need(view: LedgerView, path: str, read_call: str) -> Any:
+    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
+    return view.require(path, hint=f"Read it with {read_call}")
+
+
+def _patient_id(view: LedgerView, ctx: GateContext) -> str | None:
+    """Who is authenticated; reading auth.patient_id through the view makes it part of the evidence."""
+    view.get(AUTH_PATH)
+    return ctx.customer_id
+
+
+def _appointment(view: LedgerView, call: ToolCall) -> tuple[str, Record]:
+    appointment_id = str(call.arguments.get("appointment_id", ""))
+    record: Record = _need(view, f"appointments.{appointment_id}",
+                           _call_text("get_appointment_details", appointment_id=appointment_id))
+    return appointment_id, record
+
+
+def _record(view: LedgerView, call: ToolCall) -> tuple[str, Record]:
+    record_id = str(call.arguments.get("record_id", ""))
+    record: Record = _need(view, f"records.{record_id}", _call_text("get_medical_record", record_id=record_id))
+    return record_id, record
+
+
+def _profile(view: LedgerView, patient_id: str) -> Record:
+    profile: Record = _need(view, f"patients.{patient_id}", _call_text("get_patient_details", patient_id=patient_id))
+    return profile
+
+
+def _provider(view: LedgerView, provider_id: str) -> Record:
+    provider: Record = _need(view, f"providers.{provider_id}",
+                             _call_text("get_provider_details", provider_id=provider_id))
+    return provider
+
+
+def _mapping(value: Any) -> Record:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _full_name(profile: Record) -> str:
+    name = _mapping(profile.get("name"))
+    return f"{name.get('first_name', '')} {name.get('last_name', '')}".strip()
+
+
+def _minutes(time: Any) -> int | None:
+    match = _TIME.match(time) if isinstance(time, str) else None
+    if match is None:
+        return None
+    hours, minutes = int(match.group(1)), int(match.group(2))
+    return hours * 60 + minutes if hours < 24 and minutes < 60 else None
+
+
+def _weekday(day: Any) -> str | None:
+    if not isinstance(day, str) or not _DATE.match(day):
+        return None
+    try:
+        return datetime.strptime(day, "%Y-%m-%d").strftime("%A").lower()
+    except ValueError:
+        return None
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Who may act for whom.
+
+
+def _dependant_reason(patient: Record, other: Record, today: date) -> str | None:
+    """None when `other` is a dependant of `patient` (a child under 18 or a parent aged 65+ whose record
+    names `patient` as their emergency contact with that relationship), else why not."""
+    contact = _mapping(other.get("emergency_contact"))
+    contact_name = str(contact.get("name", "")).strip().lower()
+    relationship = str(contact.get("relationship", "")).strip().lower()
+    if not contact_name or contact_name != _full_name(patient).lower():
+        return f"their emergency contact is {contact.get('name')!r}, not {_full_name(patient)!r}"
+    born = _mapping(other.get("demographics")).get("date_of_birth")
+    age = age_on(str(born), today)
+    if age is None:
+        return f"their date of birth {born!r} does not parse"
+    if relationship in PARENT_RELATIONSHIPS:
+        if age < ADULT_AGE:
+            return None
+        return f"they are {age}, an adult (a parent may act for a child under {ADULT_AGE})"
+    if relationship in CHILD_RELATIONSHIPS:
+        if age >= AGED_PARENT_AGE:
+            return None
+        return f"they are {age} (a son or daughter may act for a parent aged {AGED_PARENT_AGE} or older)"
+    return f"{_full_name(patient)} is their {relationship or 'contact'}, not their parent, son or daughter"
+
+
+def _in_scope(view: LedgerView, ctx: GateContext, patient_id: str, what: str, where: str) -> Outcome:
+    """Pass when `patient_id` is the authenticated patient or their dependant; `what`/`where` name the
+    thing being changed and the ledger value that says whose it is, for the reason."""
+    customer = _patient_id(view, ctx)
+    if customer is None:
+        return Pass("no authenticated patient yet (see telehealth.authenticated)")
+    if patient_id == customer:
+        return Pass()
+    own = _need(view, PROFILE_PATH, _call_text("get_patient_details", patient_id=customer))
+    other = _profile(view, patient_id)
+    today = ctx.now.date() if ctx.now is not None else REFERENCE_DATE
+    why_not = _dependant_reason(own, other, today)
+    if why_not is None:
+        return Pass(f"{patient_id} is a dependant of {customer}")
+    return Violation(
+        f"{what} is for patient {patient_id!r} ({where}), not the authenticated patient {customer!r} "
+        f"(auth.patient_id), and {patient_id!r} is not their dependant: {why_not} "
+        f"(patients.{patient_id}.emergency_contact, patients.{patient_id}.demographics.date_of_birth)"
+    )
+
+
+def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
+    """True when `patient_id` is known NOT to be the patient or a dependant. Rules that read the booked
+    patient's own data (calendar, insurance) then stand aside: the scope rules refuse the call, and asking
+    the agent to read a stranger's calendar would be both noise and a privacy breach."""
+    return isinstance(_in_scope(view, ctx, patient_id, "", ""), Violation)
+
+
+@predicate(
+    id="telehealth.authenticated",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="Authenticate the patient with find_patient_by_email or find_patient_by_name_dob before changing "
+           "anything, even when they give their patient id.",
+)
+def authenticated(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _patient_id(view, ctx) is None:
+        return Violation(
+            "no patient has been authenticated in this conversation (auth.patient_id is not set); find their "
+            "id with find_patient_by_email, or find_patient_by_name_dob with their full name and date of birth"
+        )
+    return Pass()
+
+
+@predicate(
+    id="telehealth.schedule_for_patient",
+    tools=[SCHEDULE],
+    severity=Verdict.BLOCK,
+    policy="Book appointments only for the authenticated patient, or for their child (under 18) or aged "
+           "parent (65 or older) whose record names them as emergency contact.",
+)
+def schedule_for_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    patient_id = str(call.arguments.get("patient_id", ""))
+    return _in_scope(view, ctx, patient_id, "the booking", "patient_id")
+
+
+@predicate(
+    id="telehealth.appointment_belongs_to_patient",
+    tools=APPOINTMENT_CHANGES,
+    severity=Verdict.BLOCK,
+    policy="Only change appointments of the authenticated patient or of their dependants; refuse requests "
+           "about anyone else's.",
+)
+def appointment_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _patient_id(view, ctx) is None:
+        return Pass("no authenticated patient yet (see telehealth.authenticated)")
+    appointment_id, appointment = _appointment(view, call)
+    owner = str(appointment.get("patient_id"))
+    return _in_scope(view, ctx, owner, f"appointment {appointment_id}", f"appointments.{appointment_id}.patient_id")
+
+
+@predicate(
+    id="telehealth.record_belongs_to_patient",
+    tools=RECORD_WRITES,
+    severity=Verdict.BLOCK,
+    policy="Only change medical records of the authenticated patient or of their dependants.",
+)
+def record_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _patient_id(view, ctx) is None:
+        return Pass("no authenticated patient yet (see telehealth.authenticated)")
+    record_id, record = _record(view, call)
+    owner = str(record.get("patient_id"))
+    return _in_scope(view, ctx, owner, f"medical record {record_id}", f"records.{record_id}.patient_id")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Appointment status. BLOCK: no argument makes a completed or cancelled appointment changeable.
+
+
+@predicate(
+    id="telehealth.appointment_actionable",
+    tools=APPOINTMENT_CHANGES,
+    severity=Verdict.BLOCK,
+    policy="Only a scheduled or pending_approval appointment can be cancelled or rescheduled; completed and "
+           "cancelled appointments cannot.",
+)
+def appointment_actionable(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    appointment_id, appointment = _appointment(view, call)
+    status = appointment.get("status")
+    if status not in ACTIONABLE_STATUSES:
+        action = "cancelled" if call.name == CANCEL else "rescheduled"
+        return Violation(
+            f"appointment {appointment_id} has status {status!r} (appointments.{appointment_id}.status); only "
+            f"scheduled or pending_approval appointments can be {action}"
+        )
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Booking a slot: the provider's schedule, the patient's calendar, the type, the billing.
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """The slot a schedule or reschedule call asks for, with what it is judged against."""
+
+    patient_id: str
+    provider_id: str
+    day: Any
+    time: Any
+    minutes: int
+    moving: str | None  # the appointment being rescheduled (it does not clash with itself)
+
+
+def _slot(view: LedgerView, call: ToolCall) -> _Slot:
+    if call.name == SCHEDULE:
+        args = call.arguments
+        return _Slot(str(args.get("patient_id", "")), str(args.get("provider_id", "")), args.get("date"),
+                     args.get("time"), NEW_APPOINTMENT_MINUTES, None)
+    appointment_id, appointment = _appointment(view, call)
+    duration = appointment.get("duration_minutes")
+    return _Slot(str(appointment.get("patient_id")), str(appointment.get("provider_id")),
+                 call.arguments.get("new_date"), call.arguments.get("new_time"),
+                 duration if isinstance(duration, int) and duration > 0 else NEW_APPOINTMENT_MINUTES, appointment_id)
+
+
+@predicate(
+    id="telehealth.provider_available",
+    tools=BOOKINGS,
+    severity=Verdict.REVISE,
+    policy="Book or move an appointment only to a time the provider's schedule lists for that weekday; read "
+           "the provider's details first.",
+)
+def provider_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    slot = _slot(view, call)
+    provider = _provider(view, slot.provider_id)
+    weekday = _weekday(slot.day)
+    if weekday is None:
+        return Violation(f"date {slot.day!r} is not a valid YYYY-MM-DD date")
+    schedule = _mapping(provider.get("schedule"))
+    where = f"providers.{slot.provider_id}.schedule"
+    if weekday not in schedule:
+        days = [d for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+                if d in schedule]
+        return Violation(f"{slot.provider_id} does not work on {weekday.title()}s ({slot.day}); {where} lists "
+                         f"{', '.join(days) or 'no days'}")
+    times = [str(t) for t in schedule[weekday]] if isinstance(schedule[weekday], list) else []
+    if slot.time not in times:
+        return Violation(f"{slot.time!r} is not one of {slot.provider_id}'s {weekday.title()} times {times} "
+                         f"({where}.{weekday})")
+    return Pass()
+
+
+def _clashes(listing: Record, slot: _Slot) -> list[str]:
+    start = _minutes(slot.time)
+    if start is None:
+        return []
+    end = start + slot.minutes
+    found: list[str] = []
+    for other in listing.get("appointments", []):
+        other = _mapping(other)
+        if other.get("appointment_id") == slot.moving or other.get("status") not in ACTIONABLE_STATUSES:
+            continue
+        if other.get("date") != slot.day:
+            continue
+        other_start = _minutes(other.get("time"))
+        duration = other.get("duration_minutes")
+        if other_start is None or not isinstance(duration, int):
+            continue
+        same_provider_time = other.get("provider_id") == slot.provider_id and other_start == start
+        if (other_start < end and start < other_start + duration) or same_provider_time:
+            found.append(f"{other.get('appointment_id')} ({other.get('status')}, {other.get('provider_id')}, "
+                         f"{slot.day} {_clock(other_start)}-{_clock(other_start + duration)})")
+    return found
+
+
+@predicate(
+    id="telehealth.no_conflicting_appointment",
+    tools=BOOKINGS,
+    severity=Verdict.REVISE,
+    policy="Before booking or moving an appointment, list the patient's appointments without a status "
+           "filter; the new time must not overlap another scheduled or pending appointment.",
+)
+def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    slot = _slot(view, call)
+    if _outsider(view, ctx, slot.patient_id):
+        return Pass("not the patient's or a dependant's appointment (see the scope rules)")
+    path = f"appointment_lists.{slot.patient_id}"
+    read = _call_text("list_patient_appointments", patient_id=slot.patient_id)
+    listing: Record = _need(view, path, read)
+    if listing.get("status_filter") is not None:
+        return MissingEvidence(
+            paths=(path,),
+            reason=f"the latest listing was filtered to {listing.get('status_filter')!r} ({path}.status_filter), "
+                   f"which can hide a clash; list them all with {read}",
+        )
+    start = _minutes(slot.time)
+    clashes = _clashes(listing, slot)
+    if clashes:
+        window = f"{slot.day} {slot.time}-{_clock(start + slot.minutes)}" if start is not None else str(slot.time)
+        return Violation(f"{window} overlaps {'; '.join(clashes)} ({path}.appointments)")
+    return Pass()
+
+
+@predicate(
+    id="telehealth.appointment_type_allowed",
+    tools=[SCHEDULE],
+    severity=Verdict.REVISE,
+    policy="The appointment type is one of the general types, or a specialised type that the provider's "
+           "specialty offers (for example therapy_session with a therapist).",
+)
+def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    kind = call.arguments.get("appointment_type")
+    if kind in GENERAL_TYPES:
+        return Pass()
+    provider_id = str(call.arguments.get("provider_id", ""))
+    specialty = _provider(view, provider_id).get("specialty")
+    offered = [t for t, specialties in SPECIALISED_TYPES.items() if specialty in specialties]
+    if kind in offered:
+        return Pass()
+    return Violation(
+        f"appointment type {kind!r} cannot be booked with {provider_id} ({specialty}, "
+        f"providers.{provider_id}.specialty); use one of {list(GENERAL_TYPES) + offered}"
+    )
+
+
+@predicate(
+    id="telehealth.billing_consistent",
+    tools=[SCHEDULE],
+    severity=Verdict.REVISE,
+    policy="Insurance is billed only for a patient with a primary plan on file, and a voucher only applies "
+           "when insurance billing is turned off; read the patient's insurance first.",
+)
+def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    patient_id = str(call.arguments.get("patient_id", ""))
+    if _outsider(view, ctx, patient_id):
+        return Pass("not the patient's or a dependant's booking (see telehealth.schedule_for_patient)")
+    profile = _profile(view, patient_id)
+    bill_insurance = call.arguments.get("bill_insurance")
+    voucher = call.arguments.get("voucher_id")
+    if bill_insurance is False:
+        return Pass("self-pay" if voucher is None else "telehealth voucher")
+    if voucher is not None:
+        return Violation(
+            f"voucher {voucher!r} is given but insurance would be billed (bill_insurance is "
+            f"{'omitted' if bill_insurance is None else bill_insurance}); the voucher is only used with "
+            "bill_insurance false, so either turn insurance billing off or drop the voucher"
+        )
+    plan = _mapping(_mapping(profile.get("insurance")).get("primary"))
+    copays = [plan.get("copay_primary"), plan.get("copay_specialist")]
+    if not plan or not all(isinstance(c, int | float) and not isinstance(c, bool) for c in copays):
+        return Violation(
+            f"patient {patient_id} has no primary insurance plan with copays on file "
+            f"(patients.{patient_id}.insurance.primary is {plan.get('provider') if plan else None!r}); book it "
+            "as self-pay or with a voucher (bill_insurance false)"
+        )
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Prescriptions: the record, the supplier catalogue, drug interactions.
+
+
+def _prescriptions(record: Record) -> list[Record]:
+    items = record.get("prescriptions", [])
+    return [p for p in items if isinstance(p, Mapping)] if isinstance(items, list) else []
+
+
+@predicate(
+    id="telehealth.prescription_in_record",
+    tools=[SUPPLIER],
+    severity=Verdict.REVISE,
+    policy="A supplier change names a medication the record prescribes, spelled as the record spells it.",
+)
+def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    record_id, record = _record(view, call)
+    medication = str(call.arguments.get("medication", ""))
+    names = [str(p.get("medication", "")) for p in _prescriptions(record)]
+    if medication.strip().lower() in {n.strip().lower() for n in names}:
+        return Pass()
+    return Violation(
+        f"record {record_id} prescribes {names} (records.{record_id}.prescriptions), not {medication!r}; the "
+        "tool would otherwise match a name that merely starts the same"
+    )
+
+
+def _supplier_listing(view: LedgerView, medication: str) -> tuple[str, Record] | None:
+    """The latest listing of the medication, under the catalogue's spelling (case-insensitive)."""
+    exact = view.get(f"suppliers.{medication}")
+    if isinstance(exact, Mapping):
+        return f"suppliers.{medication}", exact
+    for path, value in view.glob("suppliers.*").items():  # rare: another spelling than the catalogue's
+        if path.split(".", 1)[1].lower() == medication.strip().lower() and isinstance(value, Mapping):
+            return path, value
+    return None
+
+
+def _offer_text(offer: Record) -> str:
+    price = offer.get("price_usd")
+    shown = f"{price:.2f}" if isinstance(price, int | float) else repr(price)
+    return f"{offer.get('company')} ({offer.get('country')}) / {offer.get('brand_name')} at {shown}"
+
+
+def _same_company(given: str, offer: Record) -> bool:
+    """The listing's company, or its "Company (Country)" display form (tau-Trait's tasks use both)."""
+    company, country = str(offer.get("company", "")), str(offer.get("country", ""))
+    return given.strip().lower() in (company.lower(), f"{company} ({country})".lower())
+
+
+@predicate(
+    id="telehealth.supplier_observed",
+    tools=[SUPPLIER],
+    severity=Verdict.REVISE,
+    policy="A prescription's new supplier, brand and price must be one of the offers list_medication_suppliers "
+           "showed for that medication, in USD.",
+)
+def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    args = call.arguments
+    medication = str(args.get("medication", ""))
+    found = _supplier_listing(view, medication)
+    if found is None:
+        return MissingEvidence(
+            paths=(f"suppliers.{medication}",),
+            reason=f"Read the catalogue with {_call_text('list_medication_suppliers', medication=medication)}",
+        )
+    path, listing = found
+    offers = [_mapping(o) for o in listing.get("suppliers", [])]
+    company, brand = str(args.get("supplier_company", "")), str(args.get("brand_name", ""))
+    price = args.get("price_usd")
+    currency = args.get("currency") or "USD"
+    shown = "; ".join(_offer_text(o) for o in offers) or "no offers"
+    matching = [o for o in offers if _same_company(company, o)
+                and str(o.get("brand_name", "")).strip().lower() == brand.strip().lower()]
+    if not matching:
+        return Violation(f"{company!r} / {brand!r} is not an offer in the latest {medication} listing ({path}: "
+                         f"{shown})")
+    offer = matching[0]
+    listed = offer.get("price_usd")
+    if not isinstance(price, int | float) or not isinstance(listed, int | float) or \
+            abs(float(price) - float(listed)) > _PRICE_TOLERANCE:
+        return Violation(f"price {price!r} was not observed: {path} lists {_offer_text(offer)} "
+                         f"({path}.suppliers[{offers.index(offer)}].price_usd)")
+    if str(currency).upper() != "USD":
+        return Violation(f"currency {currency!r}: the catalogue's prices are in USD ({path})")
+    return Pass()
+
+
+def _medications_of(record: Record, profile: Record | None) -> list[str]:
+    """The patient's medications as the records show them: the record's prescriptions, then the profile's list."""
+    names = [str(p.get("medication", "")) for p in _prescriptions(record)]
+    if profile is not None:
+        history = _mapping(profile.get("medical_history"))
+        names += [str(m.get("name", "")) for m in history.get("medications", []) if isinstance(m, Mapping)]
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def _severe_pairs(check: Record, medication: str) -> Iterable[str]:
+    primary = str(check.get("primary_medication", ""))
+    for item in check.get("interactions", []):
+        item = _mapping(item)
+        other = str(item.get("medication", ""))
+        if medication.lower() not in (primary.lower(), other.lower()):
+            continue
+        severity = str(item.get("severity", "")).lower()
+        if severity in SEVERE_SEVERITIES or item.get("emergency") is True:
+            emergency = ", emergency" if item.get("emergency") is True else ""
+            yield f"{primary} + {other} ({severity}{emergency})"
+
+
+@predicate(
+    id="telehealth.no_severe_interaction",
+    tools=[SUPPLIER],
+    severity=Verdict.BLOCK,
+    policy="Do not change a prescription while an interaction check in this conversation shows a "
+           "high-severity or emergency interaction involving that medication; refer the patient to their "
+           "provider instead.",
+)
+def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    medication = str(call.arguments.get("medication", "")).strip()
+    record_id, record = _record(view, call)
+    owner = str(record.get("patient_id"))
+    profile = view.get(f"patients.{owner}")
+    # The checks that can involve this medication for this patient: the medication as the primary, or any
+    # of the patient's other medications as the primary (one dictionary lookup each).
+    primaries = dict.fromkeys([medication, *_medications_of(record, profile if isinstance(profile, Mapping)
+                                                            else None)])
+    severe: list[str] = []
+    for primary in primaries:
+        check = view.get(f"interactions.{primary}")
+        if isinstance(check, Mapping):
+            severe += [f"{pair} [interactions.{primary}]" for pair in _severe_pairs(check, medication)]
+    if severe:
+        return Violation(f"an interaction check shows {'; '.join(severe)}; {medication} must not be changed "
+                         "until the patient's provider has reviewed it")
+    return Pass()
+
+
+PREDICATES: tuple[Predicate, ...] = (
+    authenticated,
+    schedule_for_patient,
+    appointment_belongs_to_patient,
+    record_belongs_to_patient,
+    appointment_actionable,
+    provider_available,
+    no_conflicting_appointment,
+    appointment_type_allowed,
+    billing_consistent,
+    prescription_in_record,
+    supplier_observed,
+    no_severe_interaction,
+)
