@@ -1,0 +1,67 @@
+"""Airline domain, compatible with tau2-bench: same tools, arguments and record shapes; our own policy text.
+
+`policy.md` holds two things. Everything above its final section is the policy the model reads: it is the
+same text whether or not the gate is on, so a baseline run and a LedgerAgent run get identical
+instructions. The final section ("What the gate checks and what it cannot") maps policy sentences to
+predicate ids and lists what no predicate can see; it is for the operator and becomes `policy_notes`.
+
+The domain has a clock: "now" is 2024-05-15 15:00 EST, as in tau2-bench, stated in the policy and handed
+to the predicates as the gate context's `now`. `airline_domain(now=...)` builds the same domain for
+another moment (per task, or to test the window rules); the policy text follows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from core.domain import Domain
+from domains.airline.clock import EST, REFERENCE_TIME, describe
+from domains.airline.paths import PATH_MAP, identify
+from domains.airline.predicates import PREDICATES
+from domains.airline.tools import TOOLS
+
+_HERE = Path(__file__).parent
+_NOTES_HEADING = "## What the gate checks and what it cannot"
+_NOW_MARK = "{now}"
+
+
+def _split_policy(text: str) -> tuple[str, str]:
+    policy, heading, notes = text.partition(_NOTES_HEADING)
+    if not heading:
+        raise ValueError(f"policy.md has no '{_NOTES_HEADING}' section")
+    if _NOW_MARK not in policy:
+        raise ValueError(f"policy.md does not state the current time ({_NOW_MARK})")
+    return policy.rstrip() + "\n", (heading + notes).strip() + "\n"
+
+
+POLICY_TEMPLATE, POLICY_NOTES = _split_policy((_HERE / "policy.md").read_text(encoding="utf-8"))
+
+
+def policy_at(now: datetime) -> str:
+    """The policy the model reads, stating `now` as its current time."""
+    return POLICY_TEMPLATE.replace(_NOW_MARK, describe(now))
+
+
+def airline_domain(now: datetime = REFERENCE_TIME) -> Domain:
+    """The airline domain with "now" at `now` (a naive time is taken as EST)."""
+    moment = now if now.tzinfo is not None else now.replace(tzinfo=EST)
+    return Domain(
+        name="airline",
+        title="Airline (tau2-bench compatible)",
+        policy=policy_at(moment),
+        tools=TOOLS,
+        path_map=PATH_MAP,
+        predicates=PREDICATES,
+        reference_time=moment,
+        identify=identify,
+        scenarios_dir=_HERE / "scenarios",
+        policy_notes=POLICY_NOTES,
+    )
+
+
+DOMAIN = airline_domain()
+POLICY = DOMAIN.policy
+
+__all__ = ["DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "REFERENCE_TIME", "TOOLS",
+           "airline_domain", "identify", "policy_at"]

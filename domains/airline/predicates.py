@@ -1,0 +1,907 @@
+"""Airline policy as executable predicates over the ledger.
+
+Each predicate is one sentence of `policy.md`, checked against observed records only. Reading rules:
+
+- `view.get/require` is the only way to see the ledger; every path read becomes the verdict's evidence.
+  Stale or absent evidence that a rule needs makes the gate answer REVISE ("read X first").
+- Severity follows "can the model fix this by changing the call?". A wrong argument (payment method,
+  amounts, bag counts, passenger details, a flight nobody searched for) is REVISE. A fact about the world
+  that no argument changes (the reservation is someone else's, it is basic economy, a flight has flown,
+  nothing entitles the customer to a cancellation or a certificate) is BLOCK.
+- "Now" is the domain's reference time (`ctx.now`, 2024-05-15 15:00 EST by default): it decides the 24-hour
+  window and which flights may already have flown (a flight dated after today cannot have; for today or
+  earlier the observed status decides, and an unobserved one is asked for).
+- Before the customer's profile has been read only `airline.customer_identified` complains; rules that
+  need to know the customer pass with a note instead of piling up the same complaint. Likewise a rule
+  that needs a flight's seats or price passes when the flight was never observed: that is
+  `airline.flight_observed_available`'s to report.
+- What a predicate cannot see (the customer's explicit "yes", the reason for a cancellation and whether
+  insurance covers it, whether the customer asked for compensation, one tool call per turn) is not faked
+  here; `policy.md` lists it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from core.gate import (
+    GateContext,
+    LedgerView,
+    MissingEvidence,
+    Outcome,
+    Pass,
+    Predicate,
+    Verdict,
+    Violation,
+    predicate,
+)
+from core.tools import ToolCall
+from domains.airline.clock import local_now, parse_local
+from domains.airline.paths import PROFILE_PATH
+
+BOOK = "book_reservation"
+CANCEL = "cancel_reservation"
+UPDATE_FLIGHTS = "update_reservation_flights"
+UPDATE_BAGS = "update_reservation_baggages"
+UPDATE_PASSENGERS = "update_reservation_passengers"
+CERTIFICATE = "send_certificate"
+
+RESERVATION_WRITES = (CANCEL, UPDATE_FLIGHTS, UPDATE_BAGS, UPDATE_PASSENGERS)
+ALL_WRITES = (BOOK, *RESERVATION_WRITES, CERTIFICATE)
+PAID_UPDATES = (UPDATE_FLIGHTS, UPDATE_BAGS)
+
+CABINS = ("basic_economy", "economy", "business")
+FREE_BAGS: Mapping[str, Mapping[str, int]] = {  # per passenger, by membership and cabin
+    "regular": {"basic_economy": 0, "economy": 1, "business": 2},
+    "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+    "gold": {"basic_economy": 2, "economy": 3, "business": 4},
+}
+INSURANCE_PER_PASSENGER = 30
+BAG_PRICE = 50
+MAX_PASSENGERS = 5
+PAYMENT_LIMITS = {"certificate": 1, "credit_card": 1, "gift_card": 3}
+CANCELLATION_WINDOW = timedelta(hours=24)
+FLOWN = ("flying", "landed")
+COMPENSATION_PER_PASSENGER = {"cancelled": 100, "delayed": 50}
+
+# ---------------------------------------------------------------------------------------------------
+# Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
+
+
+def _call_text(tool: str, **arguments: str) -> str:
+    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
+    return f"{tool}({args})"
+
+
+def _need(view: LedgerView, path: str, read_call: str) -> Any:
+    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
+    return view.require(path, hint=f"Read it with {read_call}")
+
+
+def _customer(view: LedgerView, ctx: GateContext) -> str | None:
+    """Who the customer is. Identity needs only that a profile was read, not that it is fresh, so this notes
+    `user` as evidence without demanding a re-read after a write changed a balance."""
+    view.has(PROFILE_PATH)
+    return ctx.customer_id
+
+
+def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
+    """The customer's profile, fresh: payment balances and membership are read from it."""
+    profile: Mapping[str, Any] = _need(view, PROFILE_PATH, _call_text("get_user_details", user_id=customer))
+    return profile
+
+
+def _reservation(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
+    reservation_id = str(call.arguments.get("reservation_id", ""))
+    record: Mapping[str, Any] = _need(view, f"reservations.{reservation_id}",
+                                      _call_text("get_reservation_details", reservation_id=reservation_id))
+    return reservation_id, record
+
+
+def _methods(profile: Mapping[str, Any]) -> Mapping[str, Any]:
+    methods = profile.get("payment_methods", {})
+    return methods if isinstance(methods, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One flight of an itinerary: what the call or record names, plus its route when known."""
+
+    flight_number: str
+    date: str
+    origin: str | None = None
+    destination: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.flight_number, self.date)
+
+    @property
+    def offer_path(self) -> str:
+        return f"flights.{self.flight_number}.{self.date}"
+
+    @property
+    def status_path(self) -> str:
+        return f"flights.{self.flight_number}.{self.date}.status"
+
+    def label(self) -> str:
+        route = f" {self.origin}->{self.destination}" if self.origin and self.destination else ""
+        return f"{self.flight_number} on {self.date}{route}"
+
+
+def _requested(call: ToolCall) -> list[Segment]:
+    """The segments a booking or flight change names (malformed entries become empty names)."""
+    segments: list[Segment] = []
+    for item in _list(call.arguments.get("flights")):
+        item = item if isinstance(item, Mapping) else {}
+        segments.append(Segment(str(item.get("flight_number", "")), str(item.get("date", ""))))
+    return segments
+
+
+def _booked(record: Mapping[str, Any]) -> list[Segment]:
+    """The segments of a reservation record, with their routes."""
+    return [Segment(str(f.get("flight_number")), str(f.get("date")), f.get("origin"), f.get("destination"))
+            for f in _list(record.get("flights")) if isinstance(f, Mapping)]
+
+
+def _offer(view: LedgerView, segment: Segment) -> Mapping[str, Any] | None:
+    """What a search showed for this flight on this date (seats, prices, route), or None if never seen.
+
+    Direct-search hits are at `flights.<number>.<date>`; one-stop hits stay inside their pairs."""
+    offer = view.get(segment.offer_path)
+    if isinstance(offer, Mapping):
+        return offer
+    for pairs in view.glob("onestop_search.*.*.*").values():
+        for pair in _list(pairs):
+            for leg in _list(pair):
+                if isinstance(leg, Mapping) and (leg.get("flight_number"), leg.get("date")) == segment.key:
+                    return leg
+    return None
+
+
+def _status(view: LedgerView, segment: Segment) -> str | None:
+    """The observed status of a flight date: a status read, else 'available' if a search showed it."""
+    status = view.get(segment.status_path)
+    if isinstance(status, str):
+        return status
+    offer = view.get(segment.offer_path)
+    if isinstance(offer, Mapping):
+        return str(offer.get("status"))
+    return None
+
+
+def _with_route(view: LedgerView, segments: Sequence[Segment], kept: Sequence[Segment] = ()) -> list[Segment] | None:
+    """Fill each segment's route from the reservation (kept segments) or from what a search showed.
+    None when some route is unknown (a flight nobody searched for)."""
+    known = {s.key: s for s in kept}
+    routed: list[Segment] = []
+    for segment in segments:
+        source = known.get(segment.key)
+        if source is not None:
+            routed.append(source)
+            continue
+        offer = _offer(view, segment)
+        if offer is None:
+            return None
+        routed.append(Segment(segment.flight_number, segment.date, offer.get("origin"), offer.get("destination")))
+    return routed
+
+
+def _repriced(call: ToolCall, record: Mapping[str, Any] | None) -> list[Segment]:
+    """The segments that are bought at today's price: all of a booking; in a change, every segment except
+    those kept as they are (same flight, same date, same cabin), which keep the fare paid."""
+    requested = _requested(call)
+    if record is None:
+        return requested
+    if call.arguments.get("cabin") != record.get("cabin"):
+        return requested
+    old = {s.key for s in _booked(record)}
+    return [s for s in requested if s.key not in old]
+
+
+def _passenger_count(call: ToolCall, record: Mapping[str, Any] | None) -> int:
+    source = call.arguments.get("passengers") if record is None else record.get("passengers")
+    return len(_list(source))
+
+
+def _fare_total(view: LedgerView, call: ToolCall, record: Mapping[str, Any] | None) -> int | None:
+    """Fares for the call's itinerary times passengers: today's price for re-priced segments, the price paid
+    for kept ones. None when a re-priced flight was never observed."""
+    cabin = str(call.arguments.get("cabin"))
+    n = _passenger_count(call, record)
+    repriced = {s.key for s in _repriced(call, record)}
+    paid = {(str(f.get("flight_number")), str(f.get("date"))): f.get("price")
+            for f in _list((record or {}).get("flights")) if isinstance(f, Mapping)}
+    total = 0
+    for segment in _requested(call):
+        if segment.key in repriced:
+            offer = _offer(view, segment)
+            price = offer.get("prices", {}).get(cabin) if offer is not None else None
+        else:
+            price = paid.get(segment.key)
+        if not isinstance(price, int):
+            return None
+        total += price * n
+    return total
+
+
+def _today(ctx: GateContext) -> str:
+    return local_now(ctx.now).date().isoformat()
+
+
+def _flown(view: LedgerView, ctx: GateContext, segment: Segment) -> bool | None:
+    """Whether a segment has flown: never for a date after today; otherwise by its observed status
+    (None when not observed: the caller asks for it)."""
+    if segment.date > _today(ctx):
+        return False
+    status = _status(view, segment)
+    return None if status is None else status in FLOWN
+
+
+def _ask_status(segments: Sequence[Segment], why: str) -> MissingEvidence:
+    reads = ", ".join(_call_text("get_flight_status", flight_number=s.flight_number, date=s.date) for s in segments)
+    return MissingEvidence(paths=tuple(s.status_path for s in segments), reason=f"{why}: read {reads}")
+
+
+def _is_date(text: object) -> bool:
+    if not isinstance(text, str) or len(text) != 10:
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _payments(call: ToolCall) -> list[tuple[str, Any]]:
+    """(payment id, amount) of a booking, or the single payment id of a paid update (amount None)."""
+    if call.name == BOOK:
+        return [(str(p.get("payment_id")), p.get("amount")) if isinstance(p, Mapping) else ("", None)
+                for p in _list(call.arguments.get("payment_methods"))]
+    return [(str(call.arguments.get("payment_id")), None)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Who the customer is, and whose records may be changed.
+
+
+@predicate(
+    id="airline.customer_identified",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="Ask the customer for their user id and read their profile before changing anything.",
+)
+def customer_identified(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _customer(view, ctx) is None:
+        return Violation(
+            "no customer profile has been read in this conversation (user is not set); ask the customer for "
+            "their user id and read it with get_user_details first"
+        )
+    return Pass()
+
+
+@predicate(
+    id="airline.user_is_customer",
+    tools=[BOOK, CERTIFICATE],
+    severity=Verdict.BLOCK,
+    policy="Book and give certificates only for the customer you are serving, whose profile you read first.",
+)
+def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    user_id = call.arguments.get("user_id")
+    if user_id != customer:
+        return Violation(f"user_id {user_id!r} is not the customer {customer!r} (user.user_id, the first profile "
+                         "read in this conversation)")
+    return Pass()
+
+
+@predicate(
+    id="airline.reservation_owned_by_customer",
+    tools=RESERVATION_WRITES,
+    severity=Verdict.BLOCK,
+    policy="Only change or cancel reservations that belong to the customer you are serving.",
+)
+def reservation_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    reservation_id, record = _reservation(view, call)
+    owner = record.get("user_id")
+    if owner != customer:
+        return Violation(f"reservation {reservation_id} belongs to {owner!r} (reservations.{reservation_id}.user_id), "
+                         f"not to the customer {customer!r} (user.user_id)")
+    return Pass()
+
+
+@predicate(
+    id="airline.reservation_active",
+    tools=RESERVATION_WRITES,
+    severity=Verdict.BLOCK,
+    policy="A cancelled reservation can no longer be changed or cancelled again.",
+)
+def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    if record.get("status") == "cancelled":
+        return Violation(f"reservation {reservation_id} is already cancelled (reservations.{reservation_id}.status)")
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cancellation.
+
+
+@predicate(
+    id="airline.cancel_basis",
+    tools=[CANCEL],
+    severity=Verdict.BLOCK,
+    policy="A reservation can be cancelled only if it was booked within the last 24 hours, the airline "
+           "cancelled one of its flights, it is in business, or it has travel insurance and the reason is "
+           "covered.",
+)
+def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    now = local_now(ctx.now)
+    created = parse_local(record.get("created_at"))
+    if created is not None and now - created <= CANCELLATION_WINDOW:
+        return Pass(f"booked at {record.get('created_at')}, within 24 hours of {now:%Y-%m-%dT%H:%M:%S}")
+    if record.get("cabin") == "business":
+        return Pass("business reservations can always be cancelled")
+    if record.get("insurance") == "yes":
+        return Pass("insured: the cancellation reason must be one the insurance covers (health or weather)")
+    segments = _booked(record)
+    statuses = {s.key: _status(view, s) for s in segments}
+    if "cancelled" in statuses.values():
+        return Pass("the airline cancelled one of its flights")
+    age = ("at an unknown time" if created is None
+           else f"at {record.get('created_at')}, {_hours(now - created)} before now")
+    facts = (f"reservation {reservation_id} ({record.get('cabin')}) was booked {age} "
+             f"(reservations.{reservation_id}.created_at), has no travel insurance and is not business")
+    unknown = [s for s in segments if statuses[s.key] is None]
+    if unknown:
+        return _ask_status(unknown, f"{facts}; it can be cancelled only if the airline cancelled one of its flights")
+    shown = ", ".join(f"{s.flight_number} {s.date}: {statuses[s.key]}" for s in segments)
+    return Violation(f"{facts}, and the airline cancelled none of its flights ({shown}); it cannot be cancelled "
+                     "outside the 24-hour window")
+
+
+def _hours(delta: timedelta) -> str:
+    hours = delta.total_seconds() / 3600
+    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+@predicate(
+    id="airline.nothing_flown",
+    tools=[CANCEL, UPDATE_FLIGHTS],
+    severity=Verdict.BLOCK,
+    policy="Once a flight of a reservation has been flown, the reservation cannot be cancelled and its cabin "
+           "cannot change; a flown flight stays in the itinerary (transfer the customer if they need more).",
+)
+def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    segments = _booked(record)
+    whole = call.name == CANCEL or call.arguments.get("cabin") != record.get("cabin")
+    if not whole:  # a change of flights in the same cabin: only flights that would be dropped matter
+        kept = {s.key for s in _requested(call)}
+        segments = [s for s in segments if s.key not in kept]
+    flown = {s.key: _flown(view, ctx, s) for s in segments}
+    used = [s for s in segments if flown[s.key]]
+    if used:
+        what = ("cancelled" if call.name == CANCEL else "moved to another cabin") if whole else "dropped"
+        shown = ", ".join(f"{s.label()} ({_status(view, s)})" for s in used)
+        return Violation(f"reservation {reservation_id} has flown {shown}; it cannot be {what}")
+    unknown = [s for s in segments if flown[s.key] is None]
+    if unknown:
+        return _ask_status(unknown, f"flights of reservation {reservation_id} dated today or earlier may have flown")
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Changing flights.
+
+
+@predicate(
+    id="airline.basic_economy_flights_fixed",
+    tools=[UPDATE_FLIGHTS],
+    severity=Verdict.BLOCK,
+    policy="The flights of a basic economy reservation cannot be changed; only its cabin can.",
+)
+def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    if record.get("cabin") != "basic_economy":
+        return Pass()
+    old = sorted(s.key for s in _booked(record))
+    new = sorted(s.key for s in _requested(call))
+    if old != new:
+        return Violation(f"reservation {reservation_id} is basic economy (reservations.{reservation_id}.cabin); its "
+                         f"flights {old} cannot change to {new} (a change of cabin only keeps the same flights)")
+    return Pass()
+
+
+@predicate(
+    id="airline.update_keeps_trip",
+    tools=[UPDATE_FLIGHTS],
+    severity=Verdict.BLOCK,
+    policy="A changed itinerary keeps the reservation's origin, destination and trip type.",
+)
+def update_keeps_trip(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    routed = _with_route(view, _requested(call), _booked(record))
+    if routed is None:
+        return Pass("a flight was never observed (see airline.flight_observed_available)")
+    if not routed:
+        return Pass("no flights (see airline.itinerary_connected)")
+    problem = _trip_problem(routed, str(record.get("origin")), str(record.get("destination")),
+                            str(record.get("flight_type")))
+    if problem:
+        return Violation(f"reservation {reservation_id} is a {record.get('flight_type')} trip "
+                         f"{record.get('origin')} -> {record.get('destination')} (reservations.{reservation_id}); "
+                         f"the new itinerary {problem}")
+    return Pass()
+
+
+def _trip_problem(legs: Sequence[Segment], origin: str, destination: str, flight_type: str) -> str:
+    """How an itinerary fails to be the trip origin -> destination (one way or there and back), or ''."""
+    if legs[0].origin != origin:
+        return f"starts at {legs[0].origin}, not {origin}"
+    if flight_type == "one_way" and legs[-1].destination != destination:
+        return f"ends at {legs[-1].destination}, not {destination}"
+    if flight_type == "round_trip":
+        if not any(leg.destination == destination for leg in legs[:-1]):
+            return f"never reaches {destination} before returning"
+        if legs[-1].destination != origin:
+            return f"ends at {legs[-1].destination} instead of returning to {origin}"
+    return ""
+
+
+@predicate(
+    id="airline.itinerary_connected",
+    tools=[BOOK, UPDATE_FLIGHTS],
+    severity=Verdict.REVISE,
+    policy="An itinerary lists its flights in travel order, each leaving from where the previous one landed, "
+           "and a booking's origin, destination and trip type describe those flights.",
+)
+def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    requested = _requested(call)
+    if not requested:
+        return Violation("flights is empty; give every flight of the itinerary")
+    record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
+    routed = _with_route(view, requested, _booked(record) if record is not None else ())
+    if routed is None:
+        return Pass("a flight was never observed (see airline.flight_observed_available)")
+    for before, after in zip(routed, routed[1:], strict=False):
+        if after.origin != before.destination:
+            return Violation(f"{after.label()} leaves from {after.origin}, but the flight before it, "
+                             f"{before.label()}, lands at {before.destination}")
+        if after.date < before.date:
+            return Violation(f"{after.label()} is dated before the flight before it, {before.label()}; list the "
+                             "flights in travel order")
+    if call.name == BOOK:
+        args = call.arguments
+        problem = _trip_problem(routed, str(args.get("origin")), str(args.get("destination")),
+                                str(args.get("flight_type")))
+        if problem:
+            return Violation(f"the booking says {args.get('flight_type')} {args.get('origin')} -> "
+                             f"{args.get('destination')}, but the itinerary {problem}")
+    return Pass()
+
+
+@predicate(
+    id="airline.flight_observed_available",
+    tools=[BOOK, UPDATE_FLIGHTS],
+    severity=Verdict.REVISE,
+    policy="Book or switch to a flight only as a search showed it: bookable on that date, with enough free "
+           "seats in the cabin for every passenger.",
+)
+def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
+    cabin = call.arguments.get("cabin")
+    n = _passenger_count(call, record)
+    unseen: list[Segment] = []
+    problems: list[str] = []
+    for segment in _repriced(call, record):
+        offer = _offer(view, segment)
+        if offer is None:
+            unseen.append(segment)
+            continue
+        seats = offer.get("available_seats", {}).get(cabin) if isinstance(cabin, str) else None
+        if not isinstance(seats, int) or seats < n:
+            problems.append(f"{segment.label()} has {seats} free {cabin} seats ({segment.offer_path}."
+                            f"available_seats.{cabin}) for {n} passenger(s)")
+    if problems:
+        return Violation("; ".join(problems) + "; choose another flight or cabin")
+    if unseen:
+        shown = ", ".join(s.label() for s in unseen)
+        return MissingEvidence(
+            paths=tuple(s.offer_path for s in unseen),
+            reason=(f"{shown} {'was' if len(unseen) == 1 else 'were'} not seen in any flight search. Search its route "
+                    "and date with search_direct_flight or search_onestop_flight and use a flight from the result"),
+        )
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Payment.
+
+
+@predicate(
+    id="airline.payment_in_profile",
+    tools=[BOOK, *PAID_UPDATES],
+    severity=Verdict.REVISE,
+    policy="Every payment method used must already be in the customer's profile.",
+)
+def payment_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    methods = _methods(_profile(view, customer))
+    unknown = [pid for pid, _ in _payments(call) if pid not in methods]
+    if unknown:
+        return Violation(f"payment method(s) {unknown} are not in the customer's profile (user.payment_methods has "
+                         f"{sorted(methods)})")
+    return Pass()
+
+
+@predicate(
+    id="airline.payment_method_allowed",
+    tools=[BOOK, *PAID_UPDATES],
+    severity=Verdict.REVISE,
+    policy="A booking is paid with at most one certificate, one credit card and three gift cards; a change of "
+           "flights or bags is paid with one credit card or gift card, never a certificate.",
+)
+def payment_method_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    methods = _methods(_profile(view, customer))
+    ids = [pid for pid, _ in _payments(call)]
+    sources = {pid: m.get("source") for pid in ids if isinstance(m := methods.get(pid), Mapping)}
+    if call.name != BOOK:
+        pid = ids[0]
+        if sources.get(pid) == "certificate":
+            return Violation(f"{pid} is a certificate (user.payment_methods.{pid}.source); certificates cannot pay "
+                             "for a change: use a credit card or gift card from the profile")
+        return Pass()
+    twice = sorted(pid for pid, count in Counter(ids).items() if count > 1)
+    if twice:
+        return Violation(f"payment method(s) {twice} are listed more than once; give each method once with its "
+                         "total amount")
+    counts = Counter(sources.values())
+    over = [f"{counts[source]} {source.replace('_', ' ')}s (at most {limit})"
+            for source, limit in PAYMENT_LIMITS.items() if counts[source] > limit]
+    if over:
+        return Violation(f"the booking uses {', '.join(over)} (sources in user.payment_methods)")
+    return Pass()
+
+
+@predicate(
+    id="airline.payment_balance_covers",
+    tools=[BOOK, *PAID_UPDATES],
+    severity=Verdict.REVISE,
+    policy="Each amount is a positive whole number of dollars, and a gift card or certificate covers what is "
+           "charged to it.",
+)
+def payment_balance_covers(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    methods = _methods(_profile(view, customer))
+    charged: Counter[str] = Counter()
+    if call.name == BOOK:
+        for pid, amount in _payments(call):
+            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+                return Violation(f"the amount {amount!r} for {pid} is not a positive whole number of dollars")
+            charged[pid] += amount
+    else:
+        charge = _update_charge(view, call)
+        if charge is None:
+            return Pass("the charge depends on a flight never observed (see airline.flight_observed_available)")
+        charged[str(call.arguments.get("payment_id"))] += charge
+    short: list[str] = []
+    for pid, amount in charged.items():
+        method = methods.get(pid)
+        if isinstance(method, Mapping) and method.get("source") in ("gift_card", "certificate"):
+            balance = method.get("amount", 0)
+            if isinstance(balance, int | float) and amount > balance:
+                short.append(f"{pid} has {balance} (user.payment_methods.{pid}.amount) but {amount} is charged to it")
+    if short:
+        return Violation("; ".join(short) + "; use another method for the rest")
+    return Pass()
+
+
+def _update_charge(view: LedgerView, call: ToolCall) -> int | None:
+    """What a paid update charges: the fare difference of a flight change, 50 per added non-free bag."""
+    _, record = _reservation(view, call)
+    if call.name == UPDATE_BAGS:
+        new = call.arguments.get("nonfree_baggages")
+        old = record.get("nonfree_baggages")
+        if not isinstance(new, int) or not isinstance(old, int):
+            return 0
+        return BAG_PRICE * max(0, new - old)
+    new_total = _fare_total(view, call, record)
+    if new_total is None:
+        return None
+    paid = sum(int(f.get("price", 0)) for f in _list(record.get("flights")) if isinstance(f, Mapping))
+    return new_total - paid * _passenger_count(call, record)
+
+
+@predicate(
+    id="airline.payment_total_matches",
+    tools=[BOOK],
+    severity=Verdict.REVISE,
+    policy="A booking's payments add up to the fares of every flight times the passengers, plus 30 per "
+           "passenger for insurance and 50 per non-free bag.",
+)
+def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    fares = _fare_total(view, call, None)
+    if fares is None:
+        return Pass("a fare is unknown (see airline.flight_observed_available)")
+    args = call.arguments
+    n = _passenger_count(call, None)
+    insurance = INSURANCE_PER_PASSENGER * n if args.get("insurance") == "yes" else 0
+    nonfree = args.get("nonfree_baggages")
+    bags = BAG_PRICE * nonfree if isinstance(nonfree, int) else 0
+    expected = fares + insurance + bags
+    amounts = [amount for _, amount in _payments(call)]
+    paid = sum(a for a in amounts if isinstance(a, int | float) and not isinstance(a, bool))
+    if paid != expected:
+        return Violation(f"the payments add up to {paid}, but the booking costs {expected} = fares {fares} (prices in "
+                         f"flights.<number>.<date>.prices.{args.get('cabin')} x {n} passenger(s)) + insurance "
+                         f"{insurance} + {nonfree} non-free bag(s) x {BAG_PRICE}")
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Bags and passengers.
+
+
+@predicate(
+    id="airline.baggage_add_only",
+    tools=[UPDATE_BAGS],
+    severity=Verdict.REVISE,
+    policy="Checked bags can be added to a reservation but never removed.",
+)
+def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    problems: list[str] = []
+    for field in ("total_baggages", "nonfree_baggages"):
+        new, old = call.arguments.get(field), record.get(field)
+        if isinstance(new, int) and isinstance(old, int) and new < old:
+            problems.append(f"{field} {new} is below the {old} already booked (reservations.{reservation_id}.{field})")
+    if problems:
+        return Violation("; ".join(problems) + "; the arguments are the NEW totals, bags already booked included, "
+                         "and bags cannot be removed")
+    return Pass()
+
+
+@predicate(
+    id="airline.baggage_allowance",
+    tools=[BOOK, UPDATE_BAGS],
+    severity=Verdict.REVISE,
+    policy="Each passenger has free checked bags by membership and cabin (regular 0/1/2, silver 1/2/3, gold "
+           "2/3/4 for basic economy/economy/business); only the bags beyond that are non-free, at 50 each.",
+)
+def baggage_allowance(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    membership = str(_profile(view, customer).get("membership"))
+    total, nonfree = call.arguments.get("total_baggages"), call.arguments.get("nonfree_baggages")
+    if not isinstance(total, int) or not isinstance(nonfree, int) or total < 0 or not 0 <= nonfree <= total:
+        return Violation(f"total_baggages {total!r} and nonfree_baggages {nonfree!r} must be whole numbers with "
+                         "0 <= nonfree_baggages <= total_baggages")
+    if call.name == BOOK:
+        cabin, n, already, where = call.arguments.get("cabin"), _passenger_count(call, None), 0, "the booking"
+    else:
+        reservation_id, record = _reservation(view, call)
+        cabin, n = record.get("cabin"), _passenger_count(call, record)
+        booked_nonfree = record.get("nonfree_baggages")
+        already = booked_nonfree if isinstance(booked_nonfree, int) else 0
+        where = f"reservations.{reservation_id}"
+    per_passenger = FREE_BAGS.get(membership, {}).get(str(cabin), 0)
+    free = per_passenger * n
+    expected = max(already, total - free, 0)
+    if nonfree != expected:
+        return Violation(f"a {membership} member (user.membership) in {cabin} ({where}) has {per_passenger} free "
+                         f"bag(s) per passenger, {free} for {n} passenger(s): {total} bag(s) means {expected} "
+                         f"non-free, not {nonfree}")
+    return Pass()
+
+
+@predicate(
+    id="airline.passengers_valid",
+    tools=[BOOK, UPDATE_PASSENGERS],
+    severity=Verdict.REVISE,
+    policy="A reservation has one to five passengers, each with a first name, a last name and a real date of "
+           "birth (YYYY-MM-DD).",
+)
+def passengers_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    passengers = _list(call.arguments.get("passengers"))
+    if not 1 <= len(passengers) <= MAX_PASSENGERS:
+        return Violation(f"{len(passengers)} passengers given; a reservation has 1 to {MAX_PASSENGERS}")
+    today = _today(ctx)
+    problems: list[str] = []
+    for index, person in enumerate(passengers):
+        if not isinstance(person, Mapping):
+            problems.append(f"passenger {index + 1} is not an object with first_name, last_name and dob")
+            continue
+        for name in ("first_name", "last_name"):
+            if not isinstance(person.get(name), str) or not str(person.get(name)).strip():
+                problems.append(f"passenger {index + 1} has no {name}")
+        dob = person.get("dob")
+        if not _is_date(dob):
+            problems.append(f"passenger {index + 1}'s dob {dob!r} is not a date (YYYY-MM-DD)")
+        elif str(dob) > today:
+            problems.append(f"passenger {index + 1}'s dob {dob} is after today ({today})")
+    if problems:
+        return Violation("; ".join(problems))
+    return Pass()
+
+
+@predicate(
+    id="airline.passenger_count_unchanged",
+    tools=[UPDATE_PASSENGERS],
+    severity=Verdict.BLOCK,
+    policy="The number of passengers on a reservation cannot change; not even a human agent can do it.",
+)
+def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reservation_id, record = _reservation(view, call)
+    old, new = _passenger_count(call, record), len(_list(call.arguments.get("passengers")))
+    if old != new:
+        return Violation(f"reservation {reservation_id} has {old} passenger(s) (reservations.{reservation_id}."
+                         f"passengers); the new list has {new}")
+    return Pass()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compensation.
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """A cancelled or delayed flight on one of the customer's observed reservations."""
+
+    reservation_id: str
+    record: Mapping[str, Any]
+    segment: Segment
+    kind: str  # "cancelled" | "delayed"
+
+    def eligible(self, membership: str) -> bool:
+        return membership in ("silver", "gold") or self.record.get("insurance") == "yes" or \
+            self.record.get("cabin") == "business"
+
+    @property
+    def resolved(self) -> bool:
+        """A delay is compensated only after the reservation was changed or cancelled. A cancellation is
+        visible on the record; a change of flights is not (the record no longer lists the delayed flight)."""
+        return self.kind == "cancelled" or self.record.get("status") == "cancelled"
+
+    @property
+    def amount(self) -> int:
+        return COMPENSATION_PER_PASSENGER[self.kind] * len(_list(self.record.get("passengers")))
+
+    def describe(self) -> str:
+        return f"{self.segment.label()} {self.kind} ({self.segment.status_path}) on reservation {self.reservation_id}"
+
+
+def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], list[Segment]]:
+    """Observed disruptions on the customer's observed reservations, and the flights whose status is unknown."""
+    found: list[Disruption] = []
+    unknown: list[Segment] = []
+    for path, record in view.glob("reservations.*").items():
+        if not isinstance(record, Mapping) or record.get("user_id") != customer:
+            continue
+        for segment in _booked(record):
+            status = _status(view, segment)
+            if status in COMPENSATION_PER_PASSENGER:
+                found.append(Disruption(path.split(".", 1)[1], record, segment, str(status)))
+            elif status is None:
+                unknown.append(segment)
+    return found, unknown
+
+
+@predicate(
+    id="airline.compensation_eligible",
+    tools=[CERTIFICATE],
+    severity=Verdict.BLOCK,
+    policy="A certificate is a goodwill gesture only for a cancelled or delayed flight, confirmed by its "
+           "status, on a reservation of a silver or gold member, an insured reservation or a business one.",
+)
+def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    membership = str(_profile(view, customer).get("membership"))
+    found, unknown = _disruptions(view, customer)
+    if any(d.eligible(membership) for d in found):
+        return Pass()
+    if found:
+        shown = "; ".join(d.describe() for d in found)
+        return Violation(f"{shown}: but the customer is a {membership} member (user.membership) and the reservation "
+                         "is neither insured nor business, so no certificate is due")
+    if unknown:
+        return _ask_status(unknown, "no cancelled or delayed flight has been confirmed on the customer's reservations")
+    if not view.glob("reservations.*"):
+        return MissingEvidence(paths=("reservations.*",),
+                               reason="read the reservation the customer complains about, then check its flights' "
+                                      "status with get_flight_status")
+    return Violation("none of the customer's observed reservations has a cancelled or delayed flight (every status "
+                     "observed), so there is nothing to compensate")
+
+
+@predicate(
+    id="airline.compensation_delay_after_change",
+    tools=[CERTIFICATE],
+    severity=Verdict.REVISE,
+    policy="For a delayed flight, the certificate comes only after the reservation was changed or cancelled "
+           "as the customer asked.",
+)
+def compensation_delay_after_change(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    membership = str(_profile(view, customer).get("membership"))
+    eligible = [d for d in _disruptions(view, customer)[0] if d.eligible(membership)]
+    if not eligible or any(d.resolved for d in eligible):
+        return Pass()
+    shown = "; ".join(d.describe() for d in eligible)
+    return Violation(f"{shown}: a delay is compensated only once the reservation has been changed or cancelled at "
+                     "the customer's request; do that first (or do not offer a certificate)")
+
+
+@predicate(
+    id="airline.compensation_amount",
+    tools=[CERTIFICATE],
+    severity=Verdict.REVISE,
+    policy="The certificate is 100 dollars per passenger for a cancelled flight and 50 per passenger for a "
+           "delayed one.",
+)
+def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    customer = _customer(view, ctx)
+    if customer is None:
+        return Pass("no customer yet (see airline.customer_identified)")
+    membership = str(_profile(view, customer).get("membership"))
+    due = [d for d in _disruptions(view, customer)[0] if d.eligible(membership) and d.resolved]
+    if not due:
+        return Pass("nothing is due (see airline.compensation_eligible)")
+    amount = call.arguments.get("amount")
+    if any(amount == d.amount for d in due):
+        return Pass()
+    shown = "; ".join(f"{d.amount} for {d.describe()} ({COMPENSATION_PER_PASSENGER[d.kind]} x "
+                      f"{len(_list(d.record.get('passengers')))} passenger(s))" for d in due)
+    return Violation(f"amount {amount!r} is not what the policy sets: {shown}")
+
+
+PREDICATES: tuple[Predicate, ...] = (
+    customer_identified,
+    user_is_customer,
+    reservation_owned_by_customer,
+    reservation_active,
+    cancel_basis,
+    nothing_flown,
+    basic_economy_flights_fixed,
+    update_keeps_trip,
+    itinerary_connected,
+    flight_observed_available,
+    payment_in_profile,
+    payment_method_allowed,
+    payment_balance_covers,
+    payment_total_matches,
+    baggage_add_only,
+    baggage_allowance,
+    passengers_valid,
+    passenger_count_unchanged,
+    compensation_eligible,
+    compensation_delay_after_change,
+    compensation_amount,
+)

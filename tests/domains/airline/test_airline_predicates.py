@@ -1,0 +1,473 @@
+"""Every airline predicate, judged through the real gate over a real ledger filled by absorbed reads.
+
+Two tables drive most of the file: REJECTED cases (exactly one rule fails, with the expected verdict and the
+ledger values its reason must cite) and ALLOWED cases (the whole gate says ALLOW while that rule ran). A
+meta-test makes sure every predicate appears in both tables. The tests below them cover the paper's figure-1
+and appendix-B cases, missing and stale evidence, the reference time, identity, and the issue's bad inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from airline_records import (
+    APPENDIX_B_CASE,
+    CANCEL_WINDOW_CASE,
+    JULIA,
+    LENA,
+    LENA_CARD,
+    LENA_DELAYED,
+    THEO,
+    THEO_BASIC,
+    THEO_BUSINESS,
+    THEO_CARD,
+    THEO_CERT,
+    THEO_ECONOMY,
+    THEO_GIFT,
+    AirlineSession,
+    julia_reservation,
+    julia_user,
+    lena_cancelled,
+    lena_delayed,
+    lena_user,
+    nadia_reservation,
+    nadia_user,
+    offer,
+    person,
+    segment,
+    session_for,
+    theo_basic,
+    theo_business,
+    theo_economy,
+    theo_user,
+)
+from core.gate import GateDecision, PredicateResult, Status, Verdict
+from domains.airline import PREDICATES, airline_domain
+from domains.airline.clock import EST
+
+THEO_ME = person("Theo", "Brennan", "1990-06-21")
+IRIS = person("Iris", "Brennan", "1993-02-08")
+
+# ---------------------------------------------------------------------------------------------------
+# Sessions and calls used by the tables.
+
+
+def theo(*, user: dict[str, Any] | None = None, basic: dict[str, Any] | None = None) -> AirlineSession:
+    """Theo's profile and his three reservations read, nothing searched yet."""
+    return session_for(user or theo_user(), theo_economy(), basic or theo_basic(), theo_business())
+
+
+def with_evening_flight(session: AirlineSession) -> AirlineSession:
+    session.search("BOS", "DEN", "2024-05-20", [offer("HAT117", "2024-05-20"), offer("HAT119", "2024-05-20")])
+    return session
+
+
+def theo_searched(**kwargs: Any) -> AirlineSession:
+    return with_evening_flight(theo(**kwargs))
+
+
+def theo_round_trip_searched() -> AirlineSession:
+    session = theo_searched()
+    session.search("DEN", "BOS", "2024-05-24", [offer("HAT121", "2024-05-24")])
+    return session
+
+
+def theo_miami_searched() -> AirlineSession:
+    session = theo()
+    session.search("MIA", "BOS", "2024-05-22", [offer("HAT134", "2024-05-22")])
+    session.search("MIA", "LAS", "2024-05-16", [offer("HAT162", "2024-05-16")])
+    session.search("LAS", "PHX", "2024-05-17", [offer("HAT184", "2024-05-17")])
+    session.search("ORD", "SEA", "2024-05-17", [offer("HAT142", "2024-05-17")])
+    return session
+
+
+def theo_without_profile() -> AirlineSession:
+    session = AirlineSession()
+    session.read_reservation(theo_basic())
+    return session
+
+
+def theo_reading_julia() -> AirlineSession:
+    session = theo()
+    session.read_reservation(julia_reservation())
+    return session
+
+
+def julia(status: str | None = "available") -> Callable[[], AirlineSession]:
+    def build() -> AirlineSession:
+        session = session_for(julia_user(), julia_reservation())
+        if status is not None:
+            session.status("HAT142", "2024-05-17", status)
+        return session
+    return build
+
+
+def theo_outbound_landed() -> AirlineSession:
+    session = theo()
+    session.status("HAT133", "2024-05-10", "landed")
+    return session
+
+
+def lena(record: dict[str, Any], flight: str, date: str, status: str,
+         membership: str = "silver") -> Callable[[], AirlineSession]:
+    def build() -> AirlineSession:
+        session = session_for(lena_user(membership=membership), record)
+        session.status(flight, date, status)
+        return session
+    return build
+
+
+def cancel(reservation_id: str) -> tuple[str, dict[str, Any]]:
+    return "cancel_reservation", {"reservation_id": reservation_id}
+
+
+def change(reservation_id: str, cabin: str, flights: list[dict[str, str]],
+           payment_id: str = THEO_CARD) -> tuple[str, dict[str, Any]]:
+    return "update_reservation_flights", {"reservation_id": reservation_id, "cabin": cabin, "flights": flights,
+                                          "payment_id": payment_id}
+
+
+def evening(payment_id: str = THEO_CARD) -> tuple[str, dict[str, Any]]:
+    """TB3K9Q moved from the 07:00 HAT117 to the 18:00 HAT119 on the same day: 214 - 188 = 26 to pay."""
+    return change(THEO_ECONOMY, "economy", [segment("HAT119", "2024-05-20")], payment_id)
+
+
+def bags(total: int, nonfree: int, reservation_id: str = THEO_ECONOMY,
+         payment_id: str = THEO_CARD) -> tuple[str, dict[str, Any]]:
+    return "update_reservation_baggages", {"reservation_id": reservation_id, "total_baggages": total,
+                                           "nonfree_baggages": nonfree, "payment_id": payment_id}
+
+
+def passengers(reservation_id: str, people: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    return "update_reservation_passengers", {"reservation_id": reservation_id, "passengers": people}
+
+
+def book(flights: list[dict[str, str]], payments: list[dict[str, Any]], *, user_id: str = THEO,
+         origin: str = "BOS", destination: str = "DEN", flight_type: str = "one_way", cabin: str = "economy",
+         people: list[dict[str, Any]] | None = None, total_baggages: int = 0, nonfree_baggages: int = 0,
+         insurance: str = "no") -> tuple[str, dict[str, Any]]:
+    return "book_reservation", {
+        "user_id": user_id, "origin": origin, "destination": destination, "flight_type": flight_type,
+        "cabin": cabin, "flights": flights, "passengers": people if people is not None else [THEO_ME],
+        "payment_methods": payments, "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages,
+        "insurance": insurance,
+    }
+
+
+def pay(payment_id: str, amount: Any) -> dict[str, Any]:
+    return {"payment_id": payment_id, "amount": amount}
+
+
+EVENING_BOOKING = [segment("HAT119", "2024-05-20")]  # economy fare 214
+
+
+def certificate(user_id: str, amount: Any) -> tuple[str, dict[str, Any]]:
+    return "send_certificate", {"user_id": user_id, "amount": amount}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tables.
+
+
+@dataclass(frozen=True)
+class Rejected:
+    label: str
+    predicate_id: str
+    verdict: Verdict
+    session: Callable[[], AirlineSession]
+    call: tuple[str, dict[str, Any]]
+    cites: tuple[str, ...]  # ledger values and paths the reason must name
+    status: Status = Status.VIOLATION
+
+
+@dataclass(frozen=True)
+class Allowed:
+    label: str
+    predicate_id: str
+    session: Callable[[], AirlineSession]
+    call: tuple[str, dict[str, Any]]
+
+
+REJECTED = [
+    Rejected("write before any profile was read", "airline.customer_identified", Verdict.REVISE,
+             theo_without_profile, cancel(THEO_BASIC), ("user is not set", "get_user_details")),
+    Rejected("booking for another user", "airline.user_is_customer", Verdict.BLOCK, theo_searched,
+             book(EVENING_BOOKING, [pay(THEO_CARD, 214)], user_id=LENA), (LENA, THEO, "user.user_id")),
+    Rejected("someone else's reservation", "airline.reservation_owned_by_customer", Verdict.BLOCK,
+             theo_reading_julia, passengers(CANCEL_WINDOW_CASE, [person("Julia", "Reyes", "1988-03-14")]),
+             (JULIA, THEO, "reservations.UX789J.user_id")),
+    Rejected("a cancelled reservation", "airline.reservation_active", Verdict.BLOCK,
+             lambda: theo(basic=theo_basic(status="cancelled")), passengers(THEO_BASIC, [THEO_ME, IRIS]),
+             ("already cancelled", "reservations.TB5N1W.status")),
+    Rejected("figure 1: economy, booked 5 days ago, uninsured", "airline.cancel_basis", Verdict.BLOCK, julia(),
+             cancel(CANCEL_WINDOW_CASE), ("2024-05-10T09:12:00", "no travel insurance", "HAT142 2024-05-17: available",
+                                          "24-hour")),
+    Rejected("cancel after the outbound landed", "airline.nothing_flown", Verdict.BLOCK, theo_outbound_landed,
+             cancel(THEO_BUSINESS), ("HAT133 on 2024-05-10 BOS->MIA (landed)", "cannot be cancelled")),
+    Rejected("basic economy to another flight", "airline.basic_economy_flights_fixed", Verdict.BLOCK,
+             theo_round_trip_searched,
+             change(THEO_BASIC, "basic_economy", [segment("HAT119", "2024-05-20"), segment("HAT121", "2024-05-24")]),
+             ("basic economy", "reservations.TB5N1W.cabin", "HAT119")),
+    Rejected("a change that starts somewhere else", "airline.update_keeps_trip", Verdict.BLOCK, theo_miami_searched,
+             change(THEO_ECONOMY, "economy", [segment("HAT134", "2024-05-22")]),
+             ("one_way trip BOS -> DEN", "starts at MIA, not BOS")),
+    Rejected("a booking whose flights do not connect", "airline.itinerary_connected", Verdict.REVISE,
+             theo_miami_searched,
+             book([segment("HAT162", "2024-05-16"), segment("HAT142", "2024-05-17")], [pay(THEO_CARD, 492)],
+                  origin="MIA", destination="SEA"),
+             ("HAT142 on 2024-05-17 ORD->SEA leaves from ORD", "lands at LAS")),
+    Rejected("a flight nobody searched for", "airline.flight_observed_available", Verdict.REVISE, theo, evening(),
+             ("flights.HAT119.2024-05-20", "not seen in any flight search", "search_direct_flight"),
+             status=Status.MISSING),
+    Rejected("another user's payment method", "airline.payment_in_profile", Verdict.REVISE, theo_searched,
+             evening(LENA_CARD), (LENA_CARD, "user.payment_methods", THEO_GIFT)),
+    Rejected("a certificate paying for a change", "airline.payment_method_allowed", Verdict.REVISE, theo_searched,
+             evening(THEO_CERT), (THEO_CERT, "certificates cannot pay for a change")),
+    Rejected("a gift card short of the fare difference", "airline.payment_balance_covers", Verdict.REVISE,
+             lambda: theo_searched(user=theo_user(gift_card=10)), evening(THEO_GIFT),
+             (THEO_GIFT, "has 10.0", "26 is charged")),
+    Rejected("payments short of the fare", "airline.payment_total_matches", Verdict.REVISE, theo_searched,
+             book(EVENING_BOOKING, [pay(THEO_CARD, 200)]), ("add up to 200", "costs 214", "fares 214")),
+    Rejected("removing a bag", "airline.baggage_add_only", Verdict.REVISE, theo, bags(0, 0),
+             ("total_baggages 0 is below the 1 already booked", "reservations.TB3K9Q.total_baggages")),
+    Rejected("extra bags declared free", "airline.baggage_allowance", Verdict.REVISE, theo, bags(5, 0),
+             ("gold member", "3 free bag(s) per passenger", "5 bag(s) means 2 non-free, not 0")),
+    Rejected("a date of birth that is not a date", "airline.passengers_valid", Verdict.REVISE, theo,
+             passengers(THEO_ECONOMY, [person("Theo", "Brennan", "yesterday")]),
+             ("'yesterday' is not a date",)),
+    Rejected("adding a passenger", "airline.passenger_count_unchanged", Verdict.BLOCK, theo,
+             passengers(THEO_ECONOMY, [THEO_ME, IRIS]), ("has 1 passenger(s)", "the new list has 2")),
+    Rejected("a regular member, uninsured economy", "airline.compensation_eligible", Verdict.BLOCK,
+             julia("cancelled"), certificate(JULIA, 100), ("regular member", "no certificate is due")),
+    Rejected("a delay without change or cancellation", "airline.compensation_delay_after_change", Verdict.REVISE,
+             lena(lena_delayed(), "HAT150", "2024-05-15", "delayed"), certificate(LENA, 100),
+             ("HAT150 on 2024-05-15", "delayed", "changed or cancelled")),
+    Rejected("too much for one cancelled flight", "airline.compensation_amount", Verdict.REVISE,
+             lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 200),
+             ("amount 200", "100 for HAT171", "100 x 1 passenger(s)")),
+]
+
+ALLOWED = [
+    Allowed("a write once the profile was read", "airline.customer_identified", theo, cancel(THEO_BASIC)),
+    Allowed("a booking for the customer", "airline.user_is_customer", theo_searched,
+            book(EVENING_BOOKING, [pay(THEO_CARD, 214)])),
+    Allowed("the customer's own reservation", "airline.reservation_owned_by_customer", theo,
+            passengers(THEO_ECONOMY, [person("Theodore", "Brennan", "1990-06-21")])),
+    Allowed("an active reservation", "airline.reservation_active", theo, passengers(THEO_BASIC, [THEO_ME, IRIS])),
+    Allowed("booked 6 hours ago", "airline.cancel_basis", theo, cancel(THEO_BASIC)),
+    Allowed("the airline cancelled its flight", "airline.cancel_basis", julia("cancelled"),
+            cancel(CANCEL_WINDOW_CASE)),
+    Allowed("insured", "airline.cancel_basis", lena(lena_delayed(), "HAT150", "2024-05-15", "delayed"),
+            cancel(LENA_DELAYED)),
+    Allowed("business", "airline.cancel_basis", lambda: session_for(theo_user(), theo_business(
+        flights=[theo_business()["flights"][1]], flight_type="one_way", origin="MIA", destination="BOS")),
+        cancel(THEO_BUSINESS)),
+    Allowed("today's flight is delayed, not flown", "airline.nothing_flown",
+            lena(lena_delayed(), "HAT150", "2024-05-15", "delayed"), cancel(LENA_DELAYED)),
+    Allowed("basic economy changes cabin, same flights", "airline.basic_economy_flights_fixed",
+            theo_round_trip_searched,
+            change(THEO_BASIC, "economy", [segment("HAT117", "2024-05-20"), segment("HAT121", "2024-05-24")])),
+    Allowed("a later flight on the same route", "airline.update_keeps_trip", theo_searched, evening()),
+    Allowed("connected flights", "airline.itinerary_connected", theo_miami_searched,
+            book([segment("HAT162", "2024-05-16"), segment("HAT184", "2024-05-17")], [pay(THEO_CARD, 301)],
+                 origin="MIA", destination="PHX")),
+    Allowed("a searched flight with seats", "airline.flight_observed_available", theo_searched, evening()),
+    Allowed("a profile gift card", "airline.payment_in_profile", theo_searched, evening(THEO_GIFT)),
+    Allowed("certificate plus card for a booking", "airline.payment_method_allowed", theo_searched,
+            book(EVENING_BOOKING, [pay(THEO_CERT, 200), pay(THEO_CARD, 14)])),
+    Allowed("a gift card that covers the difference", "airline.payment_balance_covers", theo_searched,
+            evening(THEO_GIFT)),
+    Allowed("payments that add up", "airline.payment_total_matches", theo_searched,
+            book(EVENING_BOOKING, [pay(THEO_CARD, 214 + 30 + 50)], insurance="yes", total_baggages=4,
+                 nonfree_baggages=1)),
+    Allowed("adding bags", "airline.baggage_add_only", theo, bags(5, 2)),
+    Allowed("allowance respected", "airline.baggage_allowance", theo, bags(5, 2)),
+    Allowed("a corrected name", "airline.passengers_valid", theo,
+            passengers(THEO_ECONOMY, [person("Theodore", "Brennan", "1990-06-21")])),
+    Allowed("same number of passengers", "airline.passenger_count_unchanged", theo,
+            passengers(THEO_BASIC, [THEO_ME, person("Iris", "Brennan-Lee", "1993-02-08")])),
+    Allowed("silver member, airline-cancelled flight", "airline.compensation_eligible",
+            lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 100)),
+    Allowed("a delay after the reservation was cancelled", "airline.compensation_delay_after_change",
+            lena(lena_delayed(status="cancelled"), "HAT150", "2024-05-15", "delayed"), certificate(LENA, 100)),
+    Allowed("100 for one cancelled passenger", "airline.compensation_amount",
+            lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 100)),
+]
+
+
+# Rules about the call's own arguments: they read nothing from the ledger, so they cite no evidence.
+ARGUMENT_ONLY = {"airline.passengers_valid"}
+
+
+def propose(session: AirlineSession, call: tuple[str, dict[str, Any]]) -> GateDecision:
+    return session.propose(call[0], **call[1])
+
+
+def _result(decision: GateDecision, predicate_id: str) -> PredicateResult:
+    return next(r for r in decision.results if r.predicate_id == predicate_id)
+
+
+def test_every_predicate_has_an_allowed_and_a_rejected_case() -> None:
+    ids = {p.id for p in PREDICATES}
+    assert {c.predicate_id for c in REJECTED} == ids
+    assert {c.predicate_id for c in ALLOWED} == ids
+
+
+@pytest.mark.parametrize("case", REJECTED, ids=[c.label for c in REJECTED])
+def test_rejected(case: Rejected) -> None:
+    decision = propose(case.session(), case.call)
+    assert decision.verdict is case.verdict, decision.feedback
+    assert [r.predicate_id for r in decision.failed] == [case.predicate_id], decision.feedback
+    result = _result(decision, case.predicate_id)
+    assert result.status is case.status
+    for text in case.cites:
+        assert text in result.reason, (text, result.reason)
+    if case.predicate_id not in ARGUMENT_ONLY:
+        assert result.evidence, "a verdict must say which ledger paths it read"
+    assert case.predicate_id in decision.feedback
+
+
+@pytest.mark.parametrize("case", ALLOWED, ids=[c.label for c in ALLOWED])
+def test_allowed(case: Allowed) -> None:
+    decision = propose(case.session(), case.call)
+    assert decision.verdict is Verdict.ALLOW, decision.feedback
+    assert _result(decision, case.predicate_id).status is Status.PASS
+
+
+# ---------------------------------------------------------------------------------------------------
+# The paper's cases, evidence, time and identity.
+
+
+def test_appendix_b_basic_economy_cancellation_is_blocked_with_its_facts() -> None:
+    session = session_for(nadia_user(), nadia_reservation())
+    session.status("HAT162", "2024-05-16", "available")
+    session.status("HAT184", "2024-05-17", "available")
+    decision = propose(session, cancel(APPENDIX_B_CASE))
+    assert decision.verdict is Verdict.BLOCK
+    reason = _result(decision, "airline.cancel_basis").reason
+    assert "basic_economy" in reason and "2024-05-11T10:30:00" in reason and "no travel insurance" in reason
+    assert "BLOCK: the action cancel_reservation was NOT executed" in decision.feedback
+    assert set(decision.evidence) >= {"user", "reservations.NH62KW", "flights.HAT162.2024-05-16.status"}
+
+
+def test_unobserved_flight_status_asks_for_it_before_blocking() -> None:
+    session = session_for(julia_user(), julia_reservation())
+    decision = session.propose("cancel_reservation", reservation_id=CANCEL_WINDOW_CASE)
+    assert decision.verdict is Verdict.REVISE
+    result = _result(decision, "airline.cancel_basis")
+    assert result.status is Status.MISSING
+    assert 'get_flight_status(flight_number="HAT142", date="2024-05-17")' in result.reason
+    session.status("HAT142", "2024-05-17", "available")
+    assert session.propose("cancel_reservation", reservation_id=CANCEL_WINDOW_CASE).verdict is Verdict.BLOCK
+
+
+def test_flights_dated_today_or_earlier_need_their_status() -> None:
+    session = session_for(theo_user(), theo_business())
+    decision = session.propose("cancel_reservation", reservation_id=THEO_BUSINESS)
+    result = _result(decision, "airline.nothing_flown")
+    assert (decision.verdict, result.status) == (Verdict.REVISE, Status.MISSING)
+    assert "flights.HAT133.2024-05-10.status" in result.evidence
+    assert "HAT134" not in result.reason  # 2024-05-22 is after today: it cannot have flown
+
+
+def test_the_24_hour_window_follows_the_reference_time() -> None:
+    """TB5N1W was booked 2024-05-15 09:00: inside the window at 15:00, outside it two days later."""
+    assert propose(theo(), cancel(THEO_BASIC)).verdict is Verdict.ALLOW
+    later = airline_domain(datetime(2024, 5, 17, 10, 0, tzinfo=EST))
+    assert "2024-05-17 10:00:00 EST" in later.policy
+    session = session_for(theo_user(), theo_basic(), domain=later)
+    session.status("HAT117", "2024-05-20", "available")
+    session.status("HAT121", "2024-05-24", "available")
+    decision = session.propose("cancel_reservation", reservation_id=THEO_BASIC)
+    assert decision.verdict is Verdict.BLOCK
+    assert "2.0 days before now" in _result(decision, "airline.cancel_basis").reason
+
+
+def test_a_naive_reference_time_is_read_as_est() -> None:
+    domain = airline_domain(datetime(2024, 5, 16, 8, 59))
+    assert domain.reference_time == datetime(2024, 5, 16, 8, 59, tzinfo=EST)
+    session = session_for(theo_user(), theo_basic(), domain=domain)
+    assert session.propose("cancel_reservation", reservation_id=THEO_BASIC).verdict is Verdict.ALLOW
+
+
+def test_reading_another_profile_never_changes_the_customer() -> None:
+    session = theo_searched()
+    session.read_user(lena_user())
+    assert session.context().customer_id == THEO
+    assert session.ledger.get("user")["user_id"] == THEO
+    decision = propose(session, book(EVENING_BOOKING, [pay(LENA_CARD, 214)], user_id=LENA))
+    assert decision.verdict is Verdict.BLOCK
+    assert {r.predicate_id for r in decision.failed} == {"airline.user_is_customer", "airline.payment_in_profile"}
+
+
+def test_stale_reservation_after_a_write_asks_for_a_fresh_read() -> None:
+    session = theo_searched()
+    session.wrote("update_reservation_flights", reservation_id=THEO_ECONOMY)
+    decision = propose(session, bags(2, 0))
+    assert decision.verdict is Verdict.REVISE
+    assert all(r.status is Status.MISSING for r in decision.failed)
+    assert "may have changed since update_reservation_flights" in decision.feedback
+    session.read_reservation(theo_economy())
+    session.read_user(theo_user())
+    assert propose(session, bags(2, 0)).verdict is Verdict.ALLOW
+
+
+def test_a_flight_seen_only_in_a_one_stop_search_can_be_booked() -> None:
+    session = theo()
+    pairs = [[offer("HAT162", "2024-05-16", date="2024-05-16"), offer("HAT184", "2024-05-17", date="2024-05-17")]]
+    session.read("search_onestop_flight", pairs, origin="MIA", destination="PHX", date="2024-05-16")
+    call = book([segment("HAT162", "2024-05-16"), segment("HAT184", "2024-05-17")], [pay(THEO_CARD, 301)],
+                origin="MIA", destination="PHX")
+    decision = propose(session, call)
+    assert decision.verdict is Verdict.ALLOW, decision.feedback
+    assert "onestop_search.MIA.PHX.2024-05-16" in decision.evidence
+
+
+def test_a_booking_stales_the_seats_it_used() -> None:
+    session = theo_searched()
+    tool, arguments = book(EVENING_BOOKING, [pay(THEO_CARD, 214)])
+    staled = session.wrote(tool, **arguments)
+    assert {"user", "users.theo_brennan_3391", "flights.HAT119.2024-05-20",
+            "flight_search.BOS.DEN.2024-05-20"} <= set(staled)
+    decision = propose(session, book(EVENING_BOOKING, [pay(THEO_CARD, 214)]))
+    assert decision.verdict is Verdict.REVISE
+
+
+# ---------------------------------------------------------------------------------------------------
+# The issue's bad inputs: verdicts, never a crash.
+
+BAD_INPUTS: list[tuple[str, tuple[str, dict[str, Any]], str]] = [
+    ("flight date that is not a date", book([segment("HAT119", "20th of May")], [pay(THEO_CARD, 214)]),
+     "airline.flight_observed_available"),
+    ("flight that does not fly that day", book([segment("HAT119", "2024-06-20")], [pay(THEO_CARD, 214)]),
+     "airline.flight_observed_available"),
+    ("payment id of another user", book(EVENING_BOOKING, [pay(LENA_CARD, 214)]), "airline.payment_in_profile"),
+    ("negative amount", book(EVENING_BOOKING, [pay(THEO_CARD, 314), pay(THEO_GIFT, -100)]),
+     "airline.payment_balance_covers"),
+    ("fractional amount", book(EVENING_BOOKING, [pay(THEO_CARD, 213.5), pay(THEO_GIFT, 0.5)]),
+     "airline.payment_balance_covers"),
+    ("negative certificate", certificate(THEO, -100), "airline.compensation_eligible"),
+    ("passenger list of the wrong shape", book(EVENING_BOOKING, [pay(THEO_CARD, 214)], people=[["Theo"]]),  # type: ignore[list-item]
+     "airline.passengers_valid"),
+    ("no passengers", book(EVENING_BOOKING, [pay(THEO_CARD, 0)], people=[]), "airline.passengers_valid"),
+    ("six passengers", book(EVENING_BOOKING, [pay(THEO_CARD, 214 * 6)], people=[THEO_ME] * 6),
+     "airline.passengers_valid"),
+    ("dob in the future", passengers(THEO_ECONOMY, [person("Theo", "Brennan", "2030-01-01")]),
+     "airline.passengers_valid"),
+    ("malformed flights list", change(THEO_ECONOMY, "economy", ["HAT119"]),  # type: ignore[list-item]
+     "airline.flight_observed_available"),
+    ("negative bags", bags(-1, 0), "airline.baggage_allowance"),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "predicate_id"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_gets_a_verdict(label: str, call: tuple[str, dict[str, Any]], predicate_id: str) -> None:
+    decision = propose(theo_searched(), call)
+    assert decision.verdict is not Verdict.ALLOW
+    assert predicate_id in {r.predicate_id for r in decision.failed}, decision.feedback
+    assert not any(r.status is Status.ERROR for r in decision.results), decision.feedback
