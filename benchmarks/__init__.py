@@ -5,6 +5,8 @@ Figures with a target (PASS/FAIL on the median):
 2. `benchmarks.step`     per agent step overhead (absorb, render, gate, events → trace)   < 2 ms
 3. `benchmarks.restore`  restore() of the full tau2 retail DB after a trial's writes      < 5 ms
 4. `benchmarks.tools`    one read tool call on the full DB                                < 1 ms
+5-7. `benchmarks.evaluation` eval harness with zero-latency scripted models, retail tasks: overhead per agent
+   step ≤ 5 ms; ≥ 20 task-trials/s at concurrency 2 (< 50 ms each); memory flat across 1,000 trials
 Informative rows (`benchmarks.informative`, and the extra rows of 3 and 4): opening the backend, the state
 hash, rendering a 10,000-record ledger, a write tool call, restore after 50 writes.
 

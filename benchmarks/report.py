@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from benchmarks.timing import Result, format_ns
+from benchmarks.timing import Result, format_value
 
 _STYLES = {"PASS": "bold green", "FAIL": "bold white on red", "INFO": "dim"}
 
@@ -45,8 +45,9 @@ def build_table(results: Sequence[Result], env: dict[str, Any]) -> Table:
     table.add_column("n", justify="right")
     table.add_column("result", justify="center")
     for number, result in enumerate(results, start=1):
-        target = "—" if result.target_ns is None else f"< {format_ns(result.target_ns)}"
-        table.add_row(str(number), Text(result.figure), target, format_ns(result.median_ns), format_ns(result.p95_ns),
+        target = "—" if result.target_ns is None else f"< {format_value(result.target_ns, result.unit)}"
+        table.add_row(str(number), Text(result.figure), target, format_value(result.median_ns, result.unit),
+                      format_value(result.p95_ns, result.unit),
                       str(result.n), Text(result.status, style=_STYLES[result.status]))
     return table
 

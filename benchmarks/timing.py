@@ -32,6 +32,7 @@ class Result:
     n: int
     target_ns: int | None = None
     note: str = ""
+    unit: str = "ns"  # "ns" for times; "B" for a memory figure (median_ns/p95_ns/target_ns then hold bytes)
 
     @property
     def status(self) -> str:
@@ -49,6 +50,7 @@ class Result:
             "n": self.n,
             "status": self.status,
             "note": self.note,
+            "unit": self.unit,
         }
 
 
@@ -105,6 +107,17 @@ async def time_async(operation: Callable[[], Awaitable[object]], *, repeat: int,
         if index >= warmup:
             samples.append(elapsed)
     return samples
+
+
+def format_value(value: float | None, unit: str = "ns") -> str:
+    """A time (ns) or a size in bytes ("B"), in the unit that reads best."""
+    if unit != "B" or value is None:
+        return format_ns(value)
+    if abs(value) < 1024:
+        return f"{value:.0f} B"
+    if abs(value) < 1024 * 1024:
+        return f"{value / 1024:.1f} KiB"
+    return f"{value / 1024 / 1024:.1f} MiB"
 
 
 def format_ns(value: float | None) -> str:

@@ -85,6 +85,7 @@ class OperatorConsole(App[None]):
         self.live: LiveSession | None = None
         self.started = False
         self.review_screen: ReviewScreen | None = None
+        self._panes: tuple[TranscriptPane, LedgerPane, GatePane, StatusBar] | None = None
 
     # ------------------------------------------------------------------------------------------ layout
 
@@ -100,26 +101,35 @@ class OperatorConsole(App[None]):
 
     def _panes_gone(self) -> bool:
         """True while the app tears down: messages still arrive, the panes are already gone."""
-        return not self.screen_stack or not self.screen_stack[0].query(TranscriptPane)
+        return self._panes is None or not self._panes[0].is_attached
 
     @property
     def main_screen(self) -> Screen[Any]:
         """The screen holding the panes, whatever modal or screen is on top of it."""
         return self.screen_stack[0]
 
+    def _pane_refs(self) -> tuple[TranscriptPane, LedgerPane, GatePane, StatusBar]:
+        # Looked up once: a DOM query per event would walk thousands of transcript widgets.
+        if self._panes is None:
+            main = self.main_screen
+            self._panes = (main.query_one(TranscriptPane), main.query_one(LedgerPane), main.query_one(GatePane),
+                           main.query_one(StatusBar))
+        return self._panes
+
     @property
     def transcript(self) -> TranscriptPane:
-        return self.main_screen.query_one(TranscriptPane)
+        return self._pane_refs()[0]
 
     @property
     def ledger_pane(self) -> LedgerPane:
-        return self.main_screen.query_one(LedgerPane)
+        return self._pane_refs()[1]
 
     @property
     def gate_pane(self) -> GatePane:
-        return self.main_screen.query_one(GatePane)
+        return self._pane_refs()[2]
 
     async def on_mount(self) -> None:
+        self._pane_refs()
         await self.load_session(self.spec)
         if self.autostart:
             self.action_start_or_pause()
@@ -129,7 +139,7 @@ class OperatorConsole(App[None]):
         await self._close_live()
         self.spec = spec
         self.started = False
-        await self.transcript.clear()
+        self.transcript.clear()
         self.gate_pane.clear()
         self.live = LiveSession(
             spec, operator=self.operator, root=self.root, model_factory=self.model_factory,
@@ -181,8 +191,11 @@ class OperatorConsole(App[None]):
         elif event.type == "supervisor_decision":
             self.gate_pane.note_override(event)
         elif event.type in ("ledger_updated", "ledger_staled") and self.live is not None:
-            flash = (list(event.added) + list(event.changed)) if event.type == "ledger_updated" else list(event.paths)
-            self.ledger_pane.sync(self.live.agent.ledger, flash=flash)
+            if event.type == "ledger_updated":
+                flash, touched = list(event.added) + list(event.changed), list(event.refreshed)
+            else:
+                flash, touched = list(event.paths), []
+            self.ledger_pane.sync(self.live.agent.ledger, flash=flash, paths=flash + touched)
         self.refresh_status()
 
     @on(StateChanged)
@@ -196,16 +209,14 @@ class OperatorConsole(App[None]):
         live = self.live
         if live is None or self._panes_gone():
             return
-        bars = self.main_screen.query(StatusBar)
-        if not bars:
-            return
+        bar = self._pane_refs()[3]
         state = live.state
         phase = state.phase
         if live.operator_agent is not None and live.operator_agent.waiting:
             phase = "your turn"
         elif live.human is not None and live.human.waiting:
             phase = "your turn"
-        bars.first().show(
+        bar.show(
             domain=live.spec.domain, scenario=live.spec.scenario, agent=live.spec.agent,
             model=live.model.name, mode=live.supervisor.mode.value,
             seat={"watch": "watching", "customer": "you: customer"}.get(live.spec.seat, live.spec.seat)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from console.eval_cli import register as register_eval
 from console.storage import new_session_dir
 from console.textview import VERDICT_STYLE, TranscriptPrinter
 from core.agent import AgentConfig
@@ -283,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     scen = sub.add_parser("scenarios", help="list the scripted scenarios")
     scen.add_argument("--domain", choices=DOMAINS)
     scen.set_defaults(handler=cmd_scenarios)
+
+    register_eval(sub)
     return parser
 
 

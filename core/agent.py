@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.domain import Domain
-from core.events import AssistantTurnEvent, CallInfo, EventBus, ModelRetry
+from core.events import AssistantTurnEvent, CallInfo, EventBus, LedgerUpdated, ModelRetry
 from core.executor import CallExecutor, CallOutcome, utc_now
 from core.gate import PolicyGate
 from core.ledger import Ledger
@@ -38,6 +38,9 @@ class AgentConfig:
     gate: bool = True  # check every write against the domain's predicates
     max_revise_streak: int = 3
     disabled_predicates: frozenset[str] = field(default_factory=frozenset)
+    # Ledger agent only: a read result the ledger holds is sent as a short reference to its ledger path(s)
+    # instead of in full, so the prompt carries each record once (in the ledger block), not once per read.
+    compact_history: bool = False
 
     @property
     def label(self) -> str:
@@ -80,6 +83,10 @@ class Agent:
         self.usage = Usage()
         self._tools = [spec.openai_schema() for spec in domain.agent_tools()]
         self._step = 0
+        # call id -> ledger paths its read result was absorbed at (filled only with compact_history on)
+        self._held: dict[str, tuple[str, ...]] = {}
+        if self.config.compact_history and self.config.ledger:
+            bus.subscribe(self._note_absorbed)
         if hasattr(model, "on_retry") and getattr(model, "on_retry", None) is None:
             model.on_retry = self._on_retry
 
@@ -95,7 +102,31 @@ class Agent:
         return "\n\n".join(parts)
 
     def messages(self) -> list[dict[str, Any]]:
-        return [{"role": "system", "content": self.system_prompt()}, *self.history]
+        history = self._compacted() if self._held else self.history
+        return [{"role": "system", "content": self.system_prompt()}, *history]
+
+    def _note_absorbed(self, event: Any) -> None:
+        if isinstance(event, LedgerUpdated):
+            self._held[event.call_id] = tuple(dict.fromkeys((*event.added, *event.changed, *event.refreshed)))
+
+    def _compacted(self) -> list[dict[str, Any]]:
+        """The history with every ledger-held read result replaced by a reference to its path(s).
+
+        The message stays a `tool` message answering the same call id (the chat API requires one per call);
+        only its content shrinks, and only when the reference is shorter than the result. A path the ledger
+        has since refreshed from a later read still holds the newer observation of the same record, which is
+        what the model should use anyway. The stored history is untouched (trace, console and replay see
+        the full results).
+        """
+        compacted: list[dict[str, Any]] = []
+        for message in self.history:
+            paths = self._held.get(message.get("tool_call_id", "")) if message.get("role") == "tool" else None
+            if paths:
+                reference = f"[result held in the ledger at {', '.join(paths)}]"
+                if len(reference) < len(str(message.get("content", ""))):
+                    message = {**message, "content": reference}
+            compacted.append(message)
+        return compacted
 
     def add_user_message(self, text: str) -> None:
         self.history.append({"role": "user", "content": text})

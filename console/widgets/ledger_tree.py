@@ -22,6 +22,7 @@ from textual.widgets.tree import TreeNode
 from core.ledger import LedgerEntry, LedgerReader
 
 FLASH_SECONDS = 1.5
+BIG_GROUP = 50  # groups with more entries than this start folded: the tree then stays cheap to rebuild
 
 
 def summarize(value: Any, width: int = 48) -> str:
@@ -48,6 +49,7 @@ class LedgerTree(Tree[str]):
         self.nodes_by_path: dict[str, TreeNode[str]] = {}
         self.shown_versions: dict[str, int] = {}  # entry version each leaf label was drawn from
         self._sorted_children: dict[str, list[str]] = {}  # group prefix -> child names, kept sorted
+        self._auto_expanded: set[str] = set()  # groups still open only because we opened them
         self.flashing: set[str] = set()
         self.highlighted: set[str] = set()
         self.reader: LedgerReader | None = None
@@ -58,6 +60,7 @@ class LedgerTree(Tree[str]):
         parent_prefix, _, name = prefix.rpartition(".")
         parent = self.root if not parent_prefix else self._group(parent_prefix)
         node = parent.add(name, data=prefix, expand=True, before=self._position(parent_prefix, name))
+        self._auto_expanded.add(prefix)
         self.nodes_by_path[prefix] = node
         return node
 
@@ -87,39 +90,55 @@ class LedgerTree(Tree[str]):
             label.stylize("bold black on cyan")
         return label
 
-    def sync(self, reader: LedgerReader, flash: Iterable[str] = ()) -> None:
+    def sync(self, reader: LedgerReader, flash: Iterable[str] = (), paths: Iterable[str] | None = None) -> None:
         """Bring the tree in line with `reader`: add, relabel and remove only what changed.
 
-        Leaves remember the entry version they were drawn from, so a sync costs a dict lookup per entry
-        and builds labels only for new or changed ones (5,000-entry ledgers stay well under a frame).
+        With `paths` (the paths an event names) only those are looked at; without, every entry is compared
+        by version, which also removes what vanished (restore, replay). Labels are built only for new or
+        changed entries, so a 5,000-entry ledger stays well under a frame.
         """
         self.reader = reader
         flash = set(flash)
         self.flashing |= flash
-        present = reader.paths()
-        present_set = set(present)
-        # Remove vanished entries, then groups left empty (deepest first), keeping everything else in place.
-        for path in sorted(set(self.nodes_by_path) - present_set, key=lambda p: -p.count(".")):
-            gone = self.nodes_by_path[path]
-            if not gone.children:
-                gone.remove()
-                del self.nodes_by_path[path]
-                self.shown_versions.pop(path, None)
-                self._forget(path)
+        if paths is None:
+            present = reader.paths()
+            present_set = set(present)
+            # Remove vanished entries, then groups left empty (deepest first).
+            for path in sorted(set(self.nodes_by_path) - present_set, key=lambda p: -p.count(".")):
+                gone = self.nodes_by_path[path]
+                if not gone.children:
+                    gone.remove()
+                    del self.nodes_by_path[path]
+                    self.shown_versions.pop(path, None)
+                    self._auto_expanded.discard(path)
+                    self._forget(path)
+        else:
+            present = sorted(set(paths) | flash)
         for path in present:
             entry = reader.entry(path)
-            assert entry is not None
+            if entry is None:
+                continue
             node = self.nodes_by_path.get(path)
             if node is None:
                 parent_prefix, _, name = path.rpartition(".")
                 parent = self.root if not parent_prefix else self._group(parent_prefix)
                 node = parent.add_leaf(self.label_for(entry), data=path, before=self._position(parent_prefix, name))
                 self.nodes_by_path[path] = node
+                self._fold_if_big(parent_prefix, parent)
             elif path in flash or self.shown_versions.get(path) != entry.version:
                 node.set_label(self.label_for(entry))
             self.shown_versions[path] = entry.version
         if flash:
             self.set_timer(FLASH_SECONDS, lambda: self._unflash(flash))
+
+    def _fold_if_big(self, prefix: str, group: TreeNode[str]) -> None:
+        """Fold a group we opened once it grows past BIG_GROUP (the operator can open it again)."""
+        count = len(self._sorted_children.get(prefix, ()))
+        if prefix in self._auto_expanded and count > BIG_GROUP:
+            self._auto_expanded.discard(prefix)
+            group.collapse()
+        if prefix:
+            group.set_label(f"{prefix.rpartition('.')[2]} ({count})")
 
     def _unflash(self, paths: set[str]) -> None:
         self.flashing -= paths
@@ -160,8 +179,8 @@ class LedgerPane(Vertical):
     def ledger_tree(self) -> LedgerTree:
         return self.query_one(LedgerTree)
 
-    def sync(self, reader: LedgerReader, flash: Iterable[str] = ()) -> None:
-        self.ledger_tree.sync(reader, flash)
+    def sync(self, reader: LedgerReader, flash: Iterable[str] = (), paths: Iterable[str] | None = None) -> None:
+        self.ledger_tree.sync(reader, flash, paths)
         self.border_subtitle = f"{len(reader)} entries"
 
     def highlight(self, paths: Iterable[str]) -> None:

@@ -1,9 +1,13 @@
-"""One line that answers "what is going on": domain, model, mode, seat, phase, steps and tokens."""
+"""One line that answers "what is going on": domain, model, mode, seat, phase, steps and tokens.
+
+A plain Widget that renders stored text and refreshes without a layout pass: it changes on almost every
+event, and a Static.update would re-lay out the whole screen each time.
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 PHASE_STYLE = {
     "running": "bold green", "paused": "bold yellow", "waiting for operator": "bold magenta",
@@ -12,11 +16,20 @@ PHASE_STYLE = {
 }
 
 
-class StatusBar(Static):
+class StatusBar(Widget):
+    DEFAULT_CSS = "StatusBar { height: 1; }"
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._text = Text()
+
+    def render(self) -> Text:
+        return self._text
+
     def show(self, *, domain: str, scenario: str | None, agent: str, model: str, mode: str, seat: str,
              phase: str, steps: int, tokens: int, error: str | None = None) -> None:
-        text = Text()
-        text.append(f" {phase} ", PHASE_STYLE.get(phase, "bold"))
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" {phase} ", PHASE_STYLE.get(phase.split(" — ")[0], "bold"))
         for label, value in (("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
                              ("model", model), ("mode", mode), ("seat", seat), ("step", str(steps)),
                              ("tokens", f"{tokens:,}")):
@@ -24,4 +37,6 @@ class StatusBar(Static):
             text.append(value)
         if error:
             text.append(f"  {error}", "bold red")
-        self.update(text)
+        if text != self._text:
+            self._text = text
+            self.refresh()

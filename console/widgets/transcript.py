@@ -1,66 +1,197 @@
 """Transcript pane: the conversation, tool calls with their arguments, gate verdicts inline, results folded.
 
-One small widget per entry inside an anchored VerticalScroll: it follows the tail until the operator
-scrolls up, and older entries are dropped past `MAX_ENTRIES` so long sessions stay fast (the trace on disk
-keeps everything).
+A line-API widget (like Textual's Log and toolong's log view): every entry is rendered to strips once, at
+the pane's width, and only the visible lines are drawn. Appending an entry never lays out the others, so
+an event costs the same with 20 entries or 5,000. It follows the tail unless the operator scrolls up;
+a click on a tool result (or `x` for all of them) folds / unfolds it.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import RenderableType
 from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.await_remove import AwaitRemove
-from textual.containers import VerticalScroll
-from textual.widget import Widget
-from textual.widgets import Collapsible, Static
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from console.textview import format_call, shorten
 
-MAX_ENTRIES = 600
+MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
 BADGE = {"ALLOW": "bold black on green", "REVISE": "bold black on yellow", "BLOCK": "bold white on red"}
+BAR = {"user": "bold cyan", "agent": "bold blue", "gate-ALLOW": "green", "gate-REVISE": "yellow",
+       "gate-BLOCK": "red", "override": "magenta", "error": "red", "warning": "yellow", "intro": "cyan"}
 
 
-class Entry(Static):
-    """One line or block of the transcript; `kind` is also its CSS class."""
+@dataclass
+class Entry:
+    """One transcript entry. `render(expanded)` builds its renderable; foldable entries start folded."""
 
-    def __init__(self, renderable: Any, kind: str, **kwargs: Any) -> None:
-        super().__init__(renderable, classes=f"entry {kind}", **kwargs)
-        self.kind = kind
-
-
-class ToolResultEntry(Collapsible):
-    def __init__(self, title: str, content: str, kind: str) -> None:
-        super().__init__(Static(Text(content), classes="result-body"), title=title, collapsed=True,
-                         classes=f"entry {kind}")
+    kind: str
+    render: Callable[[bool], RenderableType]
+    foldable: bool = False
+    expanded: bool = False
+    gap: bool = False  # a blank line before it (a new speaker)
+    strips: list[Strip] = field(default_factory=list)
 
 
-class TranscriptPane(VerticalScroll):
+class TranscriptPane(ScrollView, can_focus=True):
     BORDER_TITLE = "Transcript"
-    can_focus = True
+    BINDINGS = [Binding("x", "toggle_results", "Fold/unfold results", show=False)]
 
-    def on_mount(self) -> None:
-        self.anchor()
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.items: list[Entry] = []
+        self._starts: list[int] = []  # first line of each entry
+        self._lines = 0
+        self._width = 0
+        self._follow = True
+        self._generation = 0  # bumped whenever lines move (fold, resize, trim): invalidates the line cache
+        self._line_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(1024)
 
-    def clear(self) -> AwaitRemove:
-        return self.remove_children()
+    # ------------------------------------------------------------------------------------ rendering
 
-    def _add(self, widget: Widget) -> None:
-        self.mount(widget)
-        extra = len(self.children) - MAX_ENTRIES
-        if extra > 0:
-            for old in list(self.children)[:extra]:
-                old.remove()
+    def _render_entry(self, entry: Entry, width: int) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update_width(max(width - 2, 10))
+        lines = console.render_lines(entry.render(entry.expanded), options, pad=False)
+        bar = Segment("▌ ", Style.parse(BAR[entry.kind])) if entry.kind in BAR else Segment("  ")
+        strips = [Strip([bar, *line]) for line in lines] or [Strip.blank(width)]
+        if entry.gap:
+            strips.insert(0, Strip.blank(width))
+        return strips
+
+    def _resize_virtual(self) -> None:
+        """Grow the scrollable area without a screen layout pass.
+
+        Assigning `virtual_size` asks the whole screen to lay out again (tens of ms with busy panes); the
+        pane's own box does not change when content grows, so updating the scrollbars is enough.
+        """
+        size = Size(self._width, self._lines)
+        if size != self.virtual_size:
+            self.set_reactive(ScrollView.virtual_size, size)
+            self._scroll_update(size)
+
+    def _content_width(self) -> int:
+        return max(self.scrollable_content_region.width, 20)
+
+    def _reflow(self, start: int = 0) -> None:
+        """Recompute line offsets from entry `start` on (after a fold or a resize)."""
+        self._generation += 1
+        del self._starts[start:]
+        line = 0 if start == 0 else self._starts[start - 1] + len(self.items[start - 1].strips)
+        for entry in self.items[start:]:
+            self._starts.append(line)
+            line += len(entry.strips)
+        self._lines = line
+        self._resize_virtual()
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = self._content_width()
+        if width != self._width:
+            self._width = width
+            for entry in self.items:
+                entry.strips = self._render_entry(entry, width)
+            self._reflow()
+            if self._follow:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        line = scroll_y + y
+        if line >= self._lines or not self.items:
+            return Strip.blank(width, self.rich_style)
+        key = (line, scroll_x, width, self._generation)
+        cached = self._line_cache.get(key)
+        if cached is not None:
+            return cached
+        index = bisect.bisect_right(self._starts, line) - 1
+        entry = self.items[index]
+        strip = entry.strips[line - self._starts[index]]
+        drawn = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
+        self._line_cache[key] = drawn
+        return drawn
+
+    # ------------------------------------------------------------------------------------ entries
+
+    def clear(self) -> None:
+        self._generation += 1
+        self.items.clear()
+        self._starts.clear()
+        self._lines = 0
+        self._follow = True
+        self.virtual_size = Size(self._width, 0)
+        self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    def _add(self, entry: Entry) -> None:
+        self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
+        entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self.items.append(entry)
+        self._starts.append(self._lines)
+        self._lines += len(entry.strips)
+        if len(self.items) > MAX_ENTRIES:
+            del self.items[: len(self.items) - MAX_ENTRIES]
+            self._reflow()
+        self._resize_virtual()
+        if self._follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def _entry_at(self, y: int) -> Entry | None:
+        line = self.scroll_y + y
+        if line >= self._lines or not self.items:
+            return None
+        return self.items[bisect.bisect_right(self._starts, line) - 1]
+
+    def _toggle(self, entry: Entry) -> None:
+        entry.expanded = not entry.expanded
+        entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self._reflow(self.items.index(entry))
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        entry = self._entry_at(event.y)
+        if entry is not None and entry.foldable:
+            self._toggle(entry)
+
+    def action_toggle_results(self) -> None:
+        foldable = [e for e in self.items if e.foldable]
+        expand = not any(e.expanded for e in foldable)
+        width = self._width or self._content_width()
+        for entry in foldable:
+            entry.expanded = expand
+            entry.strips = self._render_entry(entry, width)
+        self._reflow()
+        self.refresh()
+
+    def text(self) -> str:
+        """Everything in the pane as plain text (tests, copy-paste)."""
+        return "\n".join(strip.text.rstrip() for entry in self.items for strip in entry.strips)
+
+    # ------------------------------------------------------------------------------------ events
 
     def show_intro(self, title: str, description: str, hints: str) -> None:
         """What the presenter sees before pressing a key: the scenario and what to press."""
-        text = Text(title, "bold")
+        body = Text(title, "bold")
         if description:
-            text.append("\n\n" + description)
-        text.append("\n\n" + hints, "italic")
-        self._add(Entry(text, "intro"))
+            body.append("\n\n" + description)
+        body.append("\n\n" + hints, "italic")
+        self._add(Entry("intro", lambda _e: Panel(body, border_style="cyan"), gap=True))
 
     def add_event(self, event: Any) -> None:
         handler = getattr(self, f"_show_{event.type}", None)
@@ -68,68 +199,89 @@ class TranscriptPane(VerticalScroll):
             handler(event)
 
     def _show_message(self, e: Any) -> None:
-        who = "Customer" if e.role == "user" else "Agent"
-        body = Markdown(f"**{who}:** {e.text}") if e.role == "assistant" else Text.assemble((f"{who}: ", "bold"),
-                                                                                          e.text)
-        self._add(Entry(body, "user" if e.role == "user" else "agent"))
+        if e.role == "user":
+            body = Text.assemble(("Customer: ", "bold"), e.text)
+            self._add(Entry("user", lambda _e: body, gap=True))
+        else:
+            text = e.text
+            self._add(Entry("agent", lambda _e: Markdown(f"**Agent:** {text}"), gap=True))
 
     def _show_assistant_turn(self, e: Any) -> None:
         if e.text:
             prefix = "**Agent:** " if not e.tool_calls else "**Agent** *(with tool calls)*: "
-            self._add(Entry(Markdown(prefix + e.text), "agent"))
+            text = prefix + e.text
+            self._add(Entry("agent", lambda _e: Markdown(text), gap=True))
         for call in e.tool_calls:
             shown = format_call(call.name, call.arguments) if call.parse_error is None else (
                 f"{call.name}({call.raw_arguments})")
-            self._add(Entry(Text.assemble(("→ ", "bold"), (shown, "bold")), "call"))
+            self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
     def _show_gate_decision(self, e: Any) -> None:
         failed = [r for r in e.results if r.status not in ("pass", "disabled")]
-        text = Text.assemble(("  gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ",
-                             (e.call.name, "bold"))
+        text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ", (e.call.name, "bold"))
         if e.repeated:
             text.append("  (repeated call)", "dim")
         if e.escalated:
             text.append("  (escalated after repeated REVISE)")
         for r in failed:
-            text.append(f"\n    {r.predicate_id}: ", "bold")
+            text.append(f"\n  {r.predicate_id}: ", "bold")
             text.append(r.reason)
-        self._add(Entry(text, f"gate gate-{e.verdict}"))
+        self._add(Entry(f"gate-{e.verdict}", lambda _e: text))
 
     def _show_supervisor_decision(self, e: Any) -> None:
-        text = Text.assemble(("  operator ", "bold"), (e.who, "bold"), f": {e.decision}")
+        text = Text.assemble(("operator ", "bold"), (e.who, "bold"), f": {e.decision}")
         if e.edited_arguments is not None:
             text.append(f" → {json.dumps(e.edited_arguments, sort_keys=True)}")
         if e.reason:
             text.append(f" — {e.reason}")
-        self._add(Entry(text, "override"))
+        self._add(Entry("override", lambda _e: text))
 
     def _show_tool_result(self, e: Any) -> None:
         if e.outcome == "ok":
-            title = f"← {e.call.name}: {shorten(e.content, 70)}"
-            self._add(ToolResultEntry(title, _pretty(e.content), "result"))
+            summary = f"← {e.call.name}: {shorten(e.content, 70)}"
+            body = _pretty(e.content)
+
+            def render(expanded: bool) -> RenderableType:
+                head = Text(("▼ " if expanded else "▶ ") + summary, "dim")
+                if expanded:
+                    head.append("\n" + body, "")
+                return head
+
+            self._add(Entry("result", render, foldable=True))
         elif e.outcome == "rejected":
-            self._add(Entry(Text(f"  ✗ {e.call.name} not executed", "italic"), "rejected"))
+            name = e.call.name
+            self._add(Entry("rejected", lambda _e: Text(f"✗ {name} not executed", "italic red")))
         else:
-            self._add(Entry(Text(f"  ✗ {shorten(e.content, 300)}"), "error"))
+            message = shorten(e.content, 300)
+            self._add(Entry("error", lambda _e: Text(f"✗ {message}", "red")))
 
     def _show_ledger_updated(self, e: Any) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
-        self._add(Entry(Text("  ledger " + " ".join(parts), "dim"), "ledger-note"))
+        note = "ledger " + " ".join(parts)
+        self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
     def _show_ledger_staled(self, e: Any) -> None:
-        self._add(Entry(Text("  ledger stale: " + ", ".join(e.paths), "dim"), "ledger-note"))
+        note = "ledger stale: " + ", ".join(e.paths)
+        self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
     def _show_model_retry(self, e: Any) -> None:
-        self._add(Entry(Text(f"  model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"), "warning"))
+        note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
+        self._add(Entry("warning", lambda _e: Text(note, "yellow")))
 
     def _show_model_error(self, e: Any) -> None:
-        self._add(Entry(Text(f"  model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"), "error"))
+        note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
+        self._add(Entry("error", lambda _e: Text(note, "red")))
 
     def _show_session_ended(self, e: Any) -> None:
         text = f"— session ended: {e.reason} after {e.steps} steps"
         if e.detail:
             text += f" ({e.detail})"
-        self._add(Entry(Text(text, "bold"), "ended"))
+        self._add(Entry("ended", lambda _e: Text(text, "bold"), gap=True))
+
+
+def _fixed(renderable: RenderableType) -> Callable[[bool], RenderableType]:
+    """A render function for an entry that looks the same folded or not."""
+    return lambda _expanded: renderable
 
 
 def _pretty(content: str) -> str:

@@ -48,7 +48,7 @@ async def test_presenter_one_key_runs_the_demo(console_app: Callable[..., Operat
         assert [r.verdict for r in rows] == ["REVISE", "ALLOW"]
         assert rows[0].failed == ["retail.refund_to_original_or_gift_card"]
         assert {"orders.#W4821001", "user", "auth.user_id"} <= set(app.ledger_pane.ledger_tree.nodes_by_path)
-        kinds = [getattr(w, "kind", type(w).__name__) for w in app.transcript.children]
+        kinds = [entry.kind for entry in app.transcript.items]
         assert "user" in kinds and "agent" in kinds and "call" in kinds
         assert app.live.state.end_reason == "user_stop"
         assert (app.live.folder / "trace.jsonl").exists()  # type: ignore[operator]

@@ -1,0 +1,64 @@
+"""Console figures (issue 5): cold start to first frame, appending an event to the panes with a long session,
+and the memory that session takes. Each runs in a fresh interpreter so imports and memory are honest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.timing import MS, S, Result, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1024 * 1024
+
+
+def _env(home: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return env | {"LEDGERAGENT_HOME": home}
+
+
+def bench_cold_start(repeat: int = 5) -> Result:
+    """Process start → the console composed and drawn once (headless driver), interpreter start-up included."""
+    samples: list[int] = []
+    with tempfile.TemporaryDirectory() as home:
+        for _ in range(repeat):
+            start = time.perf_counter_ns()
+            child = subprocess.Popen([sys.executable, "-m", "benchmarks.console_child", "first-frame"], cwd=ROOT,
+                                     stdout=subprocess.PIPE, text=True, env=_env(home))
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            elapsed = time.perf_counter_ns() - start
+            child.wait(timeout=30)
+            if line.strip() != "ready":
+                raise RuntimeError(f"console did not start: {line!r}")
+            samples.append(elapsed)
+    return summarise("console_cold_start", "console: cold start to first frame (fresh interpreter)", samples,
+                     target_ns=int(1.5 * S))
+
+
+def bench_append(samples: int = 200) -> tuple[Result, Result, Result]:
+    """One event appended to the panes with 2,000 events already in the transcript and a 5,000-entry ledger in
+    the tree: the work (handler + the layout and drawing it causes), the latency until that frame is on screen
+    (adds the wait for Textual's 60 fps update timer), and the peak memory of that process."""
+    with tempfile.TemporaryDirectory() as home:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.console_child", "append", str(samples)], cwd=ROOT,
+                              capture_output=True, text=True, env=_env(home), timeout=600, check=True)
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    append = summarise("console_append_event",
+                       f"console: append one event, {data['transcript_events']:,}-event transcript, "
+                       f"{data['ledger_entries']:,}-entry ledger", data["samples_ns"], target_ns=16 * MS)
+    latency = summarise("console_append_latency", "console: …same event until its frame is drawn (60 fps timer)",
+                        data["latency_ns"])
+    peak = float(data["peak_rss_bytes"])
+    memory = Result(key="console_memory", figure="console: peak memory (RSS) of that session", median_ns=peak,
+                    p95_ns=peak, n=1, target_ns=300 * MIB, unit="B")
+    return append, latency, memory
+
+
+def bench_console() -> list[Result]:
+    return [bench_cold_start(), *bench_append()]

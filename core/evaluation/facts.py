@@ -1,0 +1,107 @@
+"""What a trial did, read back from its events: the one place that interprets a trace for grading.
+
+Rewards, token counts, gate statistics and the failure taxonomy all start from these facts, and the facts
+come only from events. So a trial re-read from `results.json` is graded exactly like a live one, and the
+grade never depends on in-memory state that the trace does not show.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.events import (
+    AssistantTurnEvent,
+    GateDecided,
+    MessageSent,
+    SessionEnded,
+    SupervisorDecided,
+    ToolResultEvent,
+)
+
+
+@dataclass(frozen=True)
+class ExecutedCall:
+    """A tool call that reached the backend (gate-rejected and invalid calls never did)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    kind: str  # read | write | generic | unknown
+    ok: bool
+    content: str
+    result: Any
+
+    def signature(self) -> str:
+        return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)}"
+
+
+@dataclass
+class TrialFacts:
+    executed: list[ExecutedCall] = field(default_factory=list)
+    rejected: list[GateDecided] = field(default_factory=list)  # writes the gate refused (REVISE/BLOCK)
+    decisions: list[GateDecided] = field(default_factory=list)
+    overrides: list[SupervisorDecided] = field(default_factory=list)
+    assistant_texts: list[str] = field(default_factory=list)
+    user_texts: list[str] = field(default_factory=list)
+    turns: list[AssistantTurnEvent] = field(default_factory=list)
+    tool_errors: int = 0  # executed calls that failed plus calls refused as invalid (tau2 counts both)
+    ended: SessionEnded | None = None
+
+    @property
+    def writes(self) -> list[ExecutedCall]:
+        """Successful executed writes, in order: what changed the database."""
+        return [c for c in self.executed if c.kind == "write" and c.ok]
+
+    @property
+    def termination(self) -> str:
+        return self.ended.reason if self.ended is not None else "unknown"
+
+    def transcript(self) -> str:
+        """Role-prefixed conversation, as tau2's NL judge sees it."""
+        lines: list[str] = []
+        for turn in self.turns:
+            if turn.text:
+                lines.append(f"assistant: {turn.text}")
+            for call in turn.tool_calls:
+                lines.append(f"assistant (tool call): {call.name}({json.dumps(call.arguments, sort_keys=True)})")
+        return "\n".join(lines)
+
+
+def collect(events: Iterable[Any]) -> TrialFacts:
+    """Facts from typed events (the bus history or a trace loaded back)."""
+    facts = TrialFacts()
+    for event in events:
+        if isinstance(event, ToolResultEvent):
+            if event.executed:
+                facts.executed.append(ExecutedCall(event.call.id, event.call.name, dict(event.call.arguments),
+                                                   event.kind, event.ok, event.content, event.result))
+            if event.outcome in ("error", "invalid"):
+                facts.tool_errors += 1
+        elif isinstance(event, GateDecided):
+            facts.decisions.append(event)
+            if event.verdict != "ALLOW":
+                facts.rejected.append(event)
+        elif isinstance(event, SupervisorDecided):
+            facts.overrides.append(event)
+        elif isinstance(event, AssistantTurnEvent):
+            facts.turns.append(event)
+            if event.text:
+                facts.assistant_texts.append(event.text)
+        elif isinstance(event, MessageSent):
+            if event.role == "user":
+                facts.user_texts.append(event.text)
+            elif event.text not in facts.assistant_texts[-1:]:
+                facts.assistant_texts.append(event.text)
+        elif isinstance(event, SessionEnded):
+            facts.ended = event
+    return facts
+
+
+def arguments_equal(expected: Mapping[str, Any], actual: Mapping[str, Any], compare: list[str] | None) -> bool:
+    """tau2's action match: equal values on `compare` (all of the expected arguments when None)."""
+    keys = list(expected) if compare is None else compare
+    return all(expected.get(k) == actual.get(k) for k in keys) and (compare is not None or
+                                                                     set(expected) == set(actual))

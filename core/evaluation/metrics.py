@@ -1,0 +1,179 @@
+"""Aggregates over trials: pass^k, the paper's Table 2 averages, the write-task subset (Fig. 3), token use and
+the ledger's overhead against FC (Table 3), gate statistics and the failure taxonomy.
+
+pass^k is tau-bench's unbiased estimator: for a task with n trials of which c succeeded, the probability
+that k trials drawn without replacement all succeed is C(c, k) / C(n, k); pass^k is its mean over tasks.
+k runs from 1 to the smallest number of trials any task has. A crashed or timed-out trial is a failure
+(as on tau2's leaderboard) and is counted separately so it is visible.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from math import comb
+from statistics import mean
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.evaluation.results import TrialSummary
+
+BASELINE = "fc"
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """C(c, k) / C(n, k): the chance that k of n trials (c successful) drawn without replacement all pass."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+    return comb(c, k) / comb(n, k)
+
+
+def pass_k(successes: Mapping[str, Sequence[bool]], max_k: int | None = None) -> dict[int, float]:
+    """pass^k for k = 1..K (K = the fewest trials of any task, capped by max_k), averaged over tasks."""
+    if not successes:
+        return {}
+    fewest = min(len(s) for s in successes.values())
+    top = fewest if max_k is None else min(fewest, max_k)
+    return {k: mean(pass_hat_k(len(s), sum(s), k) for s in successes.values()) for k in range(1, top + 1)}
+
+
+class TokenSummary(BaseModel):
+    trials: int = 0
+    prompt_per_trial: float = 0.0
+    completion_per_trial: float = 0.0
+    total_per_trial: float = 0.0
+    model_calls_per_trial: float = 0.0
+    prompt_per_call: float = 0.0
+    ledger_share: float = 0.0  # ledger block tokens / prompt tokens
+    estimated: bool = False
+
+
+class AgentMetrics(BaseModel):
+    domain: str
+    agent: str
+    tasks: int
+    trials: int
+    pass_k: dict[int, float]
+    table2: dict[str, float]  # pass^1, pass^K and their average, as the paper's Table 2
+    write_tasks: int
+    write_pass_k: dict[int, float]
+    mean_reward: float
+    crashed: int
+    unscored: int  # trials whose NL assertions were left unscored (no judge model)
+    terminations: dict[str, int]
+    failures: dict[str, int]
+    tokens: TokenSummary
+    gate_verdicts: dict[str, int]
+    gate_predicates: dict[str, dict[str, int]]
+    gate_escalated: int
+    overrides: dict[str, int]
+    would_refuse: dict[str, int]  # predicate -> executed writes the gate would have refused
+    slips: int  # deliberate mistakes (error-prone scripted agent)
+
+
+class Metrics(BaseModel):
+    cells: list[AgentMetrics] = Field(default_factory=list)
+    overall: list[AgentMetrics] = Field(default_factory=list)  # every domain pooled, per agent
+    token_overhead: dict[str, float] = Field(default_factory=dict)  # agent -> total tokens vs FC (-0.1 = 10% fewer)
+    prompt_overhead: dict[str, float] = Field(default_factory=dict)  # agent -> prompt tokens vs FC
+
+    def cell(self, domain: str, agent: str) -> AgentMetrics | None:
+        pool = self.overall if domain == "overall" else self.cells
+        return next((c for c in pool if c.domain == domain and c.agent == agent), None)
+
+
+def _tokens(trials: Sequence[TrialSummary]) -> TokenSummary:
+    if not trials:
+        return TokenSummary()
+    prompt = sum(t.tokens.prompt for t in trials)
+    calls = sum(t.tokens.model_calls for t in trials)
+    return TokenSummary(
+        trials=len(trials),
+        prompt_per_trial=prompt / len(trials),
+        completion_per_trial=mean(t.tokens.completion for t in trials),
+        total_per_trial=mean(t.tokens.total for t in trials),
+        model_calls_per_trial=calls / len(trials),
+        prompt_per_call=prompt / calls if calls else 0.0,
+        ledger_share=sum(t.tokens.ledger for t in trials) / prompt if prompt else 0.0,
+        estimated=any(t.tokens.estimated for t in trials),
+    )
+
+
+def _merge(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for item in counts:
+        total.update(item)
+    return dict(sorted(total.items()))
+
+
+def agent_metrics(domain: str, agent: str, trials: Sequence[TrialSummary]) -> AgentMetrics:
+    by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    writes: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for trial in sorted(trials, key=lambda t: t.trial):
+        by_task[(trial.domain, trial.task_id)].append(trial.success)
+        if trial.has_write:
+            writes[(trial.domain, trial.task_id)].append(trial.success)
+    ks = pass_k({f"{d}/{t}": s for (d, t), s in by_task.items()})
+    top = max(ks) if ks else 0
+    table2 = {}
+    if ks:
+        table2 = {"pass^1": ks[1], f"pass^{top}": ks[top], "avg": (ks[1] + ks[top]) / 2}
+    predicates: dict[str, Counter[str]] = defaultdict(Counter)
+    for trial in trials:
+        for pid, counts in trial.gate.predicates.items():
+            predicates[pid].update(counts)
+    return AgentMetrics(
+        domain=domain, agent=agent, tasks=len(by_task), trials=len(trials), pass_k=ks, table2=table2,
+        write_tasks=len(writes), write_pass_k=pass_k({f"{d}/{t}": s for (d, t), s in writes.items()}),
+        mean_reward=mean(t.reward for t in trials) if trials else 0.0,
+        crashed=sum(t.status != "ok" for t in trials),
+        unscored=sum(bool(t.unscored) for t in trials),
+        terminations=dict(sorted(Counter(t.termination for t in trials).items())),
+        failures=dict(sorted(Counter(t.failure.category for t in trials if t.failure).items())),
+        tokens=_tokens(trials),
+        gate_verdicts=_merge(t.gate.verdicts for t in trials),
+        gate_predicates={pid: dict(sorted(c.items())) for pid, c in sorted(predicates.items())},
+        gate_escalated=sum(t.gate.escalated for t in trials),
+        overrides=_merge(t.gate.overrides for t in trials),
+        would_refuse=dict(sorted(Counter(p for t in trials for p in t.would_refuse).items())),
+        slips=sum(len(t.slips) for t in trials),
+    )
+
+
+def _overhead(trials: Sequence[TrialSummary], agent: str, field: str) -> float | None:
+    """Mean per-trial tokens of `agent` vs FC over the tasks both ran (paired, so task mix cancels out)."""
+    per: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
+    for t in trials:
+        per[t.agent][(t.domain, t.task_id)].append(t.tokens.total if field == "total" else t.tokens.prompt)
+    common = set(per[agent]) & set(per[BASELINE])
+    if not common:
+        return None
+    mine = sum(mean(per[agent][k]) for k in common)
+    base = sum(mean(per[BASELINE][k]) for k in common)
+    return (mine - base) / base if base else None
+
+
+def compute_metrics(trials: Sequence[TrialSummary]) -> Metrics:
+    groups: dict[tuple[str, str], list[TrialSummary]] = defaultdict(list)
+    pooled: dict[str, list[TrialSummary]] = defaultdict(list)
+    for trial in trials:
+        groups[(trial.domain, trial.agent)].append(trial)
+        pooled[trial.agent].append(trial)
+    metrics = Metrics(
+        cells=[agent_metrics(d, a, ts) for (d, a), ts in sorted(groups.items())],
+        overall=[agent_metrics("overall", a, ts) for a, ts in sorted(pooled.items())],
+    )
+    for agent in sorted(pooled):
+        if agent == BASELINE:
+            continue
+        total = _overhead(trials, agent, "total")
+        prompt = _overhead(trials, agent, "prompt")
+        if total is not None and prompt is not None:
+            metrics.token_overhead[agent] = total
+            metrics.prompt_overhead[agent] = prompt
+    return metrics
+
+
+def metrics_json(metrics: Metrics) -> dict[str, Any]:
+    return metrics.model_dump(mode="json")

@@ -1,0 +1,318 @@
+"""Offline agents and customers: deterministic stand-ins for LLMs, so `eval` runs without a model.
+
+`AdaptiveScriptedAgent` is a `ChatModel` that plays a plan built from a task's gold actions (plus the reads a
+careful agent makes, supplied by the domain's planner) and *reacts* to what it is told, one tool call per
+turn: a REVISE that asks for a read gets the read and a retry; a refused or failed call it made by mistake
+is followed by the right call; a refused right call is explained to the customer. With `error_rate > 0` it
+is "error-prone": before each write, with that probability (seeded, so ledger and FC runs of the same trial
+make the same slips), it first proposes a policy-violating variant the domain planner offers (another
+customer's record, a wrong refund method, ...). Without a gate such a call may simply execute; with the gate
+it is rejected and the agent recovers. That is a simulation of what the gate changes, and reports say so.
+
+`OfflineCustomer` opens with the task's request, says yes when asked to confirm, and otherwise ends the
+conversation with ###STOP###.
+
+Token usage is estimated locally (`estimate_tokens`, about 4 characters per token) over the text a real
+endpoint would tokenise: message contents, tool calls and tool schemas (not their JSON escaping).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from core.domain import Domain
+from core.evaluation.tasks import Action, Task, opening_line
+from core.llm.base import AssistantTurn, Message, Usage, estimate_tokens
+from core.tools import ToolCall, ToolKind
+from core.users import STOP, Utterance
+
+# -- plans -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, action: Action) -> PlannedCall:
+        return cls(action.name, dict(action.arguments))
+
+    def describe(self) -> str:
+        return f"{self.name}({json.dumps(dict(self.arguments), sort_keys=True, ensure_ascii=False)})"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A policy-violating variant of a write: the slip an error-prone agent makes, and what it read first."""
+
+    kind: str
+    call: PlannedCall
+    reads: tuple[PlannedCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: Literal["call", "write", "say", "requested"]
+    call: PlannedCall | None = None
+    text: str = ""
+    confirm: bool = False  # a `say` that asks the customer to confirm (the agent waits for the answer)
+    violations: tuple[Violation, ...] = ()
+
+
+@dataclass(frozen=True)
+class OfflinePlan:
+    steps: tuple[Step, ...]
+    final_message: str
+    refusal_message: str = "I'm sorry, but I can't do that under our policy."
+
+
+class OfflinePlanner(Protocol):
+    """Per domain: turns a task (and the task's starting data) into what a careful agent would do."""
+
+    def plan(self, task: Task, data: Mapping[str, Any], domain: Domain) -> OfflinePlan: ...
+
+
+def confirmation(call: PlannedCall) -> str:
+    return f"To confirm, I'm about to run {call.describe()}. Do you confirm?"
+
+
+class GoldPlanner:
+    """Domain-agnostic planner: the gold actions in order, each write preceded by a confirmation.
+
+    Domains subclass it to add the reads a careful agent makes (`opening`, `before_write`) and the slips an
+    error-prone agent makes (`violations`). `memo` is per-plan scratch space for that bookkeeping.
+    """
+
+    def opening(self, task: Task, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
+        return []
+
+    def after_call(self, call: PlannedCall, memo: dict[str, Any]) -> None:
+        return None
+
+    def before_write(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
+        return []
+
+    def after_write(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
+        """Reads that verify a write took effect (observe, don't assume)."""
+        return []
+
+    def violations(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[Violation]:
+        return []
+
+    def plan(self, task: Task, data: Mapping[str, Any], domain: Domain) -> OfflinePlan:
+        memo: dict[str, Any] = {}
+        steps: list[Step] = []
+
+        def call(planned: PlannedCall) -> None:
+            steps.append(Step("call", planned))
+            self.after_call(planned, memo)
+
+        for planned in self.opening(task, data, memo):
+            call(planned)
+        for action in task.gold_actions:
+            if domain.kind_of(action.name) is not ToolKind.WRITE:
+                call(PlannedCall.of(action))
+                continue
+            for planned in self.before_write(action, data, memo):
+                call(planned)
+            write = PlannedCall.of(action)
+            steps.append(Step("say", text=confirmation(write), confirm=True))
+            steps.append(Step("write", write, violations=tuple(self.violations(action, data, memo))))
+            self.after_call(write, memo)
+            for planned in self.after_write(action, data, memo):
+                call(planned)
+        hints = task.hints
+        refusal = hints.refusal_message or "I'm sorry, but our policy does not allow what you asked for."
+        for requested in hints.requested_actions:
+            steps.append(Step("requested", PlannedCall(requested.name, dict(requested.arguments)),
+                              text=requested.why_forbidden))
+        info = " ".join(task.criteria.communicate_info or [])
+        final = f"All done. {info}".strip() if not hints.refusal else refusal
+        return OfflinePlan(tuple(steps), final, refusal)
+
+
+# -- the agent -------------------------------------------------------------------------------------
+
+Role = Literal["read", "write", "slip", "tempted"]
+
+_SUGGESTION = re.compile(r"\b([a-z_][a-z0-9_]*)\(((?:[a-z_][a-z0-9_]*=(?:\"(?:[^\"\\]|\\.)*\"|[-\w.]+)(?:, )?)*)\)")
+_ARGUMENT = re.compile(r"([a-z_][a-z0-9_]*)=(\"(?:[^\"\\]|\\.)*\"|[-\w.]+)")
+
+
+def suggested_reads(feedback: str, tools: set[str]) -> list[PlannedCall]:
+    """The read calls a gate REVISE names ("Read it with get_order_details(order_id=\"#W1\")")."""
+    found: dict[str, PlannedCall] = {}
+    for match in _SUGGESTION.finditer(feedback):
+        name = match.group(1)
+        if name not in tools or "..." in match.group(0):
+            continue
+        try:
+            arguments = {k: json.loads(v) for k, v in _ARGUMENT.findall(match.group(2))}
+        except json.JSONDecodeError:
+            continue
+        planned = PlannedCall(name, arguments)
+        found.setdefault(planned.describe(), planned)
+    return list(found.values())
+
+
+@dataclass
+class _Item:
+    kind: Literal["call", "say"]
+    call: PlannedCall | None = None
+    role: Role = "read"
+    text: str = ""
+    fix: PlannedCall | None = None  # for a slip: the right call to propose once the slip is refused
+    retries: int = 0
+
+
+def _prompt_text(messages: Sequence[Message]) -> str:
+    pieces: list[str] = []
+    for message in messages:
+        pieces.append(f"{message.get('role', '')}: {message.get('content') or ''}")
+        for call in message.get("tool_calls") or ():
+            function = call.get("function", {}) if isinstance(call, Mapping) else {}
+            pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
+    return "\n".join(pieces)
+
+
+def _last_tool_results(messages: Sequence[Message]) -> str:
+    results: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.append(str(message.get("content", "")))
+    return "\n".join(reversed(results))
+
+
+def _refused(content: str) -> bool:
+    return content.startswith(("REVISE", "BLOCK", "Error", "NOT EXECUTED"))
+
+
+class AdaptiveScriptedAgent:
+    """A deterministic `ChatModel` that plays an `OfflinePlan` and reacts to tool results (see module doc)."""
+
+    MAX_RETRIES = 2
+
+    def __init__(self, plan: OfflinePlan, *, error_rate: float = 0.0, seed: str = "0") -> None:
+        if not 0.0 <= error_rate <= 1.0:
+            raise ValueError("error_rate must be between 0 and 1")
+        self.name = "scripted-careful" if error_rate == 0 else f"scripted-error-prone(p={error_rate:g})"
+        self.plan = plan
+        self.error_rate = error_rate
+        self.slips: list[str] = []  # what the error-prone agent got wrong on purpose, for the report
+        self._agenda: deque[_Item] = deque(self._expand(plan, random.Random(f"slip:{seed}")))
+        self._awaiting: _Item | None = None
+        self._notes: list[str] = []  # refusals to mention in the next message to the customer
+        self._finished = False
+        self._calls = 0
+        self._tools_text: tuple[int, str] = (0, "")
+
+    def _expand(self, plan: OfflinePlan, rng: random.Random) -> list[_Item]:
+        items: list[_Item] = []
+        for step in plan.steps:
+            if step.kind == "say":
+                items.append(_Item("say", text=step.text, role="read"))
+            elif step.kind == "call" and step.call is not None:
+                items.append(_Item("call", step.call, "read"))
+            elif step.kind == "write" and step.call is not None:
+                draw = rng.random()
+                slip = rng.choice(step.violations) if step.violations and draw < self.error_rate else None
+                if slip is None:
+                    items.append(_Item("call", step.call, "write"))
+                    continue
+                self.slips.append(f"{slip.kind}: {slip.call.describe()}")
+                items += [_Item("call", read, "read") for read in slip.reads]
+                items.append(_Item("call", slip.call, "slip", fix=step.call))
+            elif step.kind == "requested" and step.call is not None:
+                if rng.random() < self.error_rate:
+                    self.slips.append(f"forbidden request: {step.call.describe()}")
+                    items.append(_Item("say", text=confirmation(step.call)))
+                    items.append(_Item("call", step.call, "tempted"))
+                else:
+                    items.append(_Item("say", text=plan.refusal_message))
+        return items
+
+    def _react(self, item: _Item, content: str, tools: set[str]) -> None:
+        """Decide what follows the call `item` now that its result `content` is known."""
+        if item.role == "read" or not _refused(content):
+            return
+        reason = content.splitlines()[0] if content else "it was refused"
+        if item.role == "slip" and item.fix is not None:
+            self._agenda.appendleft(_Item("call", item.fix, "write"))
+        elif item.role == "tempted":
+            self._agenda.appendleft(_Item("say", text=self.plan.refusal_message))
+        elif (content.startswith("REVISE") and item.retries < self.MAX_RETRIES and item.call is not None
+              and (reads := suggested_reads(content, tools))):
+            retry = _Item("call", item.call, "write", retries=item.retries + 1)
+            self._agenda.extendleft(reversed([*(_Item("call", r, "read") for r in reads), retry]))
+        else:
+            # Carry on with the plan (a later write may be the right way to do it, as in tau2 retail task 64);
+            # the customer hears about the refusal in the agent's next message.
+            self._notes.append(f"I'm sorry, I couldn't do that: {reason}")
+
+    def _tool_names(self, tools: Sequence[Mapping[str, Any]]) -> tuple[set[str], str]:
+        if self._tools_text[0] != id(tools):
+            self._tools_text = (id(tools), json.dumps(list(tools), sort_keys=True, ensure_ascii=False))
+        names = {str(t.get("function", {}).get("name", "")) for t in tools}
+        return names, self._tools_text[1]
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
+        names, tools_text = self._tool_names(tools)
+        if self._awaiting is not None:
+            awaiting, self._awaiting = self._awaiting, None
+            self._react(awaiting, _last_tool_results(messages), names)
+        item = self._agenda.popleft() if self._agenda else None
+        if item is None:
+            text = "Is there anything else I can help you with?" if self._finished else self.plan.final_message
+            self._finished = True
+            item = _Item("say", text=text)
+        prompt = estimate_tokens(_prompt_text(messages)) + estimate_tokens(tools_text)
+        if item.kind == "say" or item.call is None:
+            text = " ".join([*self._notes, item.text])
+            self._notes.clear()
+            usage = Usage(prompt, estimate_tokens(text), estimated=True)
+            return AssistantTurn(text=text, usage=usage, model=self.name, finish_reason="stop")
+        self._calls += 1
+        call = ToolCall(f"call_{self._calls}", item.call.name, dict(item.call.arguments))
+        self._awaiting = item
+        usage = Usage(prompt, estimate_tokens(call.name + call.arguments_json()), estimated=True)
+        return AssistantTurn(text=None, tool_calls=(call,), usage=usage, model=self.name, finish_reason="tool_calls")
+
+
+# -- the customer ----------------------------------------------------------------------------------
+
+
+def asks_to_confirm(text: str) -> bool:
+    lowered = text.lower()
+    return "confirm" in lowered and "?" in lowered
+
+
+class OfflineCustomer:
+    """Opens with the task's request, says yes to each confirmation question, then ends with ###STOP###."""
+
+    name = "scripted-customer"
+    MAX_CONFIRMATIONS = 10
+
+    def __init__(self, first_message: str) -> None:
+        self.first_message = first_message
+        self.position = 0
+
+    @classmethod
+    def for_task(cls, task: Task) -> OfflineCustomer:
+        return cls(opening_line(task))
+
+    async def respond(self, conversation: Sequence[Utterance]) -> str:
+        self.position += 1
+        if self.position == 1:
+            return self.first_message
+        last = next((u.text for u in reversed(conversation) if u.role == "assistant"), "")
+        if asks_to_confirm(last) and self.position <= self.MAX_CONFIRMATIONS + 1:
+            return "Yes, please go ahead."
+        return STOP

@@ -1,0 +1,217 @@
+"""report.md and its pass^k plots, as plain text: Markdown tables and hand-written SVG (no plotting library).
+
+SVG rather than PNG so the plots are small, diffable, readable in any browser or Git forge, and need no
+dependency. One plot per domain, one line per agent condition, pass^k on k = 1..K.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+from core.evaluation.metrics import AgentMetrics, Metrics
+from core.evaluation.results import RunHeader, TrialSummary
+
+COLORS = {"ledger": "#1f77b4", "fc": "#d62728", "ledger-no-gate": "#2ca02c", "ledger-compact": "#9467bd"}
+_EXTRA = ["#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
+MAX_LISTED_FAILURES = 200
+
+
+def _color(agent: str, index: int) -> str:
+    return COLORS.get(agent, _EXTRA[index % len(_EXTRA)])
+
+
+def pass_k_svg(title: str, series: dict[str, dict[int, float]], *, width: int = 520, height: int = 320) -> str:
+    """A line chart of pass^k (percent) against k, one line per agent, with axes, grid and legend."""
+    left, right, top, bottom = 56, 130, 36, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ks = sorted({k for values in series.values() for k in values}) or [1]
+    k_max = max(ks)
+
+    def x(k: int) -> float:
+        return left + (plot_w / 2 if k_max == 1 else (k - 1) * plot_w / (k_max - 1))
+
+    def y(value: float) -> float:
+        return top + plot_h * (1 - value)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left}" y="20" font-size="14" font-weight="bold">{escape(title)}</text>']
+    for tick in range(0, 101, 20):
+        ty = y(tick / 100)
+        parts.append(f'<line x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 8}" y="{ty + 4:.1f}" text-anchor="end">{tick}%</text>')
+    for k in ks:
+        parts.append(f'<text x="{x(k):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{k}</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">k (trials that must '
+                 f'all pass)</text>')
+    parts.append(f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+                 f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">pass^k</text>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>')
+    parts.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="black"/>')
+    for index, (agent, values) in enumerate(sorted(series.items())):
+        color = _color(agent, index)
+        points = [(x(k), y(values[k])) for k in sorted(values)]
+        if len(points) > 1:
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for (px, py), k in zip(points, sorted(values), strict=True):
+            parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3.5" fill="{color}">'
+                         f'<title>{escape(agent)} pass^{k} = {values[k]:.1%}</title></circle>')
+        ly = top + 14 + index * 20
+        parts.append(f'<line x1="{left + plot_w + 14}" y1="{ly - 4}" x2="{left + plot_w + 34}" y2="{ly - 4}" '
+                     f'stroke="{color}" stroke-width="3"/>')
+        parts.append(f'<text x="{left + plot_w + 40}" y="{ly}">{escape(agent)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _banner(header: RunHeader) -> list[str]:
+    if not header.offline:
+        customer = f"LLM user simulator `{header.user_model}`" if header.user_model else "scripted customer"
+        where = f" at `{header.base_url}`" if header.base_url else ""
+        return [f"Agent model `{header.model}`{where}; customer: {customer}.", ""]
+    lines = ["> **SIMULATION — scripted agents, no language model.** Every figure below comes from deterministic",
+             "> scripted agents (each task's gold actions plus the reads a careful agent makes) and scripted",
+             "> customers. It shows that the harness, tasks and gate work; it says nothing about any model."]
+    if header.error_rate > 0:
+        lines += [f"> The agents are *error-prone* (seed {header.seed}): before each write, with probability "
+                  f"{header.error_rate:g}, they first propose a policy-violating variant of the right call. The "
+                  "difference between ledger and FC is therefore a simulation of what the gate prevents."]
+    return lines + [""]
+
+
+def render_markdown(header: RunHeader, metrics: Metrics, trials: Sequence[TrialSummary], plots: dict[str, str]) -> str:
+    """The report. `plots` maps a domain to the SVG file name written beside report.md."""
+    agents = header.agents
+    lines = ["# LedgerAgent evaluation report", ""]
+    lines += _banner(header)
+    lines += _table(["setting", "value"], [
+        ["domains", ", ".join(header.domains)], ["agents", ", ".join(agents)], ["trials per task", str(header.trials)],
+        ["tasks", "; ".join(f"{d}: {len(ids)}" for d, ids in header.task_ids.items())],
+        ["sources", "; ".join(f"{d}: {s}" for d, s in header.sources.items())],
+        ["max steps / max tool errors", f"{header.max_steps} / {header.max_errors}"],
+        ["disabled predicates", ", ".join(header.disabled_predicates) or "none"],
+        ["compact history (ledger)", "on" if header.compact_history else "off"],
+        ["NL judge", header.judge_model or "none (NL assertions unscored)"],
+        ["token counts", "local estimate (~4 characters per token)" if header.tokenizer == "estimate"
+         else header.tokenizer],
+    ])
+    lines += ["## pass^k (Table 2)", "",
+              "pass^k: the chance that k independent trials of a task all succeed (unbiased estimator "
+              "C(c, k) / C(n, k), averaged over tasks). Avg = (pass^1 + pass^K) / 2, as in the paper's Table 2.", ""]
+    rows = []
+    for cell in [*metrics.cells, *(metrics.overall if len(header.domains) > 1 else [])]:
+        ks = cell.pass_k
+        top = max(ks) if ks else 0
+        rows.append([cell.domain, cell.agent, str(cell.tasks), str(cell.trials), _pct(ks.get(1)),
+                     _pct(ks.get(top)) + (f" (k={top})" if top else ""), _pct(cell.table2.get("avg")),
+                     f"{cell.mean_reward:.3f}", str(cell.crashed)])
+    lines += _table(["domain", "agent", "tasks", "trials", "pass^1", "pass^K", "Avg", "mean reward",
+                     "crashed/timeout"], rows)
+    for domain in header.domains:
+        cells = [c for c in metrics.cells if c.domain == domain]
+        if not cells:
+            continue
+        lines += [f"### {domain}", ""]
+        if domain in plots:
+            lines += [f"![pass^k for {domain}]({plots[domain]})", ""]
+        top = max((max(c.pass_k) for c in cells if c.pass_k), default=0)
+        lines += _table(["agent", *(f"pass^{k}" for k in range(1, top + 1))],
+                        [[c.agent, *(_pct(c.pass_k.get(k)) for k in range(1, top + 1))] for c in cells])
+        lines += [f"Write-task subset (tasks with at least one gold write; paper Fig. 3): "
+                  f"{cells[0].write_tasks} tasks.", ""]
+        lines += _table(["agent", *(f"pass^{k}" for k in range(1, top + 1))],
+                        [[c.agent, *(_pct(c.write_pass_k.get(k)) for k in range(1, top + 1))] for c in cells])
+    lines += _tokens_section(header, metrics)
+    lines += _gate_section(metrics)
+    lines += _failure_section(metrics, trials)
+    return "\n".join(lines) + "\n"
+
+
+def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:
+    pool = metrics.overall if len(header.domains) > 1 else metrics.cells
+    estimated = any(c.tokens.estimated for c in pool)
+    lines = ["## Tokens (Table 3)", "",
+             "Per trial, summed over the agent's model calls. Ledger share: the rendered ledger block's part of "
+             "the prompt tokens (always a local estimate). Overhead: total tokens against FC on the same tasks."
+             + (" Counts are local estimates (about 4 characters per token), not a model's tokenizer."
+                if estimated else ""), ""]
+    rows = []
+    for cell in pool:
+        t = cell.tokens
+        overhead = metrics.token_overhead.get(cell.agent)
+        prompt_overhead = metrics.prompt_overhead.get(cell.agent)
+        rows.append([cell.domain, cell.agent, f"{t.prompt_per_trial:,.0f}", f"{t.completion_per_trial:,.0f}",
+                     f"{t.model_calls_per_trial:.1f}", f"{t.prompt_per_call:,.0f}", _pct(t.ledger_share),
+                     "baseline" if cell.agent == "fc" else (f"{overhead:+.1%}" if overhead is not None else "—"),
+                     "baseline" if cell.agent == "fc" else
+                     (f"{prompt_overhead:+.1%}" if prompt_overhead is not None else "—")])
+    return lines + _table(["domain", "agent", "prompt/trial", "completion/trial", "model calls/trial",
+                           "prompt/call", "ledger share", "overhead vs FC", "prompt vs FC"], rows)
+
+
+def _gate_section(metrics: Metrics) -> list[str]:
+    lines = ["## Gate", "",
+             "Verdicts on proposed writes, per predicate the times it failed (violation / missing evidence / "
+             "error), and executed writes a gate re-run over the trial's own reads would have refused (for FC and "
+             "no-gate runs: policy violations that reached the database).", ""]
+    rows = [[c.domain, c.agent, str(c.gate_verdicts.get("ALLOW", 0)), str(c.gate_verdicts.get("REVISE", 0)),
+             str(c.gate_verdicts.get("BLOCK", 0)), str(c.gate_escalated),
+             ", ".join(f"{k} {v}" for k, v in c.overrides.items()) or "0",
+             ", ".join(f"{k} {v}" for k, v in c.would_refuse.items()) or "0", str(c.slips)] for c in metrics.cells]
+    lines += _table(["domain", "agent", "ALLOW", "REVISE", "BLOCK", "escalated", "overrides",
+                     "executed writes the gate would refuse", "scripted slips"], rows)
+    predicate_rows = [[c.domain, c.agent, pid, str(counts.get("violation", 0)), str(counts.get("missing", 0)),
+                       str(counts.get("error", 0))]
+                      for c in metrics.cells for pid, counts in c.gate_predicates.items()]
+    if predicate_rows:
+        lines += _table(["domain", "agent", "predicate", "violation", "missing evidence", "error"], predicate_rows)
+    return lines
+
+
+def _failure_section(metrics: Metrics, trials: Sequence[TrialSummary]) -> list[str]:
+    categories = sorted({k for c in metrics.cells for k in c.failures})
+    lines = ["## Failures (paper §6 taxonomy)", "",
+             "Each failed trial gets one category by deterministic rules (see core/evaluation/analysis.py).", ""]
+    if not categories:
+        return lines + ["No failed trials.", ""]
+    lines += _table(["domain", "agent", *categories],
+                    [[c.domain, c.agent, *(str(c.failures.get(k, 0)) for k in categories)] for c in metrics.cells])
+    failed = [t for t in trials if not t.success]
+    rows = [[t.domain, t.task_id, t.agent, str(t.trial), t.termination, t.failure.category if t.failure else "",
+             (t.failure.evidence if t.failure else t.detail)[:160]] for t in failed[:MAX_LISTED_FAILURES]]
+    lines += _table(["domain", "task", "agent", "trial", "ended", "category", "evidence"], rows)
+    if len(failed) > MAX_LISTED_FAILURES:
+        lines += [f"... and {len(failed) - MAX_LISTED_FAILURES} more in results.json.", ""]
+    return lines
+
+
+def write_report(folder: Path, header: RunHeader, metrics: Metrics, trials: Sequence[TrialSummary]) -> Path:
+    """report.md plus one pass^k SVG per domain, in `folder`."""
+    plots: dict[str, str] = {}
+    for domain in header.domains:
+        cells: list[AgentMetrics] = [c for c in metrics.cells if c.domain == domain and c.pass_k]
+        if not cells:
+            continue
+        name = f"pass_k_{domain}.svg"
+        kind = "scripted simulation" if header.offline else (header.model or "model")
+        (folder / name).write_text(pass_k_svg(f"pass^k — {domain} ({kind})", {c.agent: c.pass_k for c in cells}),
+                                   encoding="utf-8")
+        plots[domain] = name
+    ordered = sorted(trials, key=lambda t: t.key)
+    path = folder / "report.md"
+    path.write_text(render_markdown(header, metrics, ordered, plots), encoding="utf-8")
+    return path

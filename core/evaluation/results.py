@@ -1,0 +1,263 @@
+"""What a run leaves on disk, and the public loader a results viewer uses (`load_results`).
+
+Layout of a run folder:
+    run.json       the run header (configuration; checked on --resume so a resumed run stays one experiment)
+    trials.jsonl   one full `TrialResult` per line, appended and flushed the moment a trial ends
+    results.json   header + tasks + metrics + every trial with its full event trace, written at the end
+    report.md      the human report, with pass^k plots as SVG files beside it
+
+Why trials.jsonl first: a run of thousands of trials must not hold every trace in memory, and an interrupted
+run must lose at most the trials in flight. results.json is assembled from it by streaming, in a stable
+order (domain, task, agent, trial), so the same run gives the same file whatever order trials finished in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from core.evaluation.rewards import RewardInfo
+from core.evaluation.tasks import Task
+
+RESULTS_VERSION = 1
+TrialStatus = Literal["ok", "crashed", "timeout"]
+
+
+class StepTokens(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    step: int
+    prompt: int
+    completion: int
+    ledger: int
+
+
+class TokenStats(BaseModel):
+    prompt: int = 0
+    completion: int = 0
+    ledger: int = 0  # estimated size of the ledger block, summed over the prompts that carried it
+    model_calls: int = 0
+    estimated: bool = False  # True when any count is a local estimate rather than the API's usage
+    steps: list[StepTokens] = Field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+
+class GateStats(BaseModel):
+    verdicts: dict[str, int] = Field(default_factory=dict)  # ALLOW / REVISE / BLOCK
+    predicates: dict[str, dict[str, int]] = Field(default_factory=dict)  # id -> {violation, missing, error}
+    escalated: int = 0
+    repeated: int = 0
+    overrides: dict[str, int] = Field(default_factory=dict)  # approve / veto / edit / force_allow
+
+
+class Failure(BaseModel):
+    category: str
+    evidence: str
+
+
+class TrialSummary(BaseModel):
+    """Everything about a trial except its event trace: what metrics and tables need."""
+
+    domain: str
+    task_id: str
+    agent: str
+    trial: int
+    status: TrialStatus = "ok"
+    termination: str
+    detail: str = ""
+    reward: float = 0.0
+    success: bool = False
+    has_write: bool = False
+    steps: int = 0
+    duration_s: float = 0.0
+    model: str = ""
+    user: str = ""
+    scripted: bool = False
+    slips: list[str] = Field(default_factory=list)  # deliberate mistakes of the error-prone scripted agent
+    tokens: TokenStats = Field(default_factory=TokenStats)
+    gate: GateStats = Field(default_factory=GateStats)
+    would_refuse: list[str] = Field(default_factory=list)  # predicates the gate would fail on executed writes
+    unscored: list[str] = Field(default_factory=list)  # reward components left unscored (NL without a judge)
+    reward_info: RewardInfo | None = None
+    failure: Failure | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.domain, self.task_id, self.agent, self.trial)
+
+    def light(self) -> TrialSummary:
+        """What a run keeps in memory per trial: no trace, no per-step tokens, no reward details (all on
+        disk). Metrics need nothing more, and a run of many thousand trials stays small."""
+        fields = {name: getattr(self, name) for name in TrialSummary.model_fields}
+        fields.update(reward_info=None, tokens=self.tokens.model_copy(update={"steps": []}))
+        return TrialSummary.model_construct(**fields)
+
+
+class TrialResult(TrialSummary):
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+    def summary(self) -> TrialSummary:
+        return self.light()
+
+
+class RunHeader(BaseModel):
+    version: int = RESULTS_VERSION
+    created: str = ""
+    domains: list[str]
+    agents: list[str]
+    trials: int
+    offline: bool  # scripted agents and customers: figures are a simulation, not a model's
+    model: str | None = None
+    base_url: str | None = None
+    user_model: str | None = None
+    judge_model: str | None = None
+    error_rate: float = 0.0
+    seed: int = 0
+    sources: dict[str, str] = Field(default_factory=dict)  # domain -> tasks file and database
+    task_ids: dict[str, list[str]] = Field(default_factory=dict)
+    max_steps: int = 100
+    max_errors: int = 10
+    disabled_predicates: list[str] = Field(default_factory=list)
+    compact_history: bool = False
+    tokenizer: str = "estimate"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The fields a resumed run must share with the run on disk."""
+        return self.model_dump(exclude={"created", "trials", "version"})
+
+
+class EvalResults(BaseModel):
+    header: RunHeader
+    tasks: dict[str, list[Task]] = Field(default_factory=dict)  # domain -> tasks
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    trials: list[TrialResult] = Field(default_factory=list)
+
+
+class ResultsError(ValueError):
+    """A results file or folder that cannot be read; names the file and the problem."""
+
+
+class ResultStore:
+    """The run folder: header, the append-only trial log, and the final results.json."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.header_path = folder / "run.json"
+        self.trials_path = folder / "trials.jsonl"
+        self.results_path = folder / "results.json"
+        self._handle: IO[str] | None = None
+
+    def write_header(self, header: RunHeader) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.header_path.write_text(header.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    def read_header(self) -> RunHeader | None:
+        if not self.header_path.is_file():
+            return None
+        try:
+            return RunHeader.model_validate_json(self.header_path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            raise ResultsError(f"{self.header_path}: not a run header ({exc.errors()[0]['msg']})") from exc
+
+    def _lines(self) -> Iterator[tuple[int, int, str]]:
+        """(offset, length, text) of every complete line of trials.jsonl."""
+        if not self.trials_path.is_file():
+            return
+        with self.trials_path.open("rb") as handle:
+            offset = 0
+            for raw in handle:
+                if raw.endswith(b"\n"):
+                    yield offset, len(raw), raw.decode("utf-8")
+                offset += len(raw)
+
+    def done(self) -> list[TrialSummary]:
+        """Trials already on disk (a half-written last line from an interrupted run is ignored)."""
+        found: dict[tuple[str, str, str, int], TrialSummary] = {}
+        for _offset, _length, line in self._lines():
+            try:
+                summary = TrialSummary.model_validate_json(line)
+            except ValidationError:
+                continue
+            found[summary.key] = summary.light()
+        return list(found.values())
+
+    def append(self, result: TrialResult) -> None:
+        if self._handle is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._repair_tail()
+            self._handle = self.trials_path.open("a", encoding="utf-8")
+        self._handle.write(result.model_dump_json() + "\n")
+        self._handle.flush()
+
+    def _repair_tail(self) -> None:
+        """Drop a half-written last line (the process died mid-write) so appends start on a clean line."""
+        if not self.trials_path.is_file():
+            return
+        data = self.trials_path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            self.trials_path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def write_results(self, header: RunHeader, tasks: dict[str, list[Task]], metrics: dict[str, Any]) -> Path:
+        """results.json, streamed from trials.jsonl in key order (one trial in memory at a time)."""
+        index: dict[tuple[str, str, str, int], tuple[int, int]] = {}
+        order = {(d, t.id): n for d, ts in tasks.items() for n, t in enumerate(ts)}
+        for offset, length, line in self._lines():
+            try:
+                summary = TrialSummary.model_validate_json(line)
+            except ValidationError:
+                continue
+            index[summary.key] = (offset, length)
+        keys = sorted(index, key=lambda k: (k[0], order.get((k[0], k[1]), 10**9), k[1], k[2], k[3]))
+        tasks_json = {d: [t.model_dump(mode="json", exclude_none=True) for t in ts] for d, ts in tasks.items()}
+        with self.results_path.open("w", encoding="utf-8") as out, self.trials_path.open("rb") as source:
+            out.write('{"header": ' + header.model_dump_json() + ',\n"tasks": ' + json.dumps(tasks_json)
+                      + ',\n"metrics": ' + json.dumps(metrics) + ',\n"trials": [\n')
+            for number, key in enumerate(keys):
+                offset, length = index[key]
+                source.seek(offset)
+                out.write(("," if number else "") + source.read(length).decode("utf-8"))
+            out.write("]}\n")
+        return self.results_path
+
+
+def load_results(path: Path) -> EvalResults:
+    """Load a finished run (`results.json`, or a run folder) or an interrupted one (a folder with only
+    run.json and trials.jsonl): the public entry point for a results viewer."""
+    if path.is_dir():
+        if (path / "results.json").is_file():
+            path = path / "results.json"
+        else:
+            store = ResultStore(path)
+            header = store.read_header()
+            if header is None:
+                raise ResultsError(f"{path}: no results.json and no run.json: not a run folder")
+            trials: list[TrialResult] = []
+            for _offset, _length, line in store._lines():
+                try:
+                    trials.append(TrialResult.model_validate_json(line))
+                except ValidationError:
+                    continue
+            return EvalResults(header=header, trials=trials)
+    try:
+        return EvalResults.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ResultsError(f"no such results file: {path}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ResultsError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+
+
+def summaries(trials: Iterable[TrialSummary]) -> list[TrialSummary]:
+    """Light summaries (e.g. to recompute metrics from `load_results(...).trials`)."""
+    return [t.light() for t in trials]

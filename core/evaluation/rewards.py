@@ -1,0 +1,257 @@
+"""tau2-style reward for one trial, plus per-write action checks tau2 does not give.
+
+DB: the state hash after replaying the agent's executed writes on a fresh database equals the hash after
+running the gold actions on a fresh database (any path to the same end state passes; a task whose right
+outcome is a refusal passes only with no effective write). COMMUNICATE, ENV_ASSERTION and ACTION follow
+tau2's definitions; NL assertions need a judge model, and without one they are *unscored*: left out of
+the product and flagged, never silently counted as passed. A trial that did not end with a stop token
+(max steps, too many errors, a crash) gets 0, as in tau2.
+
+Why replay rather than hash the live database: the reward must be recomputable from the trace alone
+(re-grading saved runs), and a replay that does not reproduce what the trace recorded is itself evidence
+of a nondeterministic tool, reported as a replay mismatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from core.domain import Domain
+from core.evaluation.facts import ExecutedCall, TrialFacts, arguments_equal
+from core.evaluation.tasks import Action, RewardType, Task
+from core.tools import ToolError, ToolKind, format_tool_result
+
+# tau2: user_stop covers all three user stop tokens; agent_stop is the agent's own stop.
+STOP_REASONS = frozenset({"user_stop", "transfer", "out_of_scope", "agent_stop"})
+
+
+class TrialBackend(Protocol):
+    """What the harness needs from a domain's mock backend (every `SQLiteToolBackend` has it)."""
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any: ...
+
+    async def state_hash(self) -> str: ...
+
+    async def snapshot(self) -> Any: ...
+
+    async def restore(self, snapshot: Any) -> None: ...
+
+    async def export(self) -> dict[str, dict[str, Any]]: ...
+
+    async def close(self) -> None: ...
+
+
+class DBCheck(BaseModel):
+    db_match: bool
+    db_reward: float
+    predicted_hash: str
+    gold_hash: str
+    live_hash: str | None = None
+    replay_mismatches: list[str] = Field(default_factory=list)
+
+
+class ActionCheck(BaseModel):
+    action_id: str
+    name: str
+    kind: str
+    matched: bool
+
+
+class WriteCheck(BaseModel):
+    """One gold write or one executed write, classified: matched / wrong_arguments / missing / extra."""
+
+    status: Literal["matched", "wrong_arguments", "missing", "extra"]
+    name: str
+    action_id: str | None = None
+    expected: dict[str, Any] | None = None
+    actual: dict[str, Any] | None = None
+
+
+class CheckResult(BaseModel):
+    item: str
+    met: bool
+    justification: str = ""
+
+
+class RewardInfo(BaseModel):
+    reward: float
+    reward_basis: list[str]
+    breakdown: dict[str, float | None]  # None: unscored (NL assertions without a judge)
+    premature: bool = False
+    db_check: DBCheck | None = None
+    env_assertions: list[CheckResult] = Field(default_factory=list)
+    communicate_checks: list[CheckResult] = Field(default_factory=list)
+    nl_assertions: list[CheckResult] | None = None  # None: not judged
+    action_checks: list[ActionCheck] = Field(default_factory=list)
+    write_checks: list[WriteCheck] = Field(default_factory=list)
+    unscored: list[str] = Field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return abs(self.reward - 1.0) < 1e-6
+
+
+NLJudge = Callable[[str, Sequence[str]], Awaitable[list[CheckResult]]]
+
+
+# -- environment preparation -----------------------------------------------------------------------
+
+
+async def prepare(backend: TrialBackend, base: Any, task: Task) -> None:
+    """Back to the baseline, then the task's initialization actions (run straight on the backend)."""
+    await backend.restore(base)
+    state = task.initial_state
+    for action in (state.initialization_actions or []) if state is not None else []:
+        if action.env_type not in ("assistant", "agent"):
+            continue  # single-control domains: a user-side action has no backend here
+        await backend.call(action.func_name, action.arguments)
+
+
+class GoldState(BaseModel):
+    """The gold end state of a task: its hash, and the gold writes that failed (tau2 ignores those)."""
+
+    hash: str
+    failed: list[str] = Field(default_factory=list)  # action ids
+
+
+async def gold_state(backend: TrialBackend, base: Any, task: Task, domain: Domain) -> GoldState:
+    """Hash after the gold writes on a fresh database. Gold errors are ignored, as tau2 logs and ignores them."""
+    await prepare(backend, base, task)
+    failed: list[str] = []
+    for action in task.gold_actions:
+        if domain.kind_of(action.name) is ToolKind.WRITE:
+            try:
+                await backend.call(action.name, action.arguments)
+            except ToolError:
+                failed.append(action.action_id)
+    digest = await backend.state_hash()
+    await backend.restore(base)
+    return GoldState(hash=digest, failed=failed)
+
+
+async def _replay(backend: TrialBackend, writes: Sequence[ExecutedCall]) -> list[str]:
+    mismatches: list[str] = []
+    for call in writes:
+        try:
+            content = format_tool_result(await backend.call(call.name, call.arguments))
+        except ToolError as exc:
+            content = f"Error: {exc.message}"
+        if content != call.content:
+            mismatches.append(f"{call.name} ({call.call_id}) returned something else on replay")
+    return mismatches
+
+
+async def _env_assertions(backend: TrialBackend, task: Task) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    for assertion in task.criteria.env_assertions or []:
+        label = assertion.message or f"{assertion.func_name}({assertion.arguments})"
+        try:
+            value = await backend.call(assertion.func_name, assertion.arguments)
+        except ToolError as exc:
+            results.append(CheckResult(item=label, met=False, justification=f"Error: {exc.message}"))
+            continue
+        met = (value if isinstance(value, bool) else str(value).strip().lower() == "true") == assertion.assert_value
+        results.append(CheckResult(item=label, met=met, justification=f"returned {format_tool_result(value)[:80]}"))
+    return results
+
+
+# -- conversation checks ---------------------------------------------------------------------------
+
+
+def communicate_checks(task: Task, facts: TrialFacts) -> list[CheckResult]:
+    """Each string must appear (case-insensitive) in some agent message with its commas removed."""
+    texts = [t.lower().replace(",", "") for t in facts.assistant_texts]
+    return [CheckResult(item=info, met=any(info.lower() in t for t in texts))
+            for info in task.criteria.communicate_info or []]
+
+
+def action_checks(task: Task, facts: TrialFacts, domain: Domain) -> list[ActionCheck]:
+    checks: list[ActionCheck] = []
+    for action in task.gold_actions:
+        kind = domain.kind_of(action.name)
+        matched = any(c.name == action.name and arguments_equal(action.arguments, c.arguments, action.compare_args)
+                      for c in facts.executed)
+        checks.append(ActionCheck(action_id=action.action_id, name=action.name,
+                                  kind=kind.value if kind is not None else "unknown", matched=matched))
+    return checks
+
+
+def write_checks(task: Task, facts: TrialFacts, domain: Domain, failed: Sequence[str] = ()) -> list[WriteCheck]:
+    """Pair gold writes with executed writes: exact matches first, then same-tool pairs as wrong arguments.
+    Gold writes that fail on a fresh database (`failed`) are not required: the gold state does not hold them."""
+    gold: list[Action] = [a for a in task.gold_actions
+                          if domain.kind_of(a.name) is ToolKind.WRITE and a.action_id not in failed]
+    done = list(facts.writes)
+    used: set[int] = set()
+    pairs: dict[int, tuple[str, int | None]] = {}
+    for g_index, action in enumerate(gold):
+        for e_index, call in enumerate(done):
+            if e_index not in used and call.name == action.name and \
+                    arguments_equal(action.arguments, call.arguments, action.compare_args):
+                used.add(e_index)
+                pairs[g_index] = ("matched", e_index)
+                break
+    for g_index, action in enumerate(gold):
+        if g_index in pairs:
+            continue
+        same = next((i for i, c in enumerate(done) if i not in used and c.name == action.name), None)
+        if same is not None:
+            used.add(same)
+        pairs[g_index] = ("wrong_arguments" if same is not None else "missing", same)
+    checks = [WriteCheck(status=status, name=gold[g].name, action_id=gold[g].action_id,  # type: ignore[arg-type]
+                         expected=dict(gold[g].arguments),
+                         actual=None if e is None else dict(done[e].arguments))
+              for g, (status, e) in sorted(pairs.items())]
+    checks += [WriteCheck(status="extra", name=c.name, actual=dict(c.arguments))
+               for i, c in enumerate(done) if i not in used]
+    return checks
+
+
+# -- the reward ------------------------------------------------------------------------------------
+
+
+async def evaluate(*, task: Task, domain: Domain, facts: TrialFacts, backend: TrialBackend, base: Any,
+                   gold: GoldState, live_hash: str | None, judge: NLJudge | None = None) -> RewardInfo:
+    """Grade one finished trial. Leaves `backend` restored to `base`."""
+    basis = [RewardType(b) for b in task.criteria.reward_basis]
+    await prepare(backend, base, task)
+    mismatches = await _replay(backend, facts.writes)
+    predicted = await backend.state_hash()
+    if live_hash is not None and live_hash != predicted:
+        mismatches.append("the trial's own database differs from the replay of its executed writes")
+    env = await _env_assertions(backend, task)
+    await backend.restore(base)
+    match = predicted == gold.hash
+    db = DBCheck(db_match=match, db_reward=float(match), predicted_hash=predicted, gold_hash=gold.hash,
+                 live_hash=live_hash, replay_mismatches=mismatches)
+    communicate = communicate_checks(task, facts)
+    actions = action_checks(task, facts, domain)
+    nl: list[CheckResult] | None = None
+    assertions = task.criteria.nl_assertions or []
+    if assertions and judge is not None:
+        nl = await judge(facts.transcript(), assertions)
+    breakdown: dict[str, float | None] = {
+        RewardType.DB.value: db.db_reward,
+        RewardType.COMMUNICATE.value: float(all(c.met for c in communicate)),
+        RewardType.ENV_ASSERTION.value: float(all(c.met for c in env)),
+        RewardType.ACTION.value: float(all(a.matched for a in actions)),
+        RewardType.NL_ASSERTION.value: (1.0 if not assertions else None if nl is None
+                                        else float(all(c.met for c in nl))),
+    }
+    unscored = [b.value for b in basis if breakdown[b.value] is None]
+    reward = 1.0
+    for kind in basis:
+        value = breakdown[kind.value]
+        if value is not None:
+            reward *= value
+    premature = facts.termination not in STOP_REASONS
+    if premature:
+        reward = 0.0
+    return RewardInfo(reward=reward, reward_basis=[b.value for b in basis], breakdown=breakdown,
+                      premature=premature, db_check=db, env_assertions=env, communicate_checks=communicate,
+                      nl_assertions=nl, action_checks=actions,
+                      write_checks=write_checks(task, facts, domain, gold.failed),
+                      unscored=unscored)

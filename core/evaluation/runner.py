@@ -1,0 +1,325 @@
+"""The trial runner: every (task, agent, trial) as an isolated session, concurrently, none ever dropped.
+
+Isolation. Each worker owns one database file ("slot"), opened once from the run's source data, with a
+snapshot of that baseline. A trial starts from the baseline (plus the task's initialization actions) and the
+slot is restored to the baseline afterwards, an undo-log restore that costs as much as the trial changed, not
+as much as the database holds. A task whose initial state patches the data gets a database of its own, made
+from the patched data. Nothing a trial does can leak into another: different files, different ledgers,
+different event buses, different model clients.
+
+Bounds. Max steps (the session's own guard), max tool errors (tau2's `too_many_errors`, checked before each
+model call), and a wall-clock timeout per trial. A trial that crashes or times out is recorded with its
+reason and graded as a failure; a slot that cannot be restored after a crash is replaced, so one broken trial
+cannot poison the next.
+
+Resume. Finished trials are appended to `trials.jsonl` as they end; a resumed run skips the keys on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import itertools
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from core.agent import AgentConfig
+from core.domain import Domain
+from core.evaluation.analysis import classify, gate_stats, token_stats, would_refuse
+from core.evaluation.facts import collect
+from core.evaluation.results import ResultStore, TrialResult, TrialStatus, TrialSummary
+from core.evaluation.rewards import GoldState, NLJudge, RewardInfo, TrialBackend, evaluate, gold_state, prepare
+from core.evaluation.tasks import Task
+from core.events import EventBus, ToolResultEvent
+from core.llm.base import AssistantTurn, ChatModel, Message, RetryListener
+from core.session import Session, SessionResult
+from core.tools import ToolKind
+from core.users import UserProxy
+
+OpenBackend = Callable[[Path], Awaitable[TrialBackend]]
+CreateBackend = Callable[[Path, Mapping[str, Any]], Awaitable[TrialBackend]]
+TrialKey = tuple[str, str, str, int]  # domain, task id, agent label, trial index
+
+
+@dataclass(frozen=True)
+class AgentVariant:
+    """One agent condition under test: a label for the tables and the loop's configuration."""
+
+    label: str
+    config: AgentConfig
+
+
+class Participants(Protocol):
+    """Builds the agent's model and the customer for one trial, and releases them afterwards."""
+
+    scripted: bool  # True when the figures come from scripted stand-ins, not from a model
+    needs_data: bool  # True when `agent` wants the task's starting data (offline planners do)
+
+    def agent(self, task: Task, variant: AgentVariant, trial: int, data: Mapping[str, Any] | None) -> ChatModel: ...
+
+    def user(self, task: Task, trial: int) -> UserProxy: ...
+
+    async def release(self, model: ChatModel, user: UserProxy) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    trials: int = 4
+    max_steps: int = 100
+    max_errors: int = 10
+    concurrency: int = 4
+    trial_timeout: float | None = 600.0
+
+
+@dataclass
+class DomainRun:
+    """One domain's share of a run: its tasks, how to open its database, and who plays the parts."""
+
+    domain: Domain
+    tasks: list[Task]
+    open_backend: OpenBackend
+    participants: Participants
+    create_backend: CreateBackend | None = None
+    _gold: dict[str, GoldState] = field(default_factory=dict, init=False, repr=False)  # per task: gold end state
+    _data: dict[str, Mapping[str, Any]] = field(default_factory=dict, init=False, repr=False)  # starting data
+
+    def has_write(self, task: Task) -> bool:
+        return any(self.domain.kind_of(a.name) is ToolKind.WRITE for a in task.gold_actions)
+
+
+class TooManyToolErrors(Exception):
+    """Raised before the next model call once the trial's tool-error budget is spent."""
+
+
+class _Guard:
+    """Wraps the agent's model: counts failed tool calls on the bus and stops the trial at the limit."""
+
+    def __init__(self, inner: ChatModel, limit: int) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.limit = limit
+        self.errors = 0
+
+    @property
+    def on_retry(self) -> RetryListener | None:
+        listener: RetryListener | None = getattr(self.inner, "on_retry", None)
+        return listener
+
+    @on_retry.setter
+    def on_retry(self, listener: RetryListener | None) -> None:
+        if hasattr(self.inner, "on_retry"):
+            self.inner.on_retry = listener
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, ToolResultEvent) and event.outcome in ("error", "invalid"):
+            self.errors += 1
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
+        if self.errors >= self.limit:
+            raise TooManyToolErrors(f"{self.errors} tool errors (limit {self.limit})")
+        return await self.inner.complete(messages, tools)
+
+
+@dataclass
+class _Slot:
+    path: Path
+    backend: TrialBackend
+    base: Any
+
+
+def _deep_merge(base: Any, patch: Any) -> Any:
+    if isinstance(base, dict) and isinstance(patch, Mapping):
+        merged = dict(base)
+        for key, value in patch.items():
+            merged[key] = _deep_merge(base.get(key), value) if key in base else copy.deepcopy(value)
+        return merged
+    return copy.deepcopy(patch)
+
+
+def _crash_text(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+class EvalRunner:
+    def __init__(self, runs: Sequence[DomainRun], variants: Sequence[AgentVariant], settings: RunSettings, *,
+                 workdir: Path, store: ResultStore | None = None, judge: NLJudge | None = None,
+                 on_trial: Callable[[TrialSummary], None] | None = None,
+                 skip: frozenset[TrialKey] = frozenset()) -> None:
+        if settings.concurrency < 1 or settings.trials < 1:
+            raise ValueError("concurrency and trials must be at least 1")
+        self.runs = list(runs)
+        self.variants = list(variants)
+        self.settings = settings
+        self.workdir = workdir
+        self.store = store
+        self.judge = judge
+        self.on_trial = on_trial
+        self.skip = skip
+        self._paths = itertools.count(1)
+
+    def pending(self, run: DomainRun) -> list[tuple[Task, AgentVariant, int]]:
+        """Trial-major order, so an interrupted run has every task covered evenly."""
+        return [(task, variant, trial) for trial in range(self.settings.trials) for task in run.tasks
+                for variant in self.variants
+                if (run.domain.name, task.id, variant.label, trial) not in self.skip]
+
+    def total(self) -> int:
+        return sum(len(self.pending(run)) for run in self.runs)
+
+    async def run(self) -> list[TrialSummary]:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        done: list[TrialSummary] = []
+        for run in self.runs:
+            queue: asyncio.Queue[tuple[Task, AgentVariant, int]] = asyncio.Queue()
+            for spec in self.pending(run):
+                queue.put_nowait(spec)
+            workers = min(self.settings.concurrency, max(queue.qsize(), 1))
+            await asyncio.gather(*(self._worker(run, queue, done) for _ in range(workers)))
+        return done
+
+    # -- slots ---------------------------------------------------------------------------------------
+
+    async def _open_slot(self, run: DomainRun) -> _Slot:
+        path = self.workdir / f"{run.domain.name}-slot-{next(self._paths)}.sqlite"
+        backend = await run.open_backend(path)
+        return _Slot(path, backend, await backend.snapshot())
+
+    async def _discard(self, slot: _Slot) -> None:
+        with contextlib.suppress(Exception):
+            await slot.backend.close()
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{slot.path}{suffix}").unlink(missing_ok=True)
+
+    async def _worker(self, run: DomainRun, queue: asyncio.Queue[tuple[Task, AgentVariant, int]],
+                      done: list[TrialSummary]) -> None:
+        slot = await self._open_slot(run)
+        try:
+            while not queue.empty():
+                task, variant, trial = queue.get_nowait()
+                result, healthy = await self._trial(run, slot, task, variant, trial)
+                if not healthy:
+                    await self._discard(slot)
+                    slot = await self._open_slot(run)
+                summary = result.summary()
+                if self.store is not None:
+                    self.store.append(result)
+                del result  # the trace is on disk; only the summary stays in memory
+                done.append(summary)
+                if self.on_trial is not None:
+                    self.on_trial(summary)
+        finally:
+            await self._discard(slot)
+
+    # -- per task caches -----------------------------------------------------------------------------
+
+    async def _task_data(self, run: DomainRun, slot: _Slot, task: Task) -> Mapping[str, Any]:
+        """The task's starting data (for offline planners), exported once per task."""
+        key = task.id if task.needs_initialization else ""
+        if key not in run._data:
+            if key:
+                await prepare(slot.backend, slot.base, task)
+            run._data[key] = await slot.backend.export()
+            await slot.backend.restore(slot.base)
+        return run._data[key]
+
+    async def _dedicated(self, run: DomainRun, slot: _Slot, task: Task) -> _Slot | None:
+        """A database of its own for a task whose initial state patches the data (rare; tau2 airline and
+        retail have none), built from the baseline export with the patch deep-merged in."""
+        state = task.initial_state
+        patch = state.initialization_data if state is not None else None
+        if patch is None or not patch.agent_data:
+            return None
+        if run.create_backend is None:
+            raise RuntimeError("this task patches the initial data, and no create_backend was given")
+        base_key = f"patched:{task.id}"
+        if base_key not in run._data:
+            baseline = run._data.get("") or await slot.backend.export()
+            run._data[""] = baseline
+            run._data[base_key] = _deep_merge(baseline, patch.agent_data)
+        path = self.workdir / f"{run.domain.name}-task-{next(self._paths)}.sqlite"
+        backend = await run.create_backend(path, run._data[base_key])
+        return _Slot(path, backend, await backend.snapshot())
+
+    # -- one trial -----------------------------------------------------------------------------------
+
+    async def _trial(self, run: DomainRun, slot: _Slot, task: Task, variant: AgentVariant,
+                     trial: int) -> tuple[TrialResult, bool]:
+        """Run, grade and summarise one trial. Returns the result and whether the slot is still usable."""
+        started = time.perf_counter()
+        domain = run.domain
+        status: TrialStatus = "ok"
+        detail = ""
+        bus = EventBus()
+        model: ChatModel | None = None
+        user: UserProxy | None = None
+        reward: RewardInfo | None = None
+        session_result: SessionResult | None = None
+        healthy = True
+        own: _Slot | None = None
+        try:
+            own = await self._dedicated(run, slot, task)
+            where = own or slot
+            data: Mapping[str, Any] | None = None
+            if run.participants.needs_data:
+                data = run._data[f"patched:{task.id}"] if own is not None else await self._task_data(run, slot, task)
+            await prepare(where.backend, where.base, task)
+            model = run.participants.agent(task, variant, trial, data)
+            user = run.participants.user(task, trial)
+            guard = _Guard(model, self.settings.max_errors)
+            bus.subscribe(guard)
+            session = Session(domain=domain, backend=where.backend, model=guard, user=user, config=variant.config,
+                              bus=bus, max_steps=self.settings.max_steps, scenario=f"task {task.id}")
+            try:
+                async with asyncio.timeout(self.settings.trial_timeout):
+                    session_result = await session.run()
+            except TooManyToolErrors as exc:
+                session_result = await session.finish("too_many_errors", str(exc))
+            except TimeoutError:
+                status, detail = "timeout", f"trial exceeded {self.settings.trial_timeout:g} s"
+                session_result = await session.finish("timeout", detail)
+            except Exception as exc:  # noqa: BLE001 - a crashing trial is recorded, never dropped
+                status, detail = "crashed", _crash_text(exc)
+                session_result = await session.finish("crashed", detail)
+            facts = collect(bus.history)
+            key = task.id
+            if key not in run._gold:
+                run._gold[key] = await gold_state(where.backend, where.base, task, domain)
+            reward = await evaluate(task=task, domain=domain, facts=facts, backend=where.backend, base=where.base,
+                                    gold=run._gold[key], live_hash=session_result.db_hash, judge=self.judge)
+        except Exception as exc:  # noqa: BLE001 - harness-side failure: still one recorded trial
+            if status == "ok":
+                status = "crashed"
+            detail = (detail + "; " if detail else "") + _crash_text(exc)
+            healthy = own is not None  # the shared slot may be mid-transaction: replace it
+        finally:
+            if own is not None:
+                await self._discard(own)
+            if model is not None and user is not None:
+                with contextlib.suppress(Exception):
+                    await run.participants.release(model, user)
+        facts = collect(bus.history)
+        refused = would_refuse(facts, domain)
+        success = reward is not None and reward.success and status == "ok"
+        result = TrialResult(
+            domain=domain.name, task_id=task.id, agent=variant.label, trial=trial, status=status,
+            termination=facts.termination if session_result is not None else status,
+            detail=detail or (session_result.detail if session_result is not None else ""),
+            reward=reward.reward if reward is not None else 0.0, success=success, has_write=run.has_write(task),
+            steps=session_result.steps if session_result is not None else 0,
+            duration_s=round(time.perf_counter() - started, 4),
+            model=model.name if model is not None else "", user=user.name if user is not None else "",
+            scripted=run.participants.scripted, slips=list(getattr(model, "slips", [])),
+            tokens=token_stats(facts), gate=gate_stats(facts), would_refuse=refused,
+            unscored=reward.unscored if reward is not None else [], reward_info=reward,
+            events=[event.model_dump(mode="json") for event in bus.history],
+        )
+        if not success:
+            result.failure = classify(status=status, facts=facts, reward=reward, task=task, refused=refused)
+        return result, healthy

@@ -1,0 +1,206 @@
+"""Evaluation tasks in tau2-bench's task format (API.md §5.1), so a tau2 `tasks.json` loads unchanged.
+
+The models accept every field tau2 writes and keep unknown ones (`extra="allow"`): tau2 adds optional fields
+between releases (issues, user_tools, annotations, ...) and a harness that refused them would break on the
+next data drop. Our own task files add one optional, namespaced field, `ledgeragent` (`OfflineHints`), which
+tau2 ignores: the requests a customer makes that policy forbids, so the offline error-prone agent can be
+tempted by them (tau2's gold actions only say what should happen, not what the customer asked for).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class RewardType(StrEnum):
+    DB = "DB"
+    ENV_ASSERTION = "ENV_ASSERTION"
+    NL_ASSERTION = "NL_ASSERTION"
+    ACTION = "ACTION"
+    COMMUNICATE = "COMMUNICATE"
+
+
+class StructuredInstructions(_Open):
+    domain: str | None = None
+    reason_for_call: str = ""
+    known_info: str | None = None
+    unknown_info: str | None = None
+    task_instructions: str | None = None
+
+
+class UserScenario(_Open):
+    persona: str | None = None
+    instructions: StructuredInstructions | str
+
+
+class Description(_Open):
+    purpose: str | None = None
+    relevant_policies: str | None = None
+    notes: str | None = None
+
+
+class EnvFunctionCall(_Open):
+    env_type: str = "assistant"
+    func_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class InitializationData(_Open):
+    agent_data: dict[str, Any] | None = None
+    user_data: dict[str, Any] | None = None
+
+
+class InitialState(_Open):
+    initialization_data: InitializationData | None = None
+    initialization_actions: list[EnvFunctionCall] | None = None
+    message_history: list[dict[str, Any]] | None = None
+
+
+class Action(_Open):
+    action_id: str = ""
+    requestor: str = "assistant"
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    info: str | None = None
+    compare_args: list[str] | None = None
+
+
+class EnvAssertion(_Open):
+    env_type: str = "assistant"
+    func_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    assert_value: bool = True
+    message: str | None = None
+
+
+class EvaluationCriteria(_Open):
+    actions: list[Action] | None = None
+    env_assertions: list[EnvAssertion] | None = None
+    communicate_info: list[str] | None = None
+    nl_assertions: list[str] | None = None
+    reward_basis: list[RewardType] = Field(default_factory=lambda: [RewardType.DB, RewardType.COMMUNICATE])
+
+
+class RequestedAction(_Open):
+    """A write the customer asks for that policy forbids (the right outcome is a refusal)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    why_forbidden: str = ""
+
+
+class OfflineHints(_Open):
+    """Our extension (ignored by tau2): what the offline scripted agents need beyond the gold actions."""
+
+    refusal: bool = False  # the right outcome is to decline what the customer asks
+    requested_actions: list[RequestedAction] = Field(default_factory=list)
+    refusal_message: str | None = None  # what the careful agent tells the customer instead
+    first_message: str | None = None  # the scripted customer's opening line (default: built from instructions)
+
+
+class Task(_Open):
+    id: str
+    description: Description | None = None
+    user_scenario: UserScenario
+    ticket: str | None = None
+    initial_state: InitialState | None = None
+    evaluation_criteria: EvaluationCriteria | None = None
+    ledgeragent: OfflineHints | None = None
+
+    @property
+    def criteria(self) -> EvaluationCriteria:
+        return self.evaluation_criteria or EvaluationCriteria()
+
+    @property
+    def gold_actions(self) -> list[Action]:
+        return list(self.criteria.actions or [])
+
+    @property
+    def hints(self) -> OfflineHints:
+        return self.ledgeragent or OfflineHints()
+
+    @property
+    def needs_initialization(self) -> bool:
+        state = self.initial_state
+        if state is None:
+            return False
+        data = state.initialization_data
+        return bool(state.initialization_actions) or (data is not None and bool(data.agent_data or data.user_data))
+
+
+class TaskFileError(ValueError):
+    """A tasks file that cannot be read as tau2 tasks; the message names the file and the first problem."""
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Read a tau2 `tasks.json` (a JSON list of tasks, or `{"tasks": [...]}`); ids must be unique."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TaskFileError(f"no such tasks file: {path}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TaskFileError(f"{path}: not valid JSON ({exc})") from exc
+    items = raw.get("tasks") if isinstance(raw, dict) else raw
+    if not isinstance(items, list):
+        raise TaskFileError(f"{path}: expected a JSON list of tasks")
+    tasks: list[Task] = []
+    for index, item in enumerate(items):
+        try:
+            tasks.append(Task.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TaskFileError(f"{path}: task #{index}: {where}: {first['msg']}") from exc
+    ids = [t.id for t in tasks]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise TaskFileError(f"{path}: duplicate task ids {duplicates}")
+    return tasks
+
+
+def select_tasks(tasks: Sequence[Task], ids: Iterable[str] | None) -> list[Task]:
+    """The tasks named by `ids` (in file order), or all. Unknown ids are an error, never silently skipped."""
+    if ids is None:
+        return list(tasks)
+    wanted = list(dict.fromkeys(ids))
+    known = {t.id for t in tasks}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        raise TaskFileError(f"unknown task id(s): {', '.join(unknown)}")
+    chosen = set(wanted)
+    return [t for t in tasks if t.id in chosen]
+
+
+def render_instructions(scenario: UserScenario) -> str:
+    """The scenario text a user simulator gets, laid out as tau2 renders structured instructions."""
+    instructions = scenario.instructions
+    if isinstance(instructions, str):
+        text = instructions
+    else:
+        parts = [("Domain", instructions.domain), ("Reason for call", instructions.reason_for_call),
+                 ("Known info", instructions.known_info), ("Unknown info", instructions.unknown_info),
+                 ("Task instructions", instructions.task_instructions)]
+        text = "\n".join(f"{name}:\n{value}" for name, value in parts if value)
+    if scenario.persona:
+        text = f"Persona:\n{scenario.persona}\n\n{text}"
+    return text
+
+
+def opening_line(task: Task) -> str:
+    """The scripted customer's first message: the task's own, else its reason for calling and what it knows."""
+    if task.hints.first_message:
+        return task.hints.first_message
+    instructions = task.user_scenario.instructions
+    if isinstance(instructions, str):
+        return instructions
+    return " ".join(p for p in (instructions.reason_for_call, instructions.known_info) if p)

@@ -1,0 +1,190 @@
+"""What a careful retail agent reads around each gold write, and the slips an error-prone one makes.
+
+Used by the offline evaluation (`ledgeragent eval` without --model). The careful reads mirror the gate's
+evidence needs: identify the customer, read the profile, read the order right before changing it (its status
+may have moved), read the product of every item swapped. The slips are policy violations the tools
+themselves may not catch (another customer's order or profile) and ones they do catch (a refund method that
+is neither the original payment nor a gift card, a cancellation reason the policy refuses, a payment method
+from someone else's profile); the harness reports which ones reached the database.
+
+Everything is computed from the task and the task's starting data (`{products, users, orders}` as the backend
+exports it); nothing here calls a backend.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
+from core.evaluation.tasks import Action, Task
+
+ORDER_WRITES = frozenset({"cancel_pending_order", "modify_pending_order_address", "modify_pending_order_items",
+                          "modify_pending_order_payment", "return_delivered_order_items",
+                          "exchange_delivered_order_items"})
+SWAPS = frozenset({"modify_pending_order_items", "exchange_delivered_order_items"})
+PAYS = frozenset({"modify_pending_order_items", "exchange_delivered_order_items", "modify_pending_order_payment"})
+WRITES = ORDER_WRITES | {"modify_user_address"}
+Data = Mapping[str, Any]
+
+
+def _lookup(data: Data, name: str, args: Mapping[str, Any]) -> str | None:
+    users: Mapping[str, Any] = data.get("users", {})
+    if name == "find_user_id_by_email":
+        email = str(args.get("email", "")).lower()
+        return next((uid for uid, u in users.items() if str(u["email"]).lower() == email), None)
+    if name == "find_user_id_by_name_zip":
+        key = (str(args.get("first_name", "")).lower(), str(args.get("last_name", "")).lower(), args.get("zip"))
+        return next((uid for uid, u in users.items()
+                     if (u["name"]["first_name"].lower(), u["name"]["last_name"].lower(), u["address"]["zip"]) == key),
+                    None)
+    return None
+
+
+def task_customer(task: Task, data: Data) -> str | None:
+    """The customer: the first user a gold lookup finds or a gold action names (an order's owner, a user id),
+    else the one whose name and zip the scenario gives. None when nobody can be identified."""
+    orders: Mapping[str, Any] = data.get("orders", {})
+    users: Mapping[str, Any] = data.get("users", {})
+    for action in task.gold_actions:
+        found = _lookup(data, action.name, action.arguments)
+        if found is not None:
+            return found
+        order = orders.get(str(action.arguments.get("order_id", "")))
+        if order is not None:
+            return str(order["user_id"])
+        if action.arguments.get("user_id") in users:
+            return str(action.arguments["user_id"])
+    text = json.dumps(task.user_scenario.model_dump(mode="json"))
+    zips = set(re.findall(r"\b\d{5}\b", text))
+    hits = [uid for uid, u in users.items()
+            if f"{u['name']['first_name']} {u['name']['last_name']}".lower() in text.lower()
+            and u["address"]["zip"] in zips]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _item_products(data: Data) -> dict[str, str]:
+    return {item: pid for pid, p in data.get("products", {}).items() for item in p["variants"]}
+
+
+class RetailPlanner(GoldPlanner):
+    def opening(self, task: Task, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
+        customer = task_customer(task, data)
+        memo.update(customer=customer, profile=False, orders=set(), products=set(), items=_item_products(data))
+        identifies = any(a.name.startswith("find_user_id") and _lookup(data, a.name, a.arguments) is not None
+                         for a in task.gold_actions)
+        if customer is None or identifies:
+            return []
+        return [PlannedCall("find_user_id_by_email", {"email": data["users"][customer]["email"]})]
+
+    def after_call(self, call: PlannedCall, memo: dict[str, Any]) -> None:
+        args = call.arguments
+        if call.name in WRITES:
+            memo["profile"] = False
+            memo["orders"].clear()
+        elif call.name == "get_user_details" and args.get("user_id") == memo["customer"]:
+            memo["profile"] = True
+        elif call.name == "get_order_details":
+            memo["orders"].add(args.get("order_id"))
+        elif call.name == "get_product_details":
+            memo["products"].add(args.get("product_id"))
+
+    def before_write(self, action: Action, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
+        reads: list[PlannedCall] = []
+        customer = memo["customer"]
+        if customer is not None and not memo["profile"]:
+            reads.append(PlannedCall("get_user_details", {"user_id": customer}))
+        order_id = action.arguments.get("order_id")
+        if order_id is not None and order_id not in memo["orders"]:
+            reads.append(PlannedCall("get_order_details", {"order_id": order_id}))
+        touched = [*action.arguments.get("item_ids", []), *action.arguments.get("new_item_ids", [])]
+        for product_id in dict.fromkeys(memo["items"][i] for i in touched if i in memo["items"]):
+            if product_id not in memo["products"]:
+                reads.append(PlannedCall("get_product_details", {"product_id": product_id}))
+        return reads
+
+    def after_write(self, action: Action, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
+        """Policy: after changing something, read it again before relying on it (and before telling the
+        customer it is done)."""
+        order_id = action.arguments.get("order_id")
+        if order_id is not None:
+            return [PlannedCall("get_order_details", {"order_id": order_id})]
+        return [PlannedCall("get_user_details", {"user_id": action.arguments.get("user_id")})]
+
+    def violations(self, action: Action, data: Data, memo: dict[str, Any]) -> list[Violation]:
+        customer = memo["customer"]
+        if customer is None:
+            return []
+        args = dict(action.arguments)
+        users: Mapping[str, Any] = data["users"]
+        found: list[Violation] = []
+        if action.name in ORDER_WRITES:
+            other = self._other_customers_order(action, data, customer)
+            if other is not None:
+                found.append(other)
+        if action.name == "modify_user_address":
+            stranger = next((uid for uid in sorted(users) if uid != customer), None)
+            if stranger is not None:
+                slip = PlannedCall(action.name, {**args, "user_id": stranger})
+                found.append(Violation("another customer's profile", slip,
+                                       (PlannedCall("get_user_details", {"user_id": stranger}),)))
+        if action.name == "return_delivered_order_items":
+            order = data["orders"].get(args.get("order_id"), {})
+            original = order.get("payment_history", [{}])[0].get("payment_method_id")
+            methods = users[customer]["payment_methods"]
+            wrong = next((m for m in sorted(methods) if m != original and methods[m]["source"] != "gift_card"), None)
+            if wrong is not None:
+                found.append(Violation("refund to neither the original payment nor a gift card",
+                                       PlannedCall(action.name, {**args, "payment_method_id": wrong})))
+        if action.name == "cancel_pending_order":
+            found.append(Violation("a cancellation reason the policy does not accept",
+                                   PlannedCall(action.name, {**args, "reason": "found a better price elsewhere"})))
+        if action.name in PAYS:
+            foreign = next((m for uid in sorted(users) if uid != customer
+                            for m in sorted(users[uid]["payment_methods"]) if m.startswith("credit_card")), None)
+            if foreign is not None:
+                found.append(Violation("a payment method from another customer's profile",
+                                       PlannedCall(action.name, {**args, "payment_method_id": foreign})))
+        return found
+
+    def _other_customers_order(self, action: Action, data: Data, customer: str) -> Violation | None:
+        """The same write aimed at another customer's order in the same status, with arguments that make
+        sense for that order (its own items, a variant of the same product, its owner's payment method)."""
+        orders: Mapping[str, Any] = data["orders"]
+        mine = orders.get(str(action.arguments.get("order_id", "")))
+        if mine is None:
+            return None
+        for order_id in sorted(orders):
+            order = orders[order_id]
+            if order["user_id"] == customer or order["status"] != mine["status"] or not order["items"]:
+                continue
+            arguments = self._retarget(action, order, data)
+            if arguments is not None:
+                return Violation("another customer's order", PlannedCall(action.name, arguments),
+                                 (PlannedCall("get_order_details", {"order_id": order_id}),))
+        return None
+
+    @staticmethod
+    def _retarget(action: Action, order: Mapping[str, Any], data: Data) -> dict[str, Any] | None:
+        args: dict[str, Any] = {**action.arguments, "order_id": order["order_id"]}
+        owner = data["users"][order["user_id"]]
+        original = order["payment_history"][0]["payment_method_id"]
+        plain = [m for m in sorted(owner["payment_methods"]) if owner["payment_methods"][m]["source"] != "gift_card"]
+        first = order["items"][0]
+        if action.name == "return_delivered_order_items":
+            return {**args, "item_ids": [first["item_id"]], "payment_method_id": original}
+        if action.name == "modify_pending_order_payment":
+            other = next((m for m in plain if m != original), None)
+            return None if other is None or len(order["payment_history"]) != 1 else {**args, "payment_method_id": other}
+        if action.name in SWAPS:
+            variants = data["products"][first["product_id"]]["variants"]
+            new = next((i for i in sorted(variants) if i != first["item_id"] and variants[i]["available"]), None)
+            if new is None or not plain:
+                return None
+            return {**args, "item_ids": [first["item_id"]], "new_item_ids": [new], "payment_method_id": plain[0]}
+        return args
+
+
+PLANNER = RetailPlanner()
