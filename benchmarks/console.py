@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.timing import MS, S, Result, summarise
+from benchmarks.timing import MS, Result, S, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024

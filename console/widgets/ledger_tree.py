@@ -98,7 +98,7 @@ class LedgerTree(Tree[str]):
         changed entries, so a 5,000-entry ledger stays well under a frame.
         """
         self.reader = reader
-        flash = set(flash)
+        flash = set(flash) if FLASH_SECONDS > 0 else set()
         self.flashing |= flash
         if paths is None:
             present = reader.paths()

@@ -79,13 +79,15 @@ class TranscriptPane(ScrollView, can_focus=True):
         Assigning `virtual_size` asks the whole screen to lay out again (tens of ms with busy panes); the
         pane's own box does not change when content grows, so updating the scrollbars is enough.
         """
-        size = Size(self._width, self._lines)
+        size = Size(0, self._lines)  # width 0: never scroll sideways
         if size != self.virtual_size:
             self.set_reactive(ScrollView.virtual_size, size)
             self._scroll_update(size)
 
     def _content_width(self) -> int:
-        return max(self.scrollable_content_region.width, 20)
+        # Always leave the vertical scrollbar's column free, so lines never change width (and never need a
+        # horizontal scrollbar) when the scrollbar appears.
+        return max(self.content_region.width - self.styles.scrollbar_size_vertical, 20)
 
     def _reflow(self, start: int = 0) -> None:
         """Recompute line offsets from entry `start` on (after a fold or a resize)."""
@@ -134,7 +136,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._starts.clear()
         self._lines = 0
         self._follow = True
-        self.virtual_size = Size(self._width, 0)
+        self._resize_virtual()
         self.scroll_to(0, 0, animate=False)
         self.refresh()
 
