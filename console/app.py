@@ -65,7 +65,7 @@ class OperatorConsole(App[None]):
         Binding("w", "workbench", "Predicates"),
         Binding("c", "compose", "Compose call", show=False),
         Binding("ctrl+n", "new_session", "New"),
-        Binding("o", "open_trace", "Open trace", show=False),
+        Binding("o", "open_trace", "Open trace or results", show=False),
         Binding("e", "export_markdown", "Export"),
         Binding("t", "toggle_theme", "Theme", show=False),
         Binding("1", "focus_pane('transcript')", "Transcript", show=False),

@@ -145,6 +145,11 @@ def load_replay(path: Path) -> tuple[list[Event], Domain, list[str]]:
     return events, domain, problems
 
 
+def _is_results(path: Path) -> bool:
+    """An eval run (results.json, or a run folder) rather than a session trace."""
+    return path.name == "results.json" or (path.is_dir() and (path / "run.json").is_file())
+
+
 class OpenTraceScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Cancel")]
 
@@ -155,7 +160,8 @@ class OpenTraceScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Widget(id="open-dialog"):
             yield Static("Open a recorded session", classes="screen-title")
-            yield Input(placeholder="path to a trace.jsonl (Enter), or pick a recent session below",
+            yield Input(placeholder="a session's trace.jsonl, or an eval results.json / run folder (Enter); "
+                        "or pick a recent session below",
                         id="open-path")
             table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
             table.add_columns("session", "folder")
@@ -165,6 +171,9 @@ class OpenTraceScreen(ModalScreen[None]):
             yield Static("", id="open-error")
 
     def open(self, path: Path) -> None:
+        if _is_results(path):
+            self._open_results(path)
+            return
         try:
             events, domain, problems = load_replay(path)
         except (OSError, ValueError) as exc:
@@ -174,6 +183,18 @@ class OpenTraceScreen(ModalScreen[None]):
         if problems:
             self.app.notify(f"{len(problems)} unreadable line(s) skipped: {problems[0]}", severity="warning")
         self.app.push_screen(ReplayScreen(events, domain, path))
+
+    def _open_results(self, path: Path) -> None:
+        from console.screens.results import ResultsScreen
+        from core.evaluation.results import ResultsError, load_results
+
+        try:
+            results = load_results(path)
+        except (OSError, ResultsError) as exc:
+            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
+            return
+        self.dismiss()
+        self.app.push_screen(ResultsScreen(results, path))
 
     @on(Input.Submitted, "#open-path")
     def _typed(self, event: Input.Submitted) -> None:

@@ -247,3 +247,38 @@ async def test_model_error_shows_and_retry_continues(console_app: Callable[..., 
             said = [e.text for e in app.live.bus.history if e.type == "assistant_turn"]  # type: ignore[union-attr]
             assert said == ["Hello! How can I help?"]
         assert json.dumps(stub.requests[1]["messages"]).count("Mia Garcia") >= 1
+
+
+async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[..., OperatorConsole],
+                                                      tmp_path: Path) -> None:
+    import argparse
+
+    from console.eval_cli import register
+    from console.screens.results import ResultsScreen
+
+    root = argparse.ArgumentParser()
+    register(root.add_subparsers(dest="command"))
+    out = tmp_path / "run"
+    args = root.parse_args(["eval", "--domain", "retail", "--agent", "both", "--trials", "2", "--tasks", "r01",
+                            "--out", str(out), "--error-rate", "1", "--seed", "5"])
+    assert await args.handler(args) == 0
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        box = app.screen.query_one("#open-path", Input)
+        box.value = str(out / "results.json")
+        box.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        results = app.screen
+        assert isinstance(results, ResultsScreen)
+        assert "SIMULATION" in str(results.query_one(".screen-title").render())
+        table = results.query_one("#results-table")
+        assert table.row_count == 2  # type: ignore[attr-defined]
+        assert set(results.rows) == {"retail|r01|ledger", "retail|r01|fc"}
+        table.focus()
+        table.move_cursor(row=0, column=4)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen) and replay.events[0].type == "session_started"

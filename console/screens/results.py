@@ -1,0 +1,114 @@
+"""Evaluation results viewer: tasks × trials of a `ledgeragent eval` run; any trial opens in the replay view."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console.screens.replay import ReplayScreen
+from core.evaluation.results import EvalResults, TrialResult
+from core.events import EVENT_ADAPTER, Event
+from domains.registry import UnknownDomain, load_domain
+
+FIXED_COLUMNS = 4  # domain, task, agent, passed
+
+
+def trial_events(trial: TrialResult) -> list[Event]:
+    return [EVENT_ADAPTER.validate_python(raw) for raw in trial.events]
+
+
+class ResultsScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close results"),
+                Binding("enter", "open_trial", "Open trial")]
+
+    def __init__(self, results: EvalResults, source: Path) -> None:
+        super().__init__()
+        self.results = results
+        self.source = source
+        self.rows: dict[str, list[TrialResult]] = defaultdict(list)
+        for trial in sorted(results.trials, key=lambda t: (t.domain, t.task_id, t.agent, t.trial)):
+            self.rows[f"{trial.domain}|{trial.task_id}|{trial.agent}"].append(trial)
+        self.max_trials = max((len(v) for v in self.rows.values()), default=0)
+
+    def compose(self) -> ComposeResult:
+        header = self.results.header
+        title = Text.assemble(("results ", "bold cyan"), str(self.source), "   ",
+                              f"{', '.join(header.domains)} · agents {', '.join(header.agents)} · "
+                              f"{header.trials} trial(s)")
+        if header.offline:
+            title.append("   SIMULATION: scripted agents and customers, not a model", "bold yellow")
+        elif header.model:
+            title.append(f"   model {header.model}")
+        yield Static(title, classes="screen-title")
+        yield Static(self._summary(), id="results-summary")
+        table: DataTable[Any] = DataTable(id="results-table", cursor_type="cell", zebra_stripes=True)
+        table.add_columns("domain", "task", "agent", "passed", *[f"trial {n + 1}" for n in range(self.max_trials)])
+        for key, trials in self.rows.items():
+            domain, task, agent = key.split("|")
+            passed = sum(t.success for t in trials)
+            cells = [self._cell(t) for t in trials] + [Text("")] * (self.max_trials - len(trials))
+            table.add_row(domain, task, agent, f"{passed}/{len(trials)}", *cells, key=key)
+        yield table
+        yield Static("Enter on a trial opens its trace in the replay view.", id="results-hint")
+        yield Footer()
+
+    def _summary(self) -> Text:
+        by_agent: dict[str, list[bool]] = defaultdict(list)
+        for trial in self.results.trials:
+            by_agent[trial.agent].append(trial.success)
+        text = Text()
+        for agent, outcomes in sorted(by_agent.items()):
+            rate = 100 * sum(outcomes) / len(outcomes) if outcomes else 0.0
+            text.append(f"{agent}: ", "bold")
+            text.append(f"{sum(outcomes)}/{len(outcomes)} trials passed ({rate:.1f}%)   ")
+        return text
+
+    @staticmethod
+    def _cell(trial: TrialResult) -> Text:
+        if trial.status != "ok":
+            return Text(f"⚠ {trial.status}", "bold magenta")
+        if trial.success:
+            return Text("✓", "bold green")
+        label = trial.failure.category if trial.failure is not None else trial.termination
+        return Text(f"✗ {label}", "bold red")
+
+    def selected_trial(self) -> TrialResult | None:
+        table = self.query_one("#results-table", DataTable)
+        if table.row_count == 0:
+            return None
+        row, column = table.cursor_coordinate
+        key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        trials = self.rows.get(str(key), [])
+        index = column - FIXED_COLUMNS
+        if not trials:
+            return None
+        return trials[index] if 0 <= index < len(trials) else trials[0]
+
+    def action_open_trial(self) -> None:
+        trial = self.selected_trial()
+        if trial is None:
+            return
+        if not trial.events:
+            self.app.notify("This trial has no recorded events (it crashed before the session started).",
+                            severity="warning")
+            return
+        try:
+            domain = load_domain(trial.domain)
+        except UnknownDomain as exc:
+            self.app.notify(str(exc.args[0]), severity="error")
+            return
+        name = f"{self.source} · {trial.domain}/{trial.task_id}/{trial.agent}/trial {trial.trial + 1}"
+        self.app.push_screen(ReplayScreen(trial_events(trial), domain, Path(name)))
+
+    @on(DataTable.CellSelected, "#results-table")
+    def _selected(self, _event: DataTable.CellSelected) -> None:
+        self.action_open_trial()
