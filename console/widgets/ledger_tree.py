@@ -27,11 +27,13 @@ BIG_GROUP = 50  # groups with more entries than this start folded: the tree then
 
 def summarize(value: Any, width: int = 48) -> str:
     if isinstance(value, dict):
-        for key in ("status", "name", "email"):
-            if key in value:
+        for key in ("status", "name", "email", "origin"):
+            if value.get(key) is not None:
                 shown = value[key]
                 if isinstance(shown, dict):
                     shown = " ".join(str(v) for v in shown.values())
+                if key == "origin" and value.get("destination"):
+                    shown = f"{shown} → {value['destination']}"
                 return f"{key}: {shown}"[:width]
         return f"{{{len(value)} fields}}"
     if isinstance(value, list):

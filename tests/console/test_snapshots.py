@@ -37,3 +37,17 @@ async def test_retail_review_modal(console_app: Callable[..., OperatorConsole]) 
         await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen))
         await pilot.pause(0.1)
         assert_snapshot(app, "retail_refund_review")
+
+
+@pytest.mark.parametrize(("domain", "scenario"), [("airline", "cancel-outside-window"),
+                                                  ("telehealth", "cancel-completed-appointment")])
+async def test_other_domains_finished(console_app: Callable[..., OperatorConsole], domain: str,
+                                      scenario: str) -> None:
+    app = console_app(domain=domain, scenario=scenario)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
+        assert app.live is not None and app.live.state.end_reason == "user_stop"
+        assert [r.verdict for r in app.gate_pane.rows.values()] == ["BLOCK"]
+        await pilot.pause(0.1)
+        assert_snapshot(app, f"{domain}_{scenario.replace('-', '_')}_finished")
