@@ -7,12 +7,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.airline import run_airline
+from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, RetailData, build_ledger, load_retail_data
+from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
 from benchmarks.step import bench_step
+from benchmarks.telecom import bench_telecom_gate
+from benchmarks.telehealth import bench_telehealth_gate
 from benchmarks.timing import Result
 from benchmarks.tools import bench_tools
 
@@ -24,6 +29,7 @@ def run_all(data: RetailData) -> list[Result]:
     """Every row, targets first (figures 1-4), then the informative rows."""
     big = build_ledger(data.docs, GATE_LEDGER_RECORDS)
     gate = bench_gate(data.docs, setup=big)
+    telehealth_gate = bench_telehealth_gate(records=GATE_LEDGER_RECORDS)
     step = bench_step(data.docs, records=STEP_LEDGER_RECORDS)
     restore_typical, restore_many = bench_restore(data)
     *reads, write = bench_tools(data)
@@ -31,8 +37,10 @@ def run_all(data: RetailData) -> list[Result]:
     stale_step = bench_mark_stale(data.docs, records=STEP_LEDGER_RECORDS, tool=RETURN, repeat=500, warmup=20)
     stale_big = bench_mark_stale(data.docs, records=GATE_LEDGER_RECORDS, setup=big)
     opened, cli, hashed = bench_backend_info(data)
-    return [gate, step, restore_typical, *reads, restore_many, write, opened, cli, hashed, render, stale_step,
-            stale_big]
+    evaluation = bench_evaluation()
+    console = bench_console()
+    return [gate, telehealth_gate, bench_telecom_gate(records=GATE_LEDGER_RECORDS), step, restore_typical, *reads,
+            *evaluation, *console, restore_many, write, opened, cli, hashed, render, stale_step, stale_big]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     data = load_retail_data(args.db)
-    results = run_all(data)
+    results = run_all(data) + run_airline()  # airline rows: benchmarks/airline.py (issue 3)
     env = environment(data.label) | {"wall_seconds": round(time.perf_counter() - started, 1)}
     print_report(results, env)
     if args.json is not None:

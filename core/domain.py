@@ -2,6 +2,12 @@
 
 The core never imports a domain package; domains build one `Domain` value and the CLI or console passes
 it in. That keeps `core` domain-free and lets tests build tiny throwaway domains.
+
+Dual control: tools with `Requestor.USER` are the customer's own (telecom's phone). What their reads return
+lands in the ledger only under `device.*` (DEVICE_NAMESPACE), and an agent read never lands there, so a
+reading from the customer's device and a record the agent observed can never overwrite each other, and
+a predicate that reads `device.*` knows it is reading what the customer's device showed. A Domain whose
+path map breaks this is refused when it is built.
 """
 
 from __future__ import annotations
@@ -18,8 +24,24 @@ from core.tools import Requestor, ToolKind, ToolSpec
 IdentityRule = Callable[[LedgerReader], str | None]
 
 
+DEVICE_NAMESPACE = "device"
+
+
 def _nobody(_ledger: LedgerReader) -> str | None:
     return None
+
+
+def _namespace_problems(tools: tuple[ToolSpec, ...], path_map: PathMap) -> list[str]:
+    side = {spec.name: spec.requestor for spec in tools}
+    problems: list[str] = []
+    for rule in path_map.rules:
+        on_device = rule.path.split(".", 1)[0] == DEVICE_NAMESPACE
+        requestor = side.get(rule.tool)
+        if requestor is Requestor.USER and not on_device:
+            problems.append(f"user-side tool {rule.tool} must land under '{DEVICE_NAMESPACE}.*', not {rule.path!r}")
+        elif requestor is Requestor.ASSISTANT and on_device:
+            problems.append(f"agent tool {rule.tool} must not land under '{DEVICE_NAMESPACE}.*' ({rule.path!r})")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -36,6 +58,11 @@ class Domain:
     policy_notes: str = ""
     extras: dict[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        problems = _namespace_problems(self.tools, self.path_map)
+        if problems:
+            raise ValueError(f"domain {self.name}: " + "; ".join(problems))
+
     def tool(self, name: str) -> ToolSpec | None:
         for spec in self.tools:
             if spec.name == name:
@@ -43,7 +70,15 @@ class Domain:
         return None
 
     def agent_tools(self) -> tuple[ToolSpec, ...]:
+        """What the agent's model is offered. User-side tools never are: the agent can only ask for them."""
         return tuple(t for t in self.tools if t.requestor is Requestor.ASSISTANT)
+
+    def user_tools(self) -> tuple[ToolSpec, ...]:
+        """The customer's own tools (dual control, e.g. telecom's phone): run for the user proxy, never the agent.
+
+        Empty for single-control domains, which is how a session knows whether the customer has a device.
+        """
+        return tuple(t for t in self.tools if t.requestor is Requestor.USER)
 
     def kind_of(self, name: str) -> ToolKind | None:
         spec = self.tool(name)

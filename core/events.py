@@ -152,6 +152,19 @@ class LedgerStaled(_Event):
     version: int
 
 
+class EnvironmentSynced(_Event):
+    """The backend's after-call sync hook changed something (dual control: telecom's line <-> phone sync).
+
+    Nobody called a tool for these changes, so without this event a trace would show a bill turning Paid
+    or a phone losing service with no cause. `changes` are the backend's own one-line descriptions, in
+    the order it applied them. Emitted only when something changed, so single-control domains (no hook)
+    and quiet syncs leave traces exactly as before.
+    """
+
+    type: Literal["environment_synced"] = "environment_synced"
+    changes: list[str]
+
+
 class ModelRetry(_Event):
     type: Literal["model_retry"] = "model_retry"
     attempt: int
@@ -179,7 +192,7 @@ class SessionEnded(_Event):
 
 Event = Annotated[
     SessionStarted | MessageSent | AssistantTurnEvent | GateDecided | SupervisorDecided | ToolResultEvent
-    | LedgerUpdated | LedgerStaled | ModelRetry | ModelFailed | SessionEnded,
+    | LedgerUpdated | LedgerStaled | EnvironmentSynced | ModelRetry | ModelFailed | SessionEnded,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

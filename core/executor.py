@@ -2,6 +2,17 @@
 
 The agent loop, `ledgeragent check` and re-gating all go through this one path, so a verdict shown in
 the console is exactly the verdict the agent got.
+
+Dual control (telecom): a call carries its requestor. The customer's own tools (their phone) run through
+this same path with requestor "user": validated, recorded as events and absorbed like any call, but never
+gated (the gate guards the agent's writes; a customer toggling their own phone needs no permission) and
+never reviewed by the supervisor. A call whose requestor does not match its tool's is refused as unknown,
+so the agent cannot reach a phone tool and the user proxy cannot reach an agent tool.
+
+After every executed call the backend's `sync()` hook runs, when it has one: tau2-bench's
+`Environment.get_response` syncs after every tool call, which also covers its orchestrator's sync after
+every step (between calls nothing else changes the state). What changed is recorded as one
+`EnvironmentSynced` event.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from typing import Any, Literal
 from core.domain import Domain
 from core.events import (
     CallInfo,
+    EnvironmentSynced,
     EventBus,
     GateDecided,
     LedgerStaled,
@@ -24,7 +36,15 @@ from core.events import (
 from core.gate import GateDecision, PolicyGate, Verdict
 from core.ledger import Ledger
 from core.supervisor import Autopilot, Decision, Supervisor
-from core.tools import ToolBackend, ToolCall, ToolError, ToolKind, format_tool_result, validate_arguments
+from core.tools import (
+    Requestor,
+    ToolBackend,
+    ToolCall,
+    ToolError,
+    ToolKind,
+    format_tool_result,
+    validate_arguments,
+)
 
 OutcomeKind = Literal["ok", "error", "invalid", "rejected", "vetoed"]
 MAX_EDITS = 10
@@ -32,6 +52,21 @@ MAX_EDITS = 10
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+async def sync_environment(backend: ToolBackend, bus: EventBus, step: int) -> tuple[str, ...]:
+    """Run the backend's `sync()` hook if it has one; record what it changed. Returns the changes.
+
+    A hook is any awaitable `sync()` returning a sequence of one-line change descriptions (empty when
+    nothing changed). Only dual-control backends have one; for the others this does nothing.
+    """
+    hook = getattr(backend, "sync", None)
+    if hook is None:
+        return ()
+    changes = tuple(str(change) for change in await hook())
+    if changes:
+        bus.emit(EnvironmentSynced(step=step, changes=list(changes)))
+    return changes
 
 
 @dataclass(frozen=True)
@@ -70,7 +105,7 @@ class CallExecutor:
         if problems:
             return self._refuse(call, step, spec.kind, "invalid",
                                 f"Error: invalid arguments for {call.name}: " + "; ".join(problems))
-        if spec.kind is not ToolKind.WRITE:
+        if spec.kind is not ToolKind.WRITE or call.requestor is Requestor.USER:
             return await self._run(call, spec.kind, step, None)
         return await self._gated_write(call, step)
 
@@ -139,6 +174,7 @@ class CallExecutor:
                 if staled:
                     self.bus.emit(LedgerStaled(step=step, call_id=call.id, tool=call.name, paths=staled,
                                                version=self.ledger.version))
+        await sync_environment(self.backend, self.bus, step)
         return CallOutcome(call, kind, verdict, True, True, "ok", content, result, decision)
 
     def _refuse(self, call: ToolCall, step: int, kind: ToolKind | None, outcome: OutcomeKind, content: str,

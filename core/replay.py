@@ -2,6 +2,12 @@
 
 Reads are executed and absorbed, writes are gated and run when allowed — the same `CallExecutor` the
 agent uses, so a fixture that passes here passes in a live session. Each line may carry an expectation.
+
+Dual control: a line may carry `"requestor": "user"` for a user-side (phone) tool, e.g. the customer's
+`make_payment` between the agent's `send_payment_request` and `resume_line`. It runs as the user proxy's
+calls run in a session: ungated (its verdict is ALLOW when it ran, ERROR when it failed), its reads
+absorbed under `device.*`. The backend's sync hook runs before the first line and after every executed
+call, as in a session.
 """
 
 from __future__ import annotations
@@ -12,12 +18,13 @@ from typing import Any
 
 from core.domain import Domain
 from core.events import EventBus
-from core.executor import CallExecutor
+from core.executor import CallExecutor, sync_environment
 from core.gate import PolicyGate
 from core.ledger import Ledger
-from core.tools import ToolBackend, ToolCall
+from core.tools import Requestor, ToolBackend, ToolCall
 
 VERDICTS = ("ALLOW", "REVISE", "BLOCK", "ERROR")
+REQUESTORS = tuple(r.value for r in Requestor)
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,7 @@ class TrajectoryCall:
     name: str
     arguments: dict[str, Any]
     expect: str | None = None
+    requestor: str = "assistant"
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class CheckResult:
     executed: bool
     expect: str | None
     evidence: tuple[str, ...] = ()
+    requestor: str = "assistant"
 
     @property
     def met(self) -> bool | None:
@@ -55,7 +64,8 @@ class CheckResult:
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "line": self.line, "name": self.name, "kind": self.kind,
                 "verdict": self.verdict, "predicates": list(self.predicates), "reason": self.reason,
-                "executed": self.executed, "expect": self.expect, "met": self.met, "evidence": list(self.evidence)}
+                "executed": self.executed, "expect": self.expect, "met": self.met, "evidence": list(self.evidence),
+                "requestor": self.requestor}
 
 
 @dataclass
@@ -65,7 +75,8 @@ class Trajectory:
 
 
 def parse_trajectory(text: str) -> Trajectory:
-    """Parse JSONL lines `{"name", "arguments", "expect"?}`; a broken line becomes a problem, not an abort."""
+    """Parse JSONL lines `{"name", "arguments", "expect"?, "requestor"?, "note"?}`; a broken line becomes a
+    problem, not an abort."""
     trajectory = Trajectory()
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("//"):
@@ -79,6 +90,7 @@ def parse_trajectory(text: str) -> Trajectory:
             trajectory.problems.append(TrajectoryProblem(number, "each line must be a JSON object"))
             continue
         name, arguments, expect = item.get("name"), item.get("arguments", {}), item.get("expect")
+        requestor = item.get("requestor", "assistant")
         if not isinstance(name, str) or not name:
             trajectory.problems.append(TrajectoryProblem(number, "missing string field 'name'"))
             continue
@@ -89,11 +101,15 @@ def parse_trajectory(text: str) -> Trajectory:
             trajectory.problems.append(
                 TrajectoryProblem(number, f"'expect' must be one of {', '.join(VERDICTS)}, got {expect!r}"))
             continue
-        unknown = sorted(set(item) - {"name", "arguments", "expect", "note"})
+        if requestor not in REQUESTORS:
+            trajectory.problems.append(
+                TrajectoryProblem(number, f"'requestor' must be one of {', '.join(REQUESTORS)}, got {requestor!r}"))
+            continue
+        unknown = sorted(set(item) - {"name", "arguments", "expect", "note", "requestor"})
         if unknown:
             trajectory.problems.append(TrajectoryProblem(number, f"unknown field(s): {', '.join(unknown)}"))
             continue
-        trajectory.calls.append(TrajectoryCall(len(trajectory.calls), number, name, arguments, expect))
+        trajectory.calls.append(TrajectoryCall(len(trajectory.calls), number, name, arguments, expect, requestor))
     return trajectory
 
 
@@ -103,13 +119,19 @@ class Checker:
     def __init__(self, domain: Domain, backend: ToolBackend, bus: EventBus | None = None,
                  disabled: frozenset[str] = frozenset()) -> None:
         self.domain = domain
+        self.backend = backend
+        self.bus = bus or EventBus()
         self.ledger = Ledger(domain.path_map)
         self.gate = PolicyGate(domain.predicates, path_map=domain.path_map, disabled=disabled)
-        self.executor = CallExecutor(domain, backend, bus or EventBus(), ledger=self.ledger, gate=self.gate)
+        self.executor = CallExecutor(domain, backend, self.bus, ledger=self.ledger, gate=self.gate)
+        self._synced = False
 
     async def check(self, call: TrajectoryCall) -> CheckResult:
-        outcome = await self.executor.execute(ToolCall(f"call_{call.index}", call.name, call.arguments),
-                                              call.index + 1)
+        if not self._synced:  # a session syncs once when it starts; so does a replay
+            await sync_environment(self.backend, self.bus, 0)
+            self._synced = True
+        tool_call = ToolCall(f"call_{call.index}", call.name, call.arguments, requestor=Requestor(call.requestor))
+        outcome = await self.executor.execute(tool_call, call.index + 1)
         decision = outcome.decision
         failed = () if decision is None else tuple(r.predicate_id for r in decision.failed)
         if outcome.verdict == "ERROR":
@@ -123,7 +145,7 @@ class Checker:
         kind = outcome.kind.value if outcome.kind is not None else "unknown"
         evidence = () if decision is None else decision.evidence
         return CheckResult(call.index, call.line, call.name, kind, outcome.verdict, failed, reason,
-                           outcome.executed, call.expect, evidence)
+                           outcome.executed, call.expect, evidence, call.requestor)
 
     async def run(self, calls: list[TrajectoryCall]) -> list[CheckResult]:
         return [await self.check(call) for call in calls]

@@ -3,6 +3,11 @@
 A scenario is JSON (see domains/retail/scenarios/*.json). The agent script is a list of steps: `say`
 (a message to the customer) or `calls` (tool calls), optionally with `expect_tool_results_contain` so
 the run stops with a clear message if the world did not answer the way the author expected.
+
+The user script is a list of lines (a string, or `{"text", "expect_agent_contains"?}`) and, in
+dual-control domains (telecom), phone actions: `{"call": {"name", "arguments"}, "expect_result_contains"?,
+"expect_agent_contains"?}`. Actions run on the customer's phone, in order, before the next line is said
+(domains/telecom/scenarios/roaming-abroad.json).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedStep
-from core.users import ScriptedTurn, ScriptedUser
+from core.users import ScriptedAction, ScriptedTurn, ScriptedUser
 
 
 class _Strict(BaseModel):
@@ -39,6 +44,20 @@ class UserTurnSpec(_Strict):
     expect_agent_contains: str | None = None
 
 
+class PhoneCallSpec(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserActionSpec(_Strict):
+    """A phone action the customer takes (dual control), before saying their next line."""
+
+    call: PhoneCallSpec
+    expect_result_contains: list[str] = Field(default_factory=list)
+    expect_agent_contains: str | None = None
+    note: str = ""
+
+
 class Expectations(_Strict):
     verdicts: list[str] | None = None  # the gate verdicts, in order
     end_reason: str | None = None
@@ -49,16 +68,22 @@ class Scenario(_Strict):
     title: str
     domain: str
     description: str = ""
-    user: list[UserTurnSpec | str]
+    user: list[UserTurnSpec | UserActionSpec | str]
     agent: list[AgentStepSpec]
     expect: Expectations = Field(default_factory=Expectations)
     max_steps: int = 60
 
     def build_user(self) -> ScriptedUser:
-        return ScriptedUser([
-            ScriptedTurn(t) if isinstance(t, str) else ScriptedTurn(t.text, t.expect_agent_contains)
-            for t in self.user
-        ])
+        turns: list[ScriptedTurn | ScriptedAction] = []
+        for t in self.user:
+            if isinstance(t, str):
+                turns.append(ScriptedTurn(t))
+            elif isinstance(t, UserTurnSpec):
+                turns.append(ScriptedTurn(t.text, t.expect_agent_contains))
+            else:
+                turns.append(ScriptedAction(t.call.name, dict(t.call.arguments), tuple(t.expect_result_contains),
+                                            t.expect_agent_contains))
+        return ScriptedUser(turns)
 
     def build_model(self) -> ScriptedChatModel:
         return ScriptedChatModel([

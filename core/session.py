@@ -1,21 +1,28 @@
-"""A session: user ↔ agent ↔ tools, with a step guard and every event on disk as it happens."""
+"""A session: user ↔ agent ↔ tools, with a step guard and every event on disk as it happens.
+
+Dual control. When the domain has user-side tools (`Domain.user_tools()`, e.g. telecom's phone), the
+session gives the user proxy a `Phone` (`SessionPhone`): the proxy's phone actions run through their own
+`CallExecutor` with requestor "user", ungated, on the same backend and into the same ledger as the agent's
+calls (a phone reading lands under `device.*`; see `SessionPhone`). The backend's `sync()` hook, when it
+has one, runs once at the start (tau2 syncs when it builds the environment) and after every executed call.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from core.agent import Agent, AgentConfig
 from core.domain import Domain
 from core.events import EventBus, MessageSent, ModelFailed, SessionEnded, SessionStarted
-from core.executor import utc_now
+from core.executor import CallExecutor, sync_environment, utc_now
 from core.llm.base import ChatModel, ModelError, Usage
 from core.supervisor import Supervisor
-from core.tools import ToolBackend
+from core.tools import Requestor, ToolBackend, ToolCall, ToolError, ToolSpec
 from core.trace import TraceWriter
-from core.users import UserProxy, UserScriptDiverged, Utterance, stop_reason
+from core.users import PhoneResult, PhoneUser, UserProxy, UserScriptDiverged, Utterance, stop_reason
 
 GREETING = "Hi! How can I help you today?"
 
@@ -39,6 +46,42 @@ class UserSideError(Exception):
     def __init__(self, error: ModelError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+class SessionPhone:
+    """The customer's phone in one session: runs user-side tools for the user proxy.
+
+    Every call gets requestor "user" and a session-unique id (`user_call_<n>`, in order), whatever the
+    proxy sent, and goes through a `CallExecutor` of its own: validated and recorded as events like any
+    call, never gated (the gate guards the agent's writes) and never sent to the supervisor.
+
+    What reaches the agent. The executor shares the agent's ledger (when the agent keeps one), so a
+    successful phone READ is absorbed by the domain's path map at the moment the user runs it, under the
+    `device.*` namespace (telecom: `check_network_status` -> `device.network_status`); a phone WRITE marks
+    the `device.*` readings its stale rule names stale, exactly as an agent write does for its records.
+    Why at run time and not "when the user reports it": the agent's model only sees the ledger at its next
+    model call, which always comes after the user's next message, so the two are the same moment for the
+    agent; absorbing at run time just keeps the ledger's provenance pointing at the call that produced
+    the reading. The agent thus sees exactly what the phone showed, not the user's paraphrase of it, and
+    never the phone's hidden state (only readings the user chose to take). The function-calling baseline
+    keeps no ledger and learns about the phone only from what the user says, as in tau2-bench.
+    """
+
+    def __init__(self, tools: Sequence[ToolSpec], executor: CallExecutor, step: Callable[[], int]) -> None:
+        self._tools = tuple(tools)
+        self.executor = executor
+        self._step = step
+        self.calls = 0
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]:
+        return self._tools
+
+    async def run(self, call: ToolCall) -> PhoneResult:
+        self.calls += 1
+        stamped = replace(call, id=f"user_call_{self.calls}", requestor=Requestor.USER)
+        outcome = await self.executor.execute(stamped, self._step())
+        return PhoneResult(outcome.call, outcome.ok, outcome.content)
 
 
 @dataclass(frozen=True)
@@ -69,6 +112,13 @@ class Session:
         if self.trace is not None:
             self.bus.subscribe(self.trace)
         self.agent = Agent(domain, model, backend, self.bus, config, supervisor, clock)
+        user_tools = domain.user_tools()
+        self.phone: SessionPhone | None = None
+        if user_tools:
+            # The agent's ledger (None for the function-calling baseline): phone readings land in it.
+            phone_executor = CallExecutor(domain, backend, self.bus, ledger=self.agent.executor.ledger, gate=None,
+                                          clock=clock)
+            self.phone = SessionPhone(user_tools, phone_executor, lambda: self.steps)
         self.max_steps = max_steps
         self.scenario = scenario
         self.greeting = greeting
@@ -105,7 +155,10 @@ class Session:
             await self.pacer("user")
         self.steps += 1
         try:
-            text = await self.user.respond(self.conversation)
+            if self.phone is not None and isinstance(self.user, PhoneUser):
+                text = await self.user.respond_with_phone(self.conversation, self.phone)
+            else:
+                text = await self.user.respond(self.conversation)
         except ModelError as exc:
             raise UserSideError(exc) from exc
         self._say("user", text)
@@ -142,6 +195,7 @@ class Session:
         reason: str | None = None
         detail = ""
         try:
+            await sync_environment(self.backend, self.bus, self.steps)
             while reason is None:
                 if self.steps >= self.max_steps:
                     reason = "max_steps"
@@ -162,6 +216,8 @@ class Session:
             reason, detail = "user_error", f"user simulator: {error.message}"
         except UserScriptDiverged as exc:
             reason, detail = "script_diverged", str(exc)
+        except ToolError as exc:  # only the environment's sync hook raises out of a step
+            reason, detail = "environment_error", f"environment sync failed: {exc.message}"
         return await self.finish(reason, detail)
 
     async def finish(self, reason: str, detail: str = "") -> SessionResult:

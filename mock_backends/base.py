@@ -14,7 +14,7 @@ import contextlib
 import inspect
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +153,20 @@ class SQLiteToolBackend:
         if problems:
             raise ToolError(f"{entry.name}: " + "; ".join(problems))
 
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[Transaction]:
+        """One store transaction that `self.tx` sees, as a write tool runs in.
+
+        For environment code that is not a tool call (telecom's line <-> phone sync, a task's setup
+        functions): it gets the same all-or-nothing guarantee, so a hook that fails changes nothing.
+        """
+        async with self.store.transaction() as tx:
+            token = _CURRENT_TX.set(tx)
+            try:
+                yield tx
+            finally:
+                _CURRENT_TX.reset(token)
+
     async def call(self, name: str, arguments: Mapping[str, Any]) -> JSON:
         entry = self._tools.get(name)
         if entry is None:
@@ -163,12 +177,8 @@ class SQLiteToolBackend:
         try:
             if entry.kind is not ToolKind.WRITE:
                 return await method(**kwargs)
-            async with self.store.transaction() as tx:
-                token = _CURRENT_TX.set(tx)
-                try:
-                    return await method(**kwargs)
-                finally:
-                    _CURRENT_TX.reset(token)
+            async with self.writing():
+                return await method(**kwargs)
         except ToolError:
             raise
         except Exception as exc:

@@ -12,7 +12,7 @@ from typing import Any
 from core.domain import Domain
 from core.gate import GateContext, LedgerView, MissingEvidence, Outcome, Pass, Verdict, Violation, predicate
 from core.ledger import PathMap, PathRule, StaleRule
-from core.tools import ToolCall, ToolError, ToolKind, ToolSpec
+from core.tools import Requestor, ToolCall, ToolError, ToolKind, ToolSpec
 
 TOOLS = (
     ToolSpec("login", "Authenticate a customer", {"type": "object", "properties": {"name": {"type": "string"}},
@@ -104,3 +104,55 @@ class ToyBackend:
         import json
 
         return hashlib.sha256(json.dumps(self.state, sort_keys=True).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dual control: the same bank, plus the customer's own card app (user-side tools) and a sync hook.
+# `DOMAIN` and `ToyBackend` above are untouched, so their existing users see no difference.
+
+USER_TOOLS = (
+    ToolSpec("check_card", "Look at the card in your banking app", {
+        "type": "object", "properties": {}, "additionalProperties": False}, ToolKind.READ, Requestor.USER),
+    ToolSpec("toggle_card_freeze", "Freeze or unfreeze your card in the app", {
+        "type": "object", "properties": {}, "additionalProperties": False}, ToolKind.WRITE, Requestor.USER),
+)
+
+DUAL_PATH_MAP = PathMap(
+    rules=(*PATH_MAP.rules, PathRule("check_card", "device.card")),
+    stale_rules=(*PATH_MAP.stale_rules, StaleRule("toggle_card_freeze", ("device.*",)),
+                 StaleRule("transfer", ("device.*",))),
+)
+
+DUAL_DOMAIN = Domain(name="toy-dual", title="Toy bank with a card app", policy=DOMAIN.policy,
+                     tools=TOOLS + USER_TOOLS, path_map=DUAL_PATH_MAP, predicates=PREDICATES,
+                     identify=DOMAIN.identify)
+
+
+class DualToyBackend(ToyBackend):
+    """ToyBackend plus the customer's card app. `sync` mirrors the app's card state onto account A1 (the
+    bank's side), as telecom's sync mirrors the line onto the phone; it reports what it changed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state["app"] = {"card": "active"}
+        self.syncs = 0
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        if name == "check_card":
+            self.calls.append(name)
+            return f"Card ending 4242 is {self.state['app']['card']}."
+        if name == "toggle_card_freeze":
+            self.calls.append(name)
+            app = self.state["app"]
+            app["card"] = "active" if app["card"] == "frozen" else "frozen"
+            return f"Your card is now {app['card']}."
+        return await super().call(name, arguments)
+
+    async def sync(self) -> list[str]:
+        self.syncs += 1
+        account, card = self.state["accounts"]["A1"], self.state["app"]["card"]
+        if account.get("card") == card:
+            return []
+        before = account.get("card")
+        account["card"] = card
+        return [f"accounts.A1.card: {before} -> {card}"]

@@ -1,0 +1,62 @@
+"""Regenerate the README's console screenshots (SVG, from Textual's own screenshot).
+
+    .venv/bin/python docs/make_screenshots.py
+
+Runs the scripted retail demo headless and saves the three panes right after the gate's
+REVISE (mid-scenario), the override modal, and the predicate workbench after a re-gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from console.app import make_app  # noqa: E402
+from console.live import SupervisionMode  # noqa: E402
+
+OUT = Path(__file__).parent / "screenshots"
+SIZE = (160, 45)
+
+
+async def until(pilot: object, condition: object, limit: float = 10.0) -> None:
+    waited = 0.0
+    while not condition():  # type: ignore[operator]
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+        waited += 0.05
+        if waited > limit:
+            raise TimeoutError
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as home:
+        app = make_app(root=Path(home), pace=0.3)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await until(pilot, lambda: len(app.gate_pane.rows) == 1)
+            await pilot.press("space")  # pause right after the REVISE: mid-scenario
+            app.gate_pane.table.focus()
+            await pilot.pause(2)
+            app.save_screenshot(str(OUT / "console-mid-scenario.svg"))
+        app = make_app(root=Path(home), mode=SupervisionMode.APPROVE_NON_ALLOW)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
+            await pilot.pause(2)
+            app.save_screenshot(str(OUT / "console-review.svg"))
+        app = make_app(root=Path(home))
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await until(pilot, lambda: app.live.state.phase == "ended")  # type: ignore[union-attr]
+            await pilot.press("w")
+            await pilot.pause(0.2)
+            await pilot.press("g")
+            await pilot.pause(0.5)
+            app.save_screenshot(str(OUT / "console-workbench.svg"))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

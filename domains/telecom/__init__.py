@@ -1,0 +1,51 @@
+"""Telecom domain, tau2-bench compatible and dual control: the agent's 13 tools, the customer's 30 phone tools.
+
+`policy.md` holds two things. Everything above its final section is the policy the model reads: it is the
+same text whether or not the gate is on, so a baseline run and a LedgerAgent run get identical
+instructions. The final section ("What the gate checks and what it cannot") maps policy sentences to
+predicate ids, argues their severities and lists what no predicate can see; it is for the operator and
+becomes `policy_notes`.
+
+Dual control: `TOOLS` holds both sides; the phone's tools carry `Requestor.USER`, so `DOMAIN.agent_tools()`
+leaves them out and `DOMAIN.user_tools()` is what a session hands the user proxy as its phone. The fixed
+clock is tau2's telecom "today", 2025-02-25 12:08 (`vocabulary.REFERENCE_TIME`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.domain import Domain
+from domains.telecom.paths import PATH_MAP, identify
+from domains.telecom.predicates import PREDICATES
+from domains.telecom.tools import AGENT_TOOLS, TOOLS, USER_TOOLS
+from domains.telecom.vocabulary import REFERENCE_TIME
+
+_HERE = Path(__file__).parent
+_NOTES_HEADING = "## What the gate checks and what it cannot"
+
+
+def _split_policy(text: str) -> tuple[str, str]:
+    policy, heading, notes = text.partition(_NOTES_HEADING)
+    if not heading:
+        raise ValueError(f"policy.md has no '{_NOTES_HEADING}' section")
+    return policy.rstrip() + "\n", (heading + notes).strip() + "\n"
+
+
+POLICY, POLICY_NOTES = _split_policy((_HERE / "policy.md").read_text(encoding="utf-8"))
+
+DOMAIN = Domain(
+    name="telecom",
+    title="Telecom (tau2-bench, dual control)",
+    policy=POLICY,
+    tools=TOOLS,
+    path_map=PATH_MAP,
+    predicates=PREDICATES,
+    reference_time=REFERENCE_TIME,
+    identify=identify,
+    scenarios_dir=_HERE / "scenarios",
+    policy_notes=POLICY_NOTES,
+)
+
+__all__ = ["AGENT_TOOLS", "DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "TOOLS", "USER_TOOLS",
+           "identify"]

@@ -1,0 +1,417 @@
+"""Every telecom predicate, judged through the real gate over a real ledger filled by absorbed reads.
+
+Two tables drive most of the file: REJECTED cases (exactly one rule fails, with the expected verdict, the
+ledger values its reason must cite and the evidence paths it read) and ALLOWED cases (the whole gate says
+ALLOW while that rule ran and passed). A meta-test makes sure every predicate appears in both tables. The
+tests below them cover missing and stale evidence (including what the customer's phone actions make stale),
+identity, and the rules standing aside for other customers' records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from core.gate import GateDecision, PredicateResult, Status, Verdict
+from core.tools import Requestor
+from domains.telecom import PREDICATES
+from telecom_records import (
+    DANIEL,
+    MARIA,
+    OTHER_MARIA,
+    TelecomSession,
+    bill,
+    customer,
+    line,
+    maria,
+    plan,
+)
+
+Call = tuple[str, dict[str, Any]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Calls.
+
+
+def suspend(line_id: str = "L2001", reason: str = "overdue bill: B2003", customer_id: str = MARIA) -> Call:
+    return "suspend_line", {"customer_id": customer_id, "line_id": line_id, "reason": reason}
+
+
+def resume(line_id: str = "L2003", customer_id: str = MARIA) -> Call:
+    return "resume_line", {"customer_id": customer_id, "line_id": line_id}
+
+
+def pay_request(bill_id: str = "B2003", customer_id: str = MARIA) -> Call:
+    return "send_payment_request", {"customer_id": customer_id, "bill_id": bill_id}
+
+
+def roaming(line_id: str = "L2001", customer_id: str = MARIA) -> Call:
+    return "enable_roaming", {"customer_id": customer_id, "line_id": line_id}
+
+
+def refuel(gb_amount: Any = 2.0, line_id: str = "L2002", customer_id: str = MARIA) -> Call:
+    return "refuel_data", {"customer_id": customer_id, "line_id": line_id, "gb_amount": gb_amount}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sessions.
+
+
+def unidentified() -> TelecomSession:
+    """The agent read the line and, by id, the customer record: neither identifies anyone."""
+    session = TelecomSession()
+    session.read_line(line("L2001"))
+    session.read("get_details_by_id", customer(MARIA), id=MARIA)
+    return session
+
+
+def maria_roaming() -> TelecomSession:
+    return maria("L2001", bills=False)
+
+
+def maria_roaming_already_on() -> TelecomSession:
+    session = TelecomSession()
+    session.identify(MARIA)
+    session.read_line(line("L2001", roaming_enabled=True))
+    return session
+
+
+def maria_tablet(**statuses: str) -> TelecomSession:
+    return maria("L2003", **statuses)
+
+
+def maria_tablet_paid() -> TelecomSession:
+    return maria("L2001", "L2003", B2003="Paid")
+
+
+def maria_refuel(price: Any = 4.0) -> Callable[[], TelecomSession]:
+    def build() -> TelecomSession:
+        session = maria("L2002", bills=False)
+        session.read_plan({**plan("P2001"), "data_refueling_price_per_gb": price})
+        return session
+    return build
+
+
+def daniel(**statuses: str) -> Callable[[], TelecomSession]:
+    def build() -> TelecomSession:
+        session = TelecomSession()
+        session.identify(DANIEL)
+        session.read_line(line("L2004"))
+        session.read_line(line("L2005"))
+        session.read_bills(DANIEL, **statuses)
+        return session
+    return build
+
+
+def daniel_with_ended_contract_on_l2004() -> TelecomSession:
+    session = daniel()()
+    session.read_line(line("L2004", contract_end_date="2025-01-31"))
+    return session
+
+
+def maria_without_contract_end() -> TelecomSession:
+    session = maria_tablet_paid()
+    session.read_line(line("L2003", contract_end_date=None))
+    return session
+
+
+# ---------------------------------------------------------------------------------------------------
+# The tables.
+
+
+@dataclass(frozen=True)
+class Rejected:
+    label: str
+    predicate_id: str
+    verdict: Verdict
+    session: Callable[[], TelecomSession]
+    call: Call
+    cites: tuple[str, ...]  # ledger values and paths the reason must name
+    evidence: tuple[str, ...]  # exactly what the failing rule read
+
+
+@dataclass(frozen=True)
+class Allowed:
+    label: str
+    predicate_id: str
+    session: Callable[[], TelecomSession]
+    call: Call
+
+
+REJECTED: list[Rejected] = [
+    Rejected("enable roaming before identifying anyone", "telecom.customer_identified", Verdict.REVISE, unidentified,
+             roaming(), ("customer is not set", "get_customer_by_phone", "date of birth"), ("customer",)),
+    Rejected("enable roaming on another customer's line", "telecom.line_belongs_to_customer", Verdict.BLOCK,
+             maria_roaming, roaming("L2004"),
+             ("line 'L2004' is not one of C2001's lines ['L2001', 'L2002', 'L2003']", "customers.C2001.line_ids"),
+             ("customer", "customers.C2001")),
+    Rejected("act for another customer than the identified one", "telecom.line_belongs_to_customer", Verdict.BLOCK,
+             maria_roaming, roaming("L2004", customer_id=DANIEL),
+             ("acts for customer 'C2002'", "the identified customer is 'C2001'"), ("customer",)),
+    Rejected("request payment of another customer's bill", "telecom.bill_belongs_to_customer", Verdict.BLOCK,
+             maria_tablet, pay_request("B2005"),
+             ("bill 'B2005' is not one of C2001's bills", "customers.C2001.bill_ids"), ("customer", "customers.C2001")),
+    Rejected("request payment of a bill that is not overdue", "telecom.payment_request_for_overdue_bill",
+             Verdict.BLOCK, maria_tablet, pay_request("B2002"), ("bill B2002 is 'Issued'", "bills.B2002.status"),
+             ("customer", "customers.C2001", "bills.B2002")),
+    Rejected("request payment of a paid bill", "telecom.payment_request_for_overdue_bill", Verdict.BLOCK,
+             maria_tablet, pay_request("B2001"), ("bill B2001 is 'Paid'",), ("customer", "customers.C2001",
+                                                                             "bills.B2001")),
+    Rejected("a second request while one awaits payment", "telecom.no_payment_already_awaited", Verdict.REVISE,
+             daniel(), pay_request("B2005", DANIEL),
+             ("C2002 already has a bill awaiting payment: B2006 (bills.B2006.status)", "make_payment"),
+             ("customer", "customers.C2002", "bills.B2005", "bills.B2006")),
+    Rejected("resume an active line", "telecom.resume_only_suspended", Verdict.BLOCK, maria_tablet_paid,
+             resume("L2001"), ("line L2001 is 'Active'", "lines.L2001.status"),
+             ("customer", "customers.C2001", "lines.L2001")),
+    Rejected("resume a line whose contract has ended", "telecom.resume_contract_not_ended", Verdict.BLOCK,
+             daniel(B2005="Paid", B2006="Paid"), resume("L2005", DANIEL),
+             ("line L2005's contract ended on 2025-01-31", "lines.L2005.contract_end_date", "today 2025-02-25"),
+             ("customer", "customers.C2002", "lines.L2005")),
+    Rejected("resume before the overdue bill is paid", "telecom.resume_after_overdue_paid", Verdict.REVISE,
+             maria_tablet, resume(), ("C2001 still has unpaid bills: B2003 (Overdue, bills.B2003.status)",
+                                      "send a payment request"),
+             ("customer", "customers.C2001", "bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004")),
+    Rejected("resume while the payment is only requested", "telecom.resume_after_overdue_paid", Verdict.REVISE,
+             lambda: maria_tablet(B2003="Awaiting Payment"), resume(), ("B2003 (Awaiting Payment",),
+             ("customer", "customers.C2001", "bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004")),
+    Rejected("refuel 5 GB", "telecom.refuel_within_cap", Verdict.REVISE, maria_refuel(), refuel(5.0),
+             ("5.0 GB is over the 2.0 GB refuel cap",), ()),
+    Rejected("refuel zero GB", "telecom.refuel_within_cap", Verdict.REVISE, maria_refuel(), refuel(0),
+             ("gb_amount 0 is not a positive number of GB",), ()),
+    Rejected("refuel from a plan without a refuel price", "telecom.refuel_priced_from_plan", Verdict.REVISE,
+             maria_refuel(price=None), refuel(), ("plan P2001 shows no refuel price",),
+             ("customer", "customers.C2001", "lines.L2002", "plans.P2001")),
+    Rejected("enable roaming that is already on", "telecom.roaming_not_already_enabled", Verdict.REVISE,
+             maria_roaming_already_on, roaming(),
+             ("roaming is already enabled on line L2001 (lines.L2001.roaming_enabled)", "Data Roaming"),
+             ("customer", "customers.C2001", "lines.L2001")),
+    Rejected("suspend a line for travel", "telecom.suspension_reason_allowed", Verdict.BLOCK, maria_roaming,
+             suspend(reason="customer is travelling"),
+             ("reason 'customer is travelling' is not one the policy allows", "'overdue bill' or 'contract ended'"),
+             ()),
+    Rejected("suspend for a contract that has not ended", "telecom.suspension_reason_allowed", Verdict.BLOCK,
+             maria_roaming, suspend(reason="contract ended"),
+             ("its contract runs until 2026-09-30", "lines.L2001.contract_end_date"),
+             ("customer", "customers.C2001", "lines.L2001")),
+    Rejected("suspend for an overdue bill nobody has", "telecom.suspension_reason_allowed", Verdict.BLOCK,
+             lambda: maria("L2001", B2003="Paid"), suspend(),
+             ("C2001 has no Overdue bill",),
+             ("customer", "customers.C2001", "bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004")),
+]
+
+ALLOWED: list[Allowed] = [
+    Allowed("enable roaming for the identified customer", "telecom.customer_identified", maria_roaming, roaming()),
+    Allowed("enable roaming on her own line", "telecom.line_belongs_to_customer", maria_roaming, roaming()),
+    Allowed("request payment of her own overdue bill", "telecom.bill_belongs_to_customer", maria_tablet,
+            pay_request()),
+    Allowed("request payment of an overdue bill", "telecom.payment_request_for_overdue_bill", maria_tablet,
+            pay_request()),
+    Allowed("request payment when nothing awaits payment", "telecom.no_payment_already_awaited", maria_tablet,
+            pay_request()),
+    Allowed("resume a suspended line", "telecom.resume_only_suspended", maria_tablet_paid, resume()),
+    Allowed("resume a line whose contract runs on", "telecom.resume_contract_not_ended", maria_tablet_paid,
+            resume()),
+    Allowed("resume a line without a contract end date", "telecom.resume_contract_not_ended",
+            maria_without_contract_end, resume()),
+    Allowed("resume once the overdue bill is paid", "telecom.resume_after_overdue_paid", maria_tablet_paid,
+            resume()),
+    Allowed("refuel 2 GB", "telecom.refuel_within_cap", maria_refuel(), refuel(2.0)),
+    Allowed("refuel an integer 2 GB", "telecom.refuel_within_cap", maria_refuel(), refuel(2)),
+    Allowed("refuel with the line and plan read", "telecom.refuel_priced_from_plan", maria_refuel(), refuel(1.5)),
+    Allowed("enable roaming that is off", "telecom.roaming_not_already_enabled", maria_roaming, roaming()),
+    Allowed("suspend for an observed overdue bill", "telecom.suspension_reason_allowed", daniel(),
+            suspend("L2004", "Overdue bill: B2005", DANIEL)),
+    Allowed("suspend for an ended contract", "telecom.suspension_reason_allowed",
+            daniel_with_ended_contract_on_l2004, suspend("L2004", "contract_ended", DANIEL)),
+]
+
+
+def result_of(decision: GateDecision, predicate_id: str) -> PredicateResult:
+    [result] = [r for r in decision.results if r.predicate_id == predicate_id]
+    return result
+
+
+def failed_ids(decision: GateDecision) -> set[str]:
+    return {r.predicate_id for r in decision.failed}
+
+
+def propose(session: TelecomSession, call: Call) -> GateDecision:
+    tool, arguments = call
+    return session.propose(tool, **arguments)
+
+
+@pytest.mark.parametrize("case", REJECTED, ids=[c.label for c in REJECTED])
+def test_rejected(case: Rejected) -> None:
+    decision = propose(case.session(), case.call)
+    assert decision.verdict is case.verdict, decision.feedback
+    assert failed_ids(decision) == {case.predicate_id}, decision.feedback
+    result = result_of(decision, case.predicate_id)
+    assert result.status is Status.VIOLATION
+    for cited in case.cites:
+        assert cited in result.reason, f"{cited!r} not in {result.reason!r}"
+    assert result.evidence == case.evidence
+    assert case.predicate_id in decision.feedback and result.reason in decision.feedback
+
+
+@pytest.mark.parametrize("case", ALLOWED, ids=[f"{c.predicate_id}: {c.label}" for c in ALLOWED])
+def test_allowed(case: Allowed) -> None:
+    decision = propose(case.session(), case.call)
+    assert decision.verdict is Verdict.ALLOW, decision.feedback
+    assert result_of(decision, case.predicate_id).status is Status.PASS
+
+
+def test_every_predicate_has_an_allowed_and_a_rejected_case() -> None:
+    ids = {p.id for p in PREDICATES}
+    assert len(ids) == 12
+    assert {c.predicate_id for c in REJECTED} == ids
+    assert {c.predicate_id for c in ALLOWED} == ids
+    guards = {p.id: p.tools for p in PREDICATES}
+    cases: list[Rejected | Allowed] = [*REJECTED, *ALLOWED]
+    for case in cases:
+        assert case.call[0] in guards[case.predicate_id], case.label
+
+
+def test_a_refuel_pass_note_shows_the_price_from_the_plan() -> None:
+    decision = propose(maria_refuel()(), refuel(2.0))
+    assert result_of(decision, "telecom.refuel_priced_from_plan").reason == (
+        "2.0 GB x $4.0/GB = $8.00 (plans.P2001.data_refueling_price_per_gb)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Missing and stale evidence: always REVISE with the exact read, never BLOCK.
+
+
+def test_a_payment_request_before_reading_the_bills_asks_for_them() -> None:
+    session = maria(bills=False)
+    decision = propose(session, pay_request())
+    assert decision.verdict is Verdict.REVISE
+    assert failed_ids(decision) == {"telecom.payment_request_for_overdue_bill", "telecom.no_payment_already_awaited"}
+    overdue = result_of(decision, "telecom.payment_request_for_overdue_bill")
+    assert overdue.status is Status.MISSING and 'get_details_by_id(id="B2003")' in overdue.reason
+    awaited = result_of(decision, "telecom.no_payment_already_awaited")
+    assert awaited.status is Status.MISSING and 'get_bills_for_customer(customer_id="C2001")' in awaited.reason
+
+
+def test_a_refuel_without_the_plan_asks_for_it() -> None:
+    decision = propose(maria("L2002", bills=False), refuel())
+    assert decision.verdict is Verdict.REVISE
+    result = result_of(decision, "telecom.refuel_priced_from_plan")
+    assert result.status is Status.MISSING and 'get_details_by_id(id="P2001")' in result.reason
+
+
+def test_paying_on_the_phone_makes_the_bills_stale_until_read_again() -> None:
+    """The overdue-bill flow: request (ALLOW), the customer pays on the phone, resume waits for a fresh read."""
+    session = maria("L2003")
+    assert propose(session, pay_request()).verdict is Verdict.ALLOW
+    assert session.wrote("send_payment_request", customer_id=MARIA, bill_id="B2003") == ["bills.B2003"]
+    session.phone("check_payment_request", "You have a payment request for bill B2003 of 15.0 USD.")
+    staled = session.wrote("make_payment", requestor=Requestor.USER)
+    assert staled == ["bills.B2001", "bills.B2002", "bills.B2004", "device.payment_request"]
+    decision = propose(session, resume())
+    assert decision.verdict is Verdict.REVISE
+    result = result_of(decision, "telecom.resume_after_overdue_paid")
+    assert result.status is Status.MISSING and "may have changed since make_payment" in result.reason
+    session.read_bills(MARIA, B2003="Paid")
+    assert propose(session, resume()).verdict is Verdict.ALLOW
+
+
+def test_enabled_roaming_is_refused_only_once_the_line_was_read_again() -> None:
+    session = maria_roaming()
+    session.wrote("enable_roaming", customer_id=MARIA, line_id="L2001")
+    again = propose(session, roaming())
+    assert again.verdict is Verdict.REVISE
+    assert result_of(again, "telecom.roaming_not_already_enabled").status is Status.MISSING
+    session.read_line(line("L2001", roaming_enabled=True))
+    assert result_of(propose(session, roaming()), "telecom.roaming_not_already_enabled").status is Status.VIOLATION
+
+
+def test_after_a_refuel_the_customer_record_is_read_again_before_the_next_one() -> None:
+    """A refuel may add a Draft bill to the customer's bill_ids, so their record is stale afterwards."""
+    session = maria_refuel()()
+    staled = session.wrote("refuel_data", customer_id=MARIA, line_id="L2002", gb_amount=2.0)
+    assert staled == ["lines.L2002", "customer", "customers.C2001"]
+    decision = propose(session, refuel(1.0))
+    assert decision.verdict is Verdict.REVISE
+    assert 'get_customer_by_id(customer_id="C2001")' in result_of(decision, "telecom.line_belongs_to_customer").reason
+    session.read_customer(MARIA)
+    session.read_line(line("L2002", data_refueling_gb=2.0))
+    assert propose(session, refuel(1.0)).verdict is Verdict.ALLOW
+
+
+def test_phone_readings_land_under_device_and_go_stale_with_any_change() -> None:
+    session = maria_roaming()
+    absorbed = session.phone("check_network_status", "Data Roaming Enabled: No")
+    assert absorbed.added == ("device.network_status",)
+    session.phone("check_app_permissions", "App 'messaging' has permission for: sms.", app_name="messaging")
+    assert session.ledger.get("device.app_permissions.messaging") == "App 'messaging' has permission for: sms."
+    assert session.wrote("toggle_roaming", requestor=Requestor.USER) == [
+        "device.network_status", "device.app_permissions.messaging"]
+    session.phone("check_network_status", "Data Roaming Enabled: Yes")
+    assert session.wrote("enable_roaming", customer_id=MARIA, line_id="L2001") == [
+        "lines.L2001", "device.network_status"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Identity, and standing aside for strangers' records.
+
+
+def test_first_identification_wins() -> None:
+    session = TelecomSession()
+    session.identify(MARIA)
+    later = session.identify(DANIEL)
+    assert later.added == ("customers.C2002",) and later.skipped == ("customer: condition not met",)
+    assert session.context().customer_id == MARIA
+    session.read_line(line("L2004"))
+    decision = propose(session, roaming("L2004", DANIEL))
+    assert decision.verdict is Verdict.BLOCK
+    assert failed_ids(decision) == {"telecom.line_belongs_to_customer"}
+
+
+def test_a_name_search_identifies_only_with_exactly_one_match() -> None:
+    session = TelecomSession()
+    both = session.read("get_customer_by_name", [customer(MARIA), customer(OTHER_MARIA)], full_name="Maria Lopez",
+                        dob="1983-04-12")
+    assert both.added == ("customers.C2001", "customers.C2004") and session.context().customer_id is None
+    session.read("get_customer_by_name", [], full_name="Maria Lopez", dob="2000-01-01")
+    assert session.context().customer_id is None
+    one = session.read("get_customer_by_name", [customer(OTHER_MARIA)], full_name="Maria Lopez", dob="1990-07-21")
+    assert one.added == ("customer",) and session.context().customer_id == OTHER_MARIA
+
+
+def test_identifying_by_id_works_but_a_details_lookup_does_not() -> None:
+    session = TelecomSession()
+    session.read("get_details_by_id", customer(MARIA), id=MARIA)
+    assert session.context().customer_id is None
+    session.read_customer(MARIA)
+    assert session.context().customer_id == MARIA
+
+
+def test_rules_do_not_ask_to_read_a_strangers_records() -> None:
+    """Daniel's line was never read: the ownership rule refuses without asking for it."""
+    decision = propose(maria_tablet(), resume("L2005"))
+    assert decision.verdict is Verdict.BLOCK
+    assert failed_ids(decision) == {"telecom.line_belongs_to_customer"}
+    assert "lines.L2005" not in decision.evidence
+
+
+def test_the_reference_date_decides_whether_a_contract_has_ended() -> None:
+    ends_today = maria_tablet_paid()
+    ends_today.read_line(line("L2003", contract_end_date="2025-02-25"))
+    assert propose(ends_today, resume()).verdict is Verdict.ALLOW  # ends today: not ended yet
+    ended_yesterday = maria_tablet_paid()
+    ended_yesterday.read_line(line("L2003", contract_end_date="2025-02-24"))
+    assert propose(ended_yesterday, resume()).verdict is Verdict.BLOCK
+    unreadable = maria_tablet_paid()
+    unreadable.read_line(line("L2003", contract_end_date="someday"))
+    assert "does not parse" in result_of(propose(unreadable, resume()), "telecom.resume_contract_not_ended").reason
+
+
+def test_bill_records_from_a_listing_and_by_id_are_the_same_path() -> None:
+    session = maria("L2003")
+    refreshed = session.read_bill(bill("B2003"))
+    assert refreshed.refreshed == ("bills.B2003",)
