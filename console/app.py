@@ -63,7 +63,9 @@ class OperatorConsole(App[None]):
         Binding("r", "retry", "Retry", show=False),
         Binding("a", "audit", "Audit"),
         Binding("w", "workbench", "Predicates"),
-        Binding("c", "compose", "Compose call", show=False),
+        Binding("c", "compose", "Compose call"),
+        Binding("p", "phone", "Phone"),
+        Binding("f2", "phone", "Phone (while typing)", show=False, priority=True),
         Binding("ctrl+n", "new_session", "New"),
         Binding("o", "open_trace", "Open trace or results", show=False),
         Binding("e", "export_markdown", "Export"),
@@ -153,7 +155,8 @@ class OperatorConsole(App[None]):
         hints = ("Press space to start (and to pause / resume), n to step one model call, m to change the "
                  "supervision mode, w for the predicate workbench, ctrl+p for every command.")
         if spec.seat == "customer":
-            hints = "You are the customer: type below and press Enter. " + hints
+            phone = " Press F2 (or p) to act on your phone." if self.live.domain.user_tools() else ""
+            hints = f"You are the customer: type below and press Enter.{phone} " + hints
         if spec.model == "operator":
             hints = "You are the agent: press space, then c to write a message or compose a tool call. " + hints
         self.transcript.show_intro(scenario.title if scenario else "Free chat", scenario.description
@@ -274,6 +277,8 @@ class OperatorConsole(App[None]):
             return live.state.phase == "model error"
         if action == "compose":
             return live.operator_agent is not None
+        if action == "phone":
+            return live.human is not None and bool(live.domain.user_tools())
         if action in ("step", "start_or_pause"):
             return live.state.phase != "ended" or not self.started
         return True
@@ -358,6 +363,14 @@ class OperatorConsole(App[None]):
 
         if self.live is not None and self.live.operator_agent is not None:
             self.push_screen(ComposeScreen(self.live))
+
+    def action_phone(self) -> None:
+        from console.screens.phone import PhoneScreen
+
+        if self.live is not None and self.live.human is not None and self.live.domain.user_tools():
+            if not self.started:
+                self.action_start_or_pause()
+            self.push_screen(PhoneScreen(self.live))
 
     def action_new_session(self) -> None:
         from console.screens.new_session import NewSessionScreen

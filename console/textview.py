@@ -82,6 +82,8 @@ class TranscriptPrinter:
         self._print(f"    [bold magenta]operator {escape(e.who)}[/]: {e.decision} {escape(e.reason)} [dim]{e.when}[/]")
 
     def _on_tool_result(self, e: Any) -> None:
+        if e.call.requestor == "user":
+            self._print(f"  [bold cyan]📱 customer's phone:[/] {escape(format_call(e.call.name, e.call.arguments))}")
         self._show_call(e.call)
         if e.outcome == "ok":
             self._print(f"    [green]←[/] {escape(shorten(e.content, 110))}")
@@ -99,6 +101,9 @@ class TranscriptPrinter:
     def _on_ledger_staled(self, e: Any) -> None:
         if self.show_ledger:
             self._print(f"    [dim]ledger stale (re-read before relying on): {escape(', '.join(e.paths))}[/]")
+
+    def _on_environment_synced(self, e: Any) -> None:
+        self._print(f"    [dim]sync (line ↔ phone): {escape('; '.join(e.changes))}[/]")
 
     def _on_model_retry(self, e: Any) -> None:
         self._print(f"  [yellow]model {e.kind}, retry {e.attempt} in {e.delay:.1f}s: {escape(e.message)}[/]")

@@ -239,6 +239,10 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._add(Entry("override", lambda _e: text))
 
     def _show_tool_result(self, e: Any) -> None:
+        if e.call.requestor == "user":
+            name, args = e.call.name, e.call.arguments
+            self._add(Entry("user", _fixed(Text.assemble(("📱 customer's phone: ", "bold"),
+                                                         (format_call(name, args), "bold")))))
         if e.outcome == "ok":
             summary = f"← {e.call.name}: {shorten(e.content, 70)}"
             body = _pretty(e.content)
@@ -264,6 +268,10 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _show_ledger_staled(self, e: Any) -> None:
         note = "ledger stale: " + ", ".join(e.paths)
+        self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
+
+    def _show_environment_synced(self, e: Any) -> None:
+        note = "sync (line ↔ phone): " + "; ".join(e.changes)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
     def _show_model_retry(self, e: Any) -> None:

@@ -282,3 +282,29 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
         await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
         replay = app.screen
         assert isinstance(replay, ReplayScreen) and replay.events[0].type == "session_started"
+
+
+async def test_operator_as_customer_uses_the_phone_in_telecom(console_app: Callable[..., OperatorConsole]) -> None:
+    from console.screens.phone import PhoneScreen
+
+    app = console_app(domain="telecom", scenario="roaming-abroad", seat="customer")
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.live is not None and app.live.human is not None
+        box = app.query_one("#customer-input", Input)
+        box.focus()
+        box.value = "Hi, I'm abroad and mobile data stopped working. Maria Lopez, 555-210-3001."
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.live.human.waiting  # type: ignore[union-attr]
+                       and any(e.type == "assistant_turn" and e.text for e in app.live.bus.history))  # type: ignore
+        await pilot.press("f2")  # works while the message box has the focus
+        phone = app.screen
+        assert isinstance(phone, PhoneScreen)
+        phone.query_one("#phone-tool", Select).value = "check_network_status"
+        await wait_for(pilot, lambda: phone.form is not None)
+        phone.action_run_action()
+        await wait_for(pilot, lambda: any(e.type == "tool_result" and e.call.requestor == "user"
+                                          for e in app.live.bus.history))  # type: ignore[union-attr]
+        result = next(e for e in app.live.bus.history if e.type == "tool_result" and e.call.requestor == "user")
+        assert result.ok and "Data Roaming Enabled: No" in result.content
+        assert any(p.startswith("device.") for p in app.live.agent.ledger.paths())
+        assert "customer's phone" in app.transcript.text()
