@@ -31,6 +31,8 @@ from console.widgets.transcript import TranscriptPane
 from core.llm.base import ChatModel, ModelError
 from core.supervisor import Decision, Resolution
 
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
 
 @dataclass
 class SessionEvent(Message):
@@ -88,6 +90,7 @@ class OperatorConsole(App[None]):
         self.started = False
         self.review_screen: ReviewScreen | None = None
         self._panes: tuple[TranscriptPane, LedgerPane, GatePane, StatusBar] | None = None
+        self._spinner_frame = 0
 
     # ------------------------------------------------------------------------------------------ layout
 
@@ -132,6 +135,7 @@ class OperatorConsole(App[None]):
 
     async def on_mount(self) -> None:
         self._pane_refs()
+        self.set_interval(0.12, self._spin)
         await self.load_session(self.spec)
         if self.autostart:
             self.action_start_or_pause()
@@ -208,6 +212,11 @@ class OperatorConsole(App[None]):
         self.refresh_status()
         self.refresh_bindings()
 
+    def _spin(self) -> None:
+        if self.live is not None and self.live.state.thinking:
+            self._spinner_frame += 1
+            self.refresh_status()
+
     def refresh_status(self) -> None:
         live = self.live
         if live is None or self._panes_gone():
@@ -225,7 +234,8 @@ class OperatorConsole(App[None]):
             seat={"watch": "watching", "customer": "you: customer"}.get(live.spec.seat, live.spec.seat)
             if live.operator_agent is None else "you: agent",
             phase=phase if self.started or phase != "ready" else "ready — press space",
-            steps=state.steps, tokens=state.prompt_tokens + state.completion_tokens, error=state.error)
+            steps=state.steps, tokens=state.prompt_tokens + state.completion_tokens, error=state.error,
+            spinner=SPINNER[self._spinner_frame % len(SPINNER)] if state.thinking else "")
 
     @on(ReviewRequested)
     def _review(self, message: ReviewRequested) -> None:

@@ -205,6 +205,7 @@ class LiveState:
     completion_tokens: int = 0
     end_reason: str | None = None
     error: str | None = None
+    thinking: bool = False  # a model call is in flight (the status bar shows a spinner)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -269,6 +270,8 @@ class LiveSession:
     def _seen(self, event: Any) -> None:
         if event.type == "supervisor_decision" and self.state.phase == "waiting for operator":
             self.state.phase = "running"
+        if event.type in ("assistant_turn", "model_error", "session_ended"):
+            self.state.thinking = False
         if event.type == "assistant_turn":
             self.state.prompt_tokens += event.prompt_tokens
             self.state.completion_tokens += event.completion_tokens
@@ -283,6 +286,12 @@ class LiveSession:
         if self.state.phase in ("running", "paused"):
             self.state.phase = "paused" if self.pacer.waiting else "running"
         self.on_state()
+
+    async def _pace(self, kind: str) -> None:
+        await self.pacer(kind)
+        if kind == "model" and self.operator_agent is None:
+            self.state.thinking = True
+            self.on_state()
 
     def _ask(self, review: PendingReview) -> None:
         self.state.phase = "waiting for operator"
@@ -320,7 +329,7 @@ class LiveSession:
             domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
             supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,
             max_steps=self.scenario.max_steps if self.scenario else self.spec.max_steps,
-            scenario=self.spec.scenario, pacer=self.pacer, on_model_error=self._model_failed)
+            scenario=self.spec.scenario, pacer=self._pace, on_model_error=self._model_failed)
 
     async def close(self) -> None:
         """Release the database. Safe to call twice, and while the session task is being cancelled."""

