@@ -121,6 +121,10 @@ class LedgerView:
             raise EvidenceUnavailable(path, hint=hint)
         return value
 
+    def need(self, path: str, read_call: str, note: str = "") -> JSON:
+        """`require`, telling the model the exact read that fills the path (absent and stale alike)."""
+        return self.require(path, hint=f"Read it with {read_call}{note}")
+
     def glob(self, pattern: str) -> dict[str, JSON]:
         """Every fresh entry matching `pattern`; a stale match raises (never decide on stale data)."""
         matches = self._reader.glob(pattern)

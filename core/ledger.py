@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from core.tools import ToolCall
+from core.tools import ToolCall, call_text
 
 JSON = Any
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
@@ -198,8 +198,7 @@ class PathMap:
             match = re.fullmatch(regex, path)
             if match is None:
                 continue
-            args = ", ".join(f"{n}={json.dumps(v)}" for n, v in zip(names, match.groups(), strict=True))
-            return f"{rule.tool}({args})"
+            return call_text(rule.tool, **dict(zip(names, match.groups(), strict=True)))
         for rule in self.rules:
             if "{" not in rule.path and rule.path == path:
                 return f"{rule.tool}(...)"

@@ -180,6 +180,12 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str
     return errors
 
 
+def call_text(tool: str, **arguments: Any) -> str:
+    """A call as feedback and suggestions write it: `get_order_details(order_id="#W1")`."""
+    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
+    return f"{tool}({args})"
+
+
 def format_tool_result(value: JSON) -> str:
     """Serialise a tool return the way tau2-bench does: strings verbatim, everything else as JSON."""
     if isinstance(value, str):

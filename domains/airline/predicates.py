@@ -22,7 +22,6 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from core.gate import (
     Violation,
     predicate,
 )
-from core.tools import ToolCall
+from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
 from domains.airline.paths import PROFILE_PATH
 
@@ -73,16 +72,6 @@ COMPENSATION_PER_PASSENGER = {"cancelled": 100, "delayed": 50}
 # Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
 
 
-def _call_text(tool: str, **arguments: str) -> str:
-    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
-    return f"{tool}({args})"
-
-
-def _need(view: LedgerView, path: str, read_call: str) -> Any:
-    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
-    return view.require(path, hint=f"Read it with {read_call}")
-
-
 def _customer(view: LedgerView, ctx: GateContext) -> str | None:
     """Who the customer is. Identity needs only that a profile was read, not that it is fresh, so this notes
     `user` as evidence without demanding a re-read after a write changed a balance."""
@@ -92,14 +81,14 @@ def _customer(view: LedgerView, ctx: GateContext) -> str | None:
 
 def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
     """The customer's profile, fresh: payment balances and membership are read from it."""
-    profile: Mapping[str, Any] = _need(view, PROFILE_PATH, _call_text("get_user_details", user_id=customer))
+    profile: Mapping[str, Any] = view.need(PROFILE_PATH, call_text("get_user_details", user_id=customer))
     return profile
 
 
 def _reservation(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
     reservation_id = str(call.arguments.get("reservation_id", ""))
-    record: Mapping[str, Any] = _need(view, f"reservations.{reservation_id}",
-                                      _call_text("get_reservation_details", reservation_id=reservation_id))
+    record: Mapping[str, Any] = view.need(f"reservations.{reservation_id}",
+                                      call_text("get_reservation_details", reservation_id=reservation_id))
     return reservation_id, record
 
 
@@ -248,7 +237,7 @@ def _flown(view: LedgerView, ctx: GateContext, segment: Segment) -> bool | None:
 
 
 def _ask_status(segments: Sequence[Segment], why: str) -> MissingEvidence:
-    reads = ", ".join(_call_text("get_flight_status", flight_number=s.flight_number, date=s.date) for s in segments)
+    reads = ", ".join(call_text("get_flight_status", flight_number=s.flight_number, date=s.date) for s in segments)
     return MissingEvidence(paths=tuple(s.status_path for s in segments), reason=f"{why}: read {reads}")
 
 

@@ -16,7 +16,6 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ from core.gate import (
     Violation,
     predicate,
 )
-from core.tools import ToolCall
+from core.tools import ToolCall, call_text
 from domains.retail.paths import AUTH_PATH, PROFILE_PATH
 
 CANCEL = "cancel_pending_order"
@@ -56,16 +55,6 @@ ITEMS_MODIFIED = "pending (item modified)"
 # Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
 
 
-def _call_text(tool: str, **arguments: str) -> str:
-    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
-    return f"{tool}({args})"
-
-
-def _need(view: LedgerView, path: str, read_call: str, note: str = "") -> Any:
-    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
-    return view.require(path, hint=f"Read it with {read_call}{note}")
-
-
 def _customer(view: LedgerView, ctx: GateContext) -> str | None:
     """Who is authenticated; reading auth.user_id through the view makes it part of the evidence."""
     view.get(AUTH_PATH)
@@ -75,13 +64,13 @@ def _customer(view: LedgerView, ctx: GateContext) -> str | None:
 def _order(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
     order_id = str(call.arguments.get("order_id", ""))
     note = "" if order_id.startswith("#") else " (order ids include the leading '#', e.g. '#W1234567')"
-    read_call = _call_text("get_order_details", order_id=order_id)
-    order: Mapping[str, Any] = _need(view, f"orders.{order_id}", read_call, note)
+    read_call = call_text("get_order_details", order_id=order_id)
+    order: Mapping[str, Any] = view.need(f"orders.{order_id}", read_call, note)
     return order_id, order
 
 
 def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
-    profile: Mapping[str, Any] = _need(view, PROFILE_PATH, _call_text("get_user_details", user_id=customer))
+    profile: Mapping[str, Any] = view.need(PROFILE_PATH, call_text("get_user_details", user_id=customer))
     return profile
 
 
@@ -139,7 +128,7 @@ def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
     product_ids = sorted({s.product_id for s in swaps if s.line is not None and s.product is None})
     if not product_ids:
         return None
-    reads = ", ".join(_call_text("get_product_details", product_id=pid) for pid in product_ids)
+    reads = ", ".join(call_text("get_product_details", product_id=pid) for pid in product_ids)
     return MissingEvidence(
         paths=tuple(f"products.{pid}" for pid in product_ids),
         reason=f"Read {reads} (the product id is on the order line; it is not the item id)",

@@ -23,13 +23,12 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from core.gate import GateContext, LedgerView, Outcome, Pass, Predicate, Verdict, Violation, predicate
-from core.tools import ToolCall
+from core.tools import ToolCall, call_text
 from domains.telecom.paths import CUSTOMER_PATH
 from domains.telecom.vocabulary import (
     MAX_REFUEL_GB,
@@ -52,16 +51,6 @@ Record = Mapping[str, Any]
 # Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
 
 
-def _call_text(tool: str, **arguments: Any) -> str:
-    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
-    return f"{tool}({args})"
-
-
-def _need(view: LedgerView, path: str, read_call: str) -> Any:
-    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
-    return view.require(path, hint=f"Read it with {read_call}")
-
-
 def _mapping(value: Any) -> Record:
     return value if isinstance(value, Mapping) else {}
 
@@ -73,17 +62,17 @@ def _customer(view: LedgerView, ctx: GateContext) -> str | None:
 
 
 def _customer_record(view: LedgerView, customer_id: str) -> Record:
-    record: Record = _need(view, f"customers.{customer_id}", _call_text("get_customer_by_id", customer_id=customer_id))
+    record: Record = view.need(f"customers.{customer_id}", call_text("get_customer_by_id", customer_id=customer_id))
     return record
 
 
 def _line(view: LedgerView, line_id: str) -> Record:
-    record: Record = _need(view, f"lines.{line_id}", _call_text("get_details_by_id", id=line_id))
+    record: Record = view.need(f"lines.{line_id}", call_text("get_details_by_id", id=line_id))
     return record
 
 
 def _bill(view: LedgerView, bill_id: str) -> Record:
-    record: Record = _need(view, f"bills.{bill_id}", _call_text("get_details_by_id", id=bill_id))
+    record: Record = view.need(f"bills.{bill_id}", call_text("get_details_by_id", id=bill_id))
     return record
 
 
@@ -106,8 +95,8 @@ def _owned(view: LedgerView, ctx: GateContext, call: ToolCall, field: str, argum
 def _customer_bills(view: LedgerView, customer_id: str) -> list[tuple[str, Record]]:
     """Every bill the customer's record lists, each observed and fresh (else: read the customer's bills)."""
     record = _customer_record(view, customer_id)
-    read = _call_text("get_bills_for_customer", customer_id=customer_id)
-    return [(bill_id, _mapping(_need(view, f"bills.{bill_id}", read))) for bill_id in _ids(record, "bill_ids")]
+    read = call_text("get_bills_for_customer", customer_id=customer_id)
+    return [(bill_id, _mapping(view.need(f"bills.{bill_id}", read))) for bill_id in _ids(record, "bill_ids")]
 
 
 def _unpaid(bills: list[tuple[str, Record]]) -> list[str]:
@@ -316,7 +305,7 @@ def refuel_priced_from_plan(call: ToolCall, view: LedgerView, ctx: GateContext) 
         return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
     line_id = str(call.arguments.get("line_id", ""))
     plan_id = str(_line(view, line_id).get("plan_id", ""))
-    plan = _mapping(_need(view, f"plans.{plan_id}", _call_text("get_details_by_id", id=plan_id)))
+    plan = _mapping(view.need(f"plans.{plan_id}", call_text("get_details_by_id", id=plan_id)))
     price = plan.get("data_refueling_price_per_gb")
     if isinstance(price, bool) or not isinstance(price, int | float):
         return Violation(f"plan {plan_id} shows no refuel price (plans.{plan_id}.data_refueling_price_per_gb)")

@@ -24,7 +24,6 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from core.gate import (
     Violation,
     predicate,
 )
-from core.tools import ToolCall
+from core.tools import ToolCall, call_text
 from domains.telehealth.paths import AUTH_PATH, PROFILE_PATH
 from domains.telehealth.vocabulary import (
     ACTIONABLE_STATUSES,
@@ -80,16 +79,6 @@ Record = Mapping[str, Any]
 # Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
 
 
-def _call_text(tool: str, **arguments: Any) -> str:
-    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
-    return f"{tool}({args})"
-
-
-def _need(view: LedgerView, path: str, read_call: str) -> Any:
-    """`view.require` plus the exact read call that fills the path (for absent and stale entries alike)."""
-    return view.require(path, hint=f"Read it with {read_call}")
-
-
 def _patient_id(view: LedgerView, ctx: GateContext) -> str | None:
     """Who is authenticated; reading auth.patient_id through the view makes it part of the evidence."""
     view.get(AUTH_PATH)
@@ -98,25 +87,25 @@ def _patient_id(view: LedgerView, ctx: GateContext) -> str | None:
 
 def _appointment(view: LedgerView, call: ToolCall) -> tuple[str, Record]:
     appointment_id = str(call.arguments.get("appointment_id", ""))
-    record: Record = _need(view, f"appointments.{appointment_id}",
-                           _call_text("get_appointment_details", appointment_id=appointment_id))
+    record: Record = view.need(f"appointments.{appointment_id}",
+                           call_text("get_appointment_details", appointment_id=appointment_id))
     return appointment_id, record
 
 
 def _record(view: LedgerView, call: ToolCall) -> tuple[str, Record]:
     record_id = str(call.arguments.get("record_id", ""))
-    record: Record = _need(view, f"records.{record_id}", _call_text("get_medical_record", record_id=record_id))
+    record: Record = view.need(f"records.{record_id}", call_text("get_medical_record", record_id=record_id))
     return record_id, record
 
 
 def _profile(view: LedgerView, patient_id: str) -> Record:
-    profile: Record = _need(view, f"patients.{patient_id}", _call_text("get_patient_details", patient_id=patient_id))
+    profile: Record = view.need(f"patients.{patient_id}", call_text("get_patient_details", patient_id=patient_id))
     return profile
 
 
 def _provider(view: LedgerView, provider_id: str) -> Record:
-    provider: Record = _need(view, f"providers.{provider_id}",
-                             _call_text("get_provider_details", provider_id=provider_id))
+    provider: Record = view.need(f"providers.{provider_id}",
+                             call_text("get_provider_details", provider_id=provider_id))
     return provider
 
 
@@ -185,7 +174,7 @@ def _in_scope(view: LedgerView, ctx: GateContext, patient_id: str, what: str, wh
         return Pass("no authenticated patient yet (see telehealth.authenticated)")
     if patient_id == customer:
         return Pass()
-    own = _need(view, PROFILE_PATH, _call_text("get_patient_details", patient_id=customer))
+    own = view.need(PROFILE_PATH, call_text("get_patient_details", patient_id=customer))
     other = _profile(view, patient_id)
     today = ctx.now.date() if ctx.now is not None else REFERENCE_DATE
     why_not = _dependant_reason(own, other, today)
@@ -375,8 +364,8 @@ def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContex
     if _outsider(view, ctx, slot.patient_id):
         return Pass("not the patient's or a dependant's appointment (see the scope rules)")
     path = f"appointment_lists.{slot.patient_id}"
-    read = _call_text("list_patient_appointments", patient_id=slot.patient_id)
-    listing: Record = _need(view, path, read)
+    read = call_text("list_patient_appointments", patient_id=slot.patient_id)
+    listing: Record = view.need(path, read)
     if listing.get("status_filter") is not None:
         return MissingEvidence(
             paths=(path,),
@@ -510,7 +499,7 @@ def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Out
     if found is None:
         return MissingEvidence(
             paths=(f"suppliers.{medication}",),
-            reason=f"Read the catalogue with {_call_text('list_medication_suppliers', medication=medication)}",
+            reason=f"Read the catalogue with {call_text('list_medication_suppliers', medication=medication)}",
         )
     path, listing = found
     offers = [_mapping(o) for o in listing.get("suppliers", [])]
