@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from conftest import wait_for
@@ -12,6 +13,14 @@ import console.widgets.ledger_tree as ledger_tree
 from console.app import OperatorConsole
 from console.live import SupervisionMode
 from console.screens.review import ReviewScreen
+
+
+async def settle(pilot: Any) -> None:
+    """Let every pending refresh, idle rebuild and animation finish before the picture is taken."""
+    for _ in range(3):
+        await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +35,7 @@ async def test_retail_demo_finished(console_app: Callable[..., OperatorConsole])
         await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
         app.gate_pane.table.focus()
         app.gate_pane.table.move_cursor(row=0)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert_snapshot(app, "retail_refund_finished")
 
 
@@ -35,7 +44,7 @@ async def test_retail_review_modal(console_app: Callable[..., OperatorConsole]) 
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.press("space")
         await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen))
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert_snapshot(app, "retail_refund_review")
 
 
@@ -50,7 +59,7 @@ async def test_other_domains_finished(console_app: Callable[..., OperatorConsole
         await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
         assert app.live is not None and app.live.state.end_reason == "user_stop"
         assert "ALLOW" not in [r.verdict for r in app.gate_pane.rows.values()][:1]
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert_snapshot(app, f"{domain}_{scenario.replace('-', '_')}_finished")
 
 
