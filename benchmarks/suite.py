@@ -15,6 +15,7 @@ from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
+from benchmarks.serve import bench_serve
 from benchmarks.step import bench_step
 from benchmarks.telecom import bench_telecom_gate
 from benchmarks.telehealth import bench_telehealth_gate
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     data = load_retail_data(args.db)
-    results = run_all(data) + run_airline()  # airline rows: benchmarks/airline.py (issue 3)
+    results = run_all(data) + run_airline() + bench_serve()  # + airline rows (issue 3), browser rows (issue 7)
     env = environment(data.label) | {"wall_seconds": round(time.perf_counter() - started, 1)}
     print_report(results, env)
     if args.json is not None:

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from console.eval_cli import register as register_eval
+from console.serve import register as register_serve
 from console.storage import new_session_dir
 from console.textview import VERDICT_STYLE, TranscriptPrinter
 from core.agent import AgentConfig
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     scen.set_defaults(handler=cmd_scenarios)
 
     register_eval(sub)
+    register_serve(sub)
     return parser
 
 

@@ -17,13 +17,18 @@ def data_root() -> Path:
 
 
 def new_session_dir(domain: str, label: str | None = None, root: Path | None = None) -> Path:
+    """A fresh folder, never one another process has: `mkdir` is the claim (`ledgeragent serve` starts one
+    console per browser tab, and two tabs opened in the same second race for the same name)."""
     base = (root or data_root()) / "sessions"
+    base.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{domain}-{label or 'chat'}")
-    candidate = base / f"{stamp}-{slug}"
     n = 1
-    while candidate.exists():
-        n += 1
-        candidate = base / f"{stamp}-{slug}-{n}"
-    candidate.mkdir(parents=True)
-    return candidate
+    while True:
+        candidate = base / (f"{stamp}-{slug}" if n == 1 else f"{stamp}-{slug}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            n += 1
+            continue
+        return candidate
