@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo demo-headless test lint typecheck unit bench clean
+.PHONY: demo demo-headless serve test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(STAMP)
 
 demo-headless: $(STAMP)
 	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment --headless
+
+## The console in a browser, on http://127.0.0.1:8000 (see docs/browser.md).
+serve: $(STAMP)
+	@$(BIN)/ledgeragent serve
 
 ## The whole test suite: lint, types, then pytest (parallel on all cores).
 test: lint typecheck unit
