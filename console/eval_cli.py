@@ -44,6 +44,11 @@ from mock_backends.registry import BackendSourceError, backend_class, open_backe
 HELP = "measure pass^k of LedgerAgent vs the function-calling baseline on tau2-format tasks"
 
 
+# A tau2 data folder's task file: the full set, else the small split (tau2 telecom's 4 MiB tasks.json is often
+# left out and tasks_small.json shipped alone, as in ../shared).
+TAU2_TASK_FILES = ("tasks.json", "tasks_small.json")
+
+
 class EvalInputError(Exception):
     """A problem with the command line: printed without a traceback, exit status 2."""
 
@@ -62,7 +67,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", help="run folder (default: a new folder under the user data dir)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished trials")
     parser.add_argument("--tau2-dir", metavar="PATH",
-                        help="load tau2-bench's db.json + tasks.json from PATH (or PATH/<domain>/) instead of ours")
+                        help="load tau2-bench's db.json (telecom: db.toml + user_db.toml) and tasks.json (else "
+                             "tasks_small.json) from PATH (or PATH/<domain>/) instead of ours")
     model = parser.add_argument_group("models (omit --model to run offline with scripted agents)")
     model.add_argument("--model", help="agent model name on an OpenAI-compatible endpoint")
     model.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
@@ -126,13 +132,16 @@ def _sources(domain: Domain, tau2_dir: str | None) -> tuple[Path, Path | None]:
             raise EvalInputError(f"domain {domain.name!r} ships no tasks yet ({tasks}); use --tau2-dir")
         return tasks, None
     root = Path(tau2_dir)
-    folder = root if (root / "tasks.json").is_file() else root / domain.name
-    if not (folder / "tasks.json").is_file():
-        raise EvalInputError(f"no tasks.json in {root} or {root / domain.name}")
+    found = next((folder / name for folder in (root, root / domain.name) for name in TAU2_TASK_FILES
+                  if (folder / name).is_file()), None)
+    if found is None:
+        raise EvalInputError(f"no {' or '.join(TAU2_TASK_FILES)} in {root} or {root / domain.name}")
+    folder = found.parent
+    # tau2 telecom's db.toml: the backend reads user_db.toml (the phone) from beside it.
     database = next((folder / n for n in ("db.json", "db.toml") if (folder / n).exists()), None)
     if database is None:
-        raise EvalInputError(f"no db.json or db.toml beside {folder / 'tasks.json'}")
-    return folder / "tasks.json", database
+        raise EvalInputError(f"no db.json or db.toml beside {found}")
+    return found, database
 
 
 def _planner(domain: Domain) -> OfflinePlanner:

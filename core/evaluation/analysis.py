@@ -23,10 +23,10 @@ from core.domain import Domain
 from core.evaluation.facts import TrialFacts
 from core.evaluation.results import Failure, GateStats, StepTokens, TokenStats
 from core.evaluation.rewards import RewardInfo
-from core.evaluation.tasks import Task
+from core.evaluation.tasks import Task, side_of
 from core.gate import PolicyGate, Status
 from core.ledger import Ledger
-from core.tools import ToolCall
+from core.tools import Requestor, ToolCall
 
 HARNESS_REASONS = frozenset({"crashed", "timeout", "agent_error", "user_error", "script_diverged", "unknown"})
 LOOP_REASONS = frozenset({"max_steps", "too_many_errors"})
@@ -69,12 +69,13 @@ def would_refuse(facts: TrialFacts, domain: Domain) -> list[str]:
     for step, call in enumerate(facts.executed, start=1):
         if not call.ok:
             continue
-        tool_call = ToolCall(call.call_id, call.name, call.arguments)
+        tool_call = ToolCall(call.call_id, call.name, call.arguments, requestor=Requestor(side_of(call.requestor)))
         if call.kind == "read":
             ledger.absorb(tool_call, call.result, step)
         elif call.kind == "write":
-            decision = gate.evaluate(tool_call, ledger, domain.context(ledger))
-            violated += [r.predicate_id for r in decision.results if r.status is Status.VIOLATION]
+            if call.requestor != "user":  # the customer's phone actions are never gated, but they stale
+                decision = gate.evaluate(tool_call, ledger, domain.context(ledger))
+                violated += [r.predicate_id for r in decision.results if r.status is Status.VIOLATION]
             ledger.mark_stale(tool_call, step)
     return list(dict.fromkeys(violated))
 

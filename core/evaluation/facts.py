@@ -33,6 +33,7 @@ class ExecutedCall:
     ok: bool
     content: str
     result: Any
+    requestor: str = "assistant"  # "user": the customer's own phone action (dual control)
 
     def signature(self) -> str:
         return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)}"
@@ -52,8 +53,14 @@ class TrialFacts:
 
     @property
     def writes(self) -> list[ExecutedCall]:
-        """Successful executed writes, in order: what changed the database."""
+        """Successful executed writes of both sides, in order: what changed the state (dual control: the
+        customer's phone actions too, since the phone's state counts in the DB reward as in tau2)."""
         return [c for c in self.executed if c.kind == "write" and c.ok]
+
+    @property
+    def agent_writes(self) -> list[ExecutedCall]:
+        """The agent's own successful writes: the calls the gate judges."""
+        return [c for c in self.writes if c.requestor != "user"]
 
     @property
     def termination(self) -> str:
@@ -77,7 +84,8 @@ def collect(events: Iterable[Any]) -> TrialFacts:
         if isinstance(event, ToolResultEvent):
             if event.executed:
                 facts.executed.append(ExecutedCall(event.call.id, event.call.name, dict(event.call.arguments),
-                                                   event.kind, event.ok, event.content, event.result))
+                                                   event.kind, event.ok, event.content, event.result,
+                                                   event.call.requestor))
             if event.outcome in ("error", "invalid"):
                 facts.tool_errors += 1
         elif isinstance(event, GateDecided):

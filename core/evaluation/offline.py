@@ -12,6 +12,16 @@ it is rejected and the agent recovers. That is a simulation of what the gate cha
 `OfflineCustomer` opens with the task's request, says yes when asked to confirm, and otherwise ends the
 conversation with ###STOP###.
 
+Dual control (telecom). A gold action of requestor "user" is the customer's to perform on their own phone
+(in tau2 the user simulator holds the phone tools; the agent can only ask). The plan turns it into an `ask`
+step: the agent asks for exactly that action, written as a call (`toggle_roaming()`,
+`grant_app_permission(app_name="messaging", permission="storage")`), and the scripted customer, handed the
+session's phone, runs the phone actions the agent's last message names and reports what the phone showed.
+The customer does what it is asked, not what the gold says: an agent that never asks gets no phone action,
+and an agent that asks for the wrong one gets that one, as with a cooperative tau2 user. A domain planner adds
+the looks a careful agent asks for before a phone action (`before_ask`) and the reads it makes after one
+(`after_ask`: a payment made on the phone changes the bills).
+
 Token usage is estimated locally (`estimate_tokens`, about 4 characters per token) over the text a real
 endpoint would tokenise: message contents, tool calls and tool schemas (not their JSON escaping).
 """
@@ -30,7 +40,7 @@ from core.domain import Domain
 from core.evaluation.tasks import Action, Task, opening_line
 from core.llm.base import AssistantTurn, Message, Usage, estimate_tokens
 from core.tools import ToolCall, ToolKind
-from core.users import STOP, Utterance
+from core.users import STOP, Phone, PhoneResult, Utterance
 
 # -- plans -----------------------------------------------------------------------------------------
 
@@ -47,6 +57,12 @@ class PlannedCall:
     def describe(self) -> str:
         return f"{self.name}({json.dumps(dict(self.arguments), sort_keys=True, ensure_ascii=False)})"
 
+    def suggestion(self) -> str:
+        """The call as `name(key=value, ...)`, values as JSON: the form `suggested_calls` reads back (the form a
+        gate REVISE uses to name a read, and the agent uses to ask the customer for a phone action)."""
+        arguments = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in self.arguments.items())
+        return f"{self.name}({arguments})"
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -59,7 +75,7 @@ class Violation:
 
 @dataclass(frozen=True)
 class Step:
-    kind: Literal["call", "write", "say", "requested"]
+    kind: Literal["call", "write", "say", "requested", "ask"]  # ask: the customer's phone action (dual control)
     call: PlannedCall | None = None
     text: str = ""
     confirm: bool = False  # a `say` that asks the customer to confirm (the agent waits for the answer)
@@ -83,11 +99,20 @@ def confirmation(call: PlannedCall) -> str:
     return f"To confirm, I'm about to run {call.describe()}. Do you confirm?"
 
 
+def phone_request(call: PlannedCall) -> str:
+    """How the scripted agent asks the customer for one phone action (never a confirmation question)."""
+    return f"Could you please do this on your phone: {call.suggestion()}. Then tell me what it shows."
+
+
 class GoldPlanner:
     """Domain-agnostic planner: the gold actions in order, each write preceded by a confirmation.
 
     Domains subclass it to add the reads a careful agent makes (`opening`, `before_write`) and the slips an
     error-prone agent makes (`violations`). `memo` is per-plan scratch space for that bookkeeping.
+
+    A gold action of requestor "user" (dual control) becomes an `ask` step, with the phone looks of
+    `before_ask` asked for first and the agent's reads of `after_ask` made once the customer has acted;
+    `after_call` sees every planned call of both sides, in order.
     """
 
     def opening(self, task: Task, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
@@ -106,6 +131,14 @@ class GoldPlanner:
     def violations(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[Violation]:
         return []
 
+    def before_ask(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
+        """Phone reads the agent asks the customer for before the phone action `action` (look, then change)."""
+        return []
+
+    def after_ask(self, action: Action, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
+        """The agent's own reads once the customer has done `action` on the phone (what it changed)."""
+        return []
+
     def plan(self, task: Task, data: Mapping[str, Any], domain: Domain) -> OfflinePlan:
         memo: dict[str, Any] = {}
         steps: list[Step] = []
@@ -114,9 +147,20 @@ class GoldPlanner:
             steps.append(Step("call", planned))
             self.after_call(planned, memo)
 
+        def ask(planned: PlannedCall) -> None:
+            steps.append(Step("ask", planned))
+            self.after_call(planned, memo)
+
         for planned in self.opening(task, data, memo):
             call(planned)
         for action in task.gold_actions:
+            if action.side == "user":
+                for look in self.before_ask(action, data, memo):
+                    ask(look)
+                ask(PlannedCall.of(action))
+                for planned in self.after_ask(action, data, memo):
+                    call(planned)
+                continue
             if domain.kind_of(action.name) is not ToolKind.WRITE:
                 call(PlannedCall.of(action))
                 continue
@@ -146,8 +190,9 @@ _SUGGESTION = re.compile(r"\b([a-z_][a-z0-9_]*)\(((?:[a-z_][a-z0-9_]*=(?:\"(?:[^
 _ARGUMENT = re.compile(r"([a-z_][a-z0-9_]*)=(\"(?:[^\"\\]|\\.)*\"|[-\w.]+)")
 
 
-def suggested_reads(feedback: str, tools: set[str]) -> list[PlannedCall]:
-    """The read calls a gate REVISE names ("Read it with get_order_details(order_id=\"#W1\")")."""
+def suggested_calls(feedback: str, tools: set[str]) -> list[PlannedCall]:
+    """The calls of `tools` a text names in the `name(key=value)` form, in order, each once: the reads a gate
+    REVISE names ("Read it with get_order_details(order_id=\"#W1\")"), the phone actions an agent asks for."""
     found: dict[str, PlannedCall] = {}
     for match in _SUGGESTION.finditer(feedback):
         name = match.group(1)
@@ -221,6 +266,8 @@ class AdaptiveScriptedAgent:
                 items.append(_Item("say", text=step.text, role="read"))
             elif step.kind == "call" and step.call is not None:
                 items.append(_Item("call", step.call, "read"))
+            elif step.kind == "ask" and step.call is not None:
+                items.append(_Item("say", text=phone_request(step.call)))
             elif step.kind == "write" and step.call is not None:
                 draw = rng.random()
                 slip = rng.choice(step.violations) if step.violations and draw < self.error_rate else None
@@ -249,7 +296,7 @@ class AdaptiveScriptedAgent:
         elif item.role == "tempted":
             self._agenda.appendleft(_Item("say", text=self.plan.refusal_message))
         elif (content.startswith("REVISE") and item.retries < self.MAX_RETRIES and item.call is not None
-              and (reads := suggested_reads(content, tools))):
+              and (reads := suggested_calls(content, tools))):
             retry = _Item("call", item.call, "write", retries=item.retries + 1)
             self._agenda.extendleft(reversed([*(_Item("call", r, "read") for r in reads), retry]))
         else:
@@ -295,24 +342,50 @@ def asks_to_confirm(text: str) -> bool:
 
 
 class OfflineCustomer:
-    """Opens with the task's request, says yes to each confirmation question, then ends with ###STOP###."""
+    """Opens with the task's request, says yes to each confirmation question, then ends with ###STOP###.
+
+    With a phone (dual control) it also runs the phone actions the agent's last message asks for, in the order
+    named, and reports what the phone showed (see the module docstring). `uses_phone=False` plays a customer
+    who never touches the phone (they say so): the control that shows a phone action the task needs counts.
+    """
 
     name = "scripted-customer"
     MAX_CONFIRMATIONS = 10
+    MAX_PHONE_ACTIONS = 30  # per conversation: a loop of requests ends rather than runs forever
 
-    def __init__(self, first_message: str) -> None:
+    def __init__(self, first_message: str, *, uses_phone: bool = True) -> None:
         self.first_message = first_message
+        self.uses_phone = uses_phone
         self.position = 0
+        self.phone_results: list[PhoneResult] = []
 
     @classmethod
-    def for_task(cls, task: Task) -> OfflineCustomer:
-        return cls(opening_line(task))
+    def for_task(cls, task: Task, *, uses_phone: bool = True) -> OfflineCustomer:
+        return cls(opening_line(task), uses_phone=uses_phone)
 
     async def respond(self, conversation: Sequence[Utterance]) -> str:
+        return await self._respond(conversation, None)
+
+    async def respond_with_phone(self, conversation: Sequence[Utterance], phone: Phone) -> str:
+        return await self._respond(conversation, phone)
+
+    async def _respond(self, conversation: Sequence[Utterance], phone: Phone | None) -> str:
         self.position += 1
         if self.position == 1:
             return self.first_message
         last = next((u.text for u in reversed(conversation) if u.role == "assistant"), "")
+        asked = suggested_calls(last, {spec.name for spec in phone.tools}) if phone is not None else []
+        if asked and phone is not None:
+            if not self.uses_phone:
+                return "Sorry, I can't do anything on my phone right now."
+            room = self.MAX_PHONE_ACTIONS - len(self.phone_results)
+            if room > 0:
+                reports: list[str] = []
+                for planned in asked[:room]:
+                    result = await phone.run(ToolCall("", planned.name, dict(planned.arguments)))
+                    self.phone_results.append(result)
+                    reports.append(f"I did {planned.name} on my phone. It shows: {result.content}")
+                return "\n".join(reports)
         if asks_to_confirm(last) and self.position <= self.MAX_CONFIRMATIONS + 1:
             return "Yes, please go ahead."
         return STOP

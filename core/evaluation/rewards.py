@@ -10,6 +10,28 @@ the product and flagged, never silently counted as passed. A trial that did not 
 Why replay rather than hash the live database: the reward must be recomputable from the trace alone
 (re-grading saved runs), and a replay that does not reproduce what the trace recorded is itself evidence
 of a nondeterministic tool, reported as a replay mismatch.
+
+Dual control (telecom), as tau2's evaluator does it. A backend may offer three optional hooks, found by name
+like the session's `sync()` (single-control backends have none, and nothing changes for them):
+
+- `sync()`: the line <-> phone sync. The harness runs it after every initialization action, once when the
+  preparation is done (the session syncs when it starts), and after every replayed or gold write, so the
+  predicted and gold states are built exactly as the live trial's state was (the executor syncs after every
+  executed call; a sync is idempotent, so syncing after reads too changes nothing).
+- `run_env_function(env_type, func_name, arguments)`: one initialization action on its side, "user" (the
+  customer's phone: a phone tool or one of tau2's hidden setup functions such as `set_user_info`,
+  `break_vpn`) or "assistant" (an agent tool or a hidden setup function such as
+  `suspend_line_for_overdue_bill`), followed by the sync. Without it an initialization action must be a
+  tool of the backend, called as it is (then synced).
+- `assert_env(env_type, func_name, arguments)`: an ENV_ASSERTION function over the state (tau2's telecom
+  `assert_mobile_data_status`, `assert_internet_speed`, `assert_can_send_mms`, `assert_service_status`,
+  `assert_line_status`, `assert_no_overdue_bill`, ...). Without it an assertion is called as a tool.
+
+The DB reward then compares the whole state, which for such a backend is both sides (the telecom backend's
+`state_hash()` covers the agent's DB and the phone's user DB): the replay runs the trial's executed writes of
+BOTH requestors in order (the agent's and the customer's phone actions), the gold run runs the gold actions
+of both requestors, each write followed by the sync. A task whose gold includes a phone toggle therefore
+fails when the customer never toggles, however right the agent's own writes were.
 """
 
 from __future__ import annotations
@@ -21,7 +43,7 @@ from pydantic import BaseModel, Field
 
 from core.domain import Domain
 from core.evaluation.facts import ExecutedCall, TrialFacts, arguments_equal
-from core.evaluation.tasks import Action, RewardType, Task
+from core.evaluation.tasks import Action, EnvAssertion, EnvFunctionCall, RewardType, Task, side_of
 from core.tools import ToolError, ToolKind, format_tool_result
 
 # tau2: user_stop covers all three user stop tokens; agent_stop is the agent's own stop.
@@ -58,6 +80,7 @@ class ActionCheck(BaseModel):
     name: str
     kind: str
     matched: bool
+    requestor: str = "assistant"
 
 
 class WriteCheck(BaseModel):
@@ -65,6 +88,7 @@ class WriteCheck(BaseModel):
 
     status: Literal["matched", "wrong_arguments", "missing", "extra"]
     name: str
+    requestor: str = "assistant"  # "user": a phone action of the customer's
     action_id: str | None = None
     expected: dict[str, Any] | None = None
     actual: dict[str, Any] | None = None
@@ -100,14 +124,33 @@ NLJudge = Callable[[str, Sequence[str]], Awaitable[list[CheckResult]]]
 # -- environment preparation -----------------------------------------------------------------------
 
 
+async def sync_state(backend: TrialBackend) -> None:
+    """The backend's `sync()` hook, when it has one (dual control); nothing otherwise."""
+    hook: Callable[[], Awaitable[Sequence[str]]] | None = getattr(backend, "sync", None)
+    if hook is not None:
+        await hook()
+
+
+async def run_initialization(backend: TrialBackend, action: EnvFunctionCall) -> Any:
+    """One initialization action on its side, followed by the sync. Raises ToolError when it fails (a task
+    whose scene cannot be set is broken, and saying so beats grading a trial on the wrong state)."""
+    hook: Callable[[str, str, Mapping[str, Any]], Awaitable[Any]] | None = getattr(backend, "run_env_function",
+                                                                                  None)
+    if hook is not None:
+        return await hook(action.side, action.func_name, action.arguments)  # the backend syncs after it
+    result = await backend.call(action.func_name, action.arguments)
+    await sync_state(backend)
+    return result
+
+
 async def prepare(backend: TrialBackend, base: Any, task: Task) -> None:
-    """Back to the baseline, then the task's initialization actions (run straight on the backend)."""
+    """Back to the baseline, then the task's initialization actions of both sides in order (each followed by
+    the sync), then one more sync: the state the session starts from, and the replays' starting point."""
     await backend.restore(base)
     state = task.initial_state
     for action in (state.initialization_actions or []) if state is not None else []:
-        if action.env_type not in ("assistant", "agent"):
-            continue  # single-control domains: a user-side action has no backend here
-        await backend.call(action.func_name, action.arguments)
+        await run_initialization(backend, action)
+    await sync_state(backend)
 
 
 class GoldState(BaseModel):
@@ -118,7 +161,8 @@ class GoldState(BaseModel):
 
 
 async def gold_state(backend: TrialBackend, base: Any, task: Task, domain: Domain) -> GoldState:
-    """Hash after the gold writes on a fresh database. Gold errors are ignored, as tau2 logs and ignores them."""
+    """Hash after the gold writes of both requestors on a fresh database, each followed by the sync. Gold errors
+    are ignored, as tau2 logs and ignores them."""
     await prepare(backend, base, task)
     failed: list[str] = []
     for action in task.gold_actions:
@@ -127,6 +171,8 @@ async def gold_state(backend: TrialBackend, base: Any, task: Task, domain: Domai
                 await backend.call(action.name, action.arguments)
             except ToolError:
                 failed.append(action.action_id)
+                continue
+            await sync_state(backend)
     digest = await backend.state_hash()
     await backend.restore(base)
     return GoldState(hash=digest, failed=failed)
@@ -139,9 +185,20 @@ async def _replay(backend: TrialBackend, writes: Sequence[ExecutedCall]) -> list
             content = format_tool_result(await backend.call(call.name, call.arguments))
         except ToolError as exc:
             content = f"Error: {exc.message}"
+        else:
+            await sync_state(backend)
         if content != call.content:
-            mismatches.append(f"{call.name} ({call.call_id}) returned something else on replay")
+            side = " on the phone" if call.requestor == "user" else ""
+            mismatches.append(f"{call.name}{side} ({call.call_id}) returned something else on replay")
     return mismatches
+
+
+async def assertion_value(backend: TrialBackend, assertion: EnvAssertion) -> Any:
+    """An env assertion's value: the backend's `assert_env` hook on the assertion's side, else a tool call."""
+    hook: Callable[[str, str, Mapping[str, Any]], Awaitable[bool]] | None = getattr(backend, "assert_env", None)
+    if hook is not None:
+        return await hook(assertion.side, assertion.func_name, assertion.arguments)
+    return await backend.call(assertion.func_name, assertion.arguments)
 
 
 async def _env_assertions(backend: TrialBackend, task: Task) -> list[CheckResult]:
@@ -149,7 +206,7 @@ async def _env_assertions(backend: TrialBackend, task: Task) -> list[CheckResult
     for assertion in task.criteria.env_assertions or []:
         label = assertion.message or f"{assertion.func_name}({assertion.arguments})"
         try:
-            value = await backend.call(assertion.func_name, assertion.arguments)
+            value = await assertion_value(backend, assertion)
         except ToolError as exc:
             results.append(CheckResult(item=label, met=False, justification=f"Error: {exc.message}"))
             continue
@@ -172,16 +229,20 @@ def action_checks(task: Task, facts: TrialFacts, domain: Domain) -> list[ActionC
     checks: list[ActionCheck] = []
     for action in task.gold_actions:
         kind = domain.kind_of(action.name)
-        matched = any(c.name == action.name and arguments_equal(action.arguments, c.arguments, action.compare_args)
+        matched = any(c.name == action.name and side_of(c.requestor) == action.side
+                      and arguments_equal(action.arguments, c.arguments, action.compare_args)
                       for c in facts.executed)
         checks.append(ActionCheck(action_id=action.action_id, name=action.name,
-                                  kind=kind.value if kind is not None else "unknown", matched=matched))
+                                  kind=kind.value if kind is not None else "unknown", matched=matched,
+                                  requestor=action.side))
     return checks
 
 
 def write_checks(task: Task, facts: TrialFacts, domain: Domain, failed: Sequence[str] = ()) -> list[WriteCheck]:
     """Pair gold writes with executed writes: exact matches first, then same-tool pairs as wrong arguments.
-    Gold writes that fail on a fresh database (`failed`) are not required: the gold state does not hold them."""
+    Gold writes that fail on a fresh database (`failed`) are not required: the gold state does not hold them.
+    Dual control: the customer's phone actions are writes too, paired only with gold actions of requestor
+    "user" (tool names of the two sides never overlap, so pairing by name already keeps the sides apart)."""
     gold: list[Action] = [a for a in task.gold_actions
                           if domain.kind_of(a.name) is ToolKind.WRITE and a.action_id not in failed]
     done = list(facts.writes)
@@ -202,10 +263,10 @@ def write_checks(task: Task, facts: TrialFacts, domain: Domain, failed: Sequence
             used.add(same)
         pairs[g_index] = ("wrong_arguments" if same is not None else "missing", same)
     checks = [WriteCheck(status=status, name=gold[g].name, action_id=gold[g].action_id,  # type: ignore[arg-type]
-                         expected=dict(gold[g].arguments),
+                         requestor=gold[g].side, expected=dict(gold[g].arguments),
                          actual=None if e is None else dict(done[e].arguments))
               for g, (status, e) in sorted(pairs.items())]
-    checks += [WriteCheck(status="extra", name=c.name, actual=dict(c.arguments))
+    checks += [WriteCheck(status="extra", name=c.name, requestor=side_of(c.requestor), actual=dict(c.arguments))
                for i, c in enumerate(done) if i not in used]
     return checks
 

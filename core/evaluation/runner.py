@@ -1,7 +1,8 @@
 """The trial runner: every (task, agent, trial) as an isolated session, concurrently, none ever dropped.
 
 Isolation. Each worker owns one database file ("slot"), opened once from the run's source data, with a
-snapshot of that baseline. A trial starts from the baseline (plus the task's initialization actions) and the
+snapshot of that baseline. A trial starts from the baseline (plus the task's initialization actions of both
+sides, each followed by the backend's sync: `rewards.prepare`) and the
 slot is restored to the baseline afterwards, an undo-log restore that costs as much as the trial changed, not
 as much as the database holds. A task whose initial state patches the data gets a database of its own, made
 from the patched data. Nothing a trial does can leak into another: different files, different ledgers,
@@ -34,7 +35,7 @@ from core.evaluation.analysis import classify, gate_stats, token_stats, would_re
 from core.evaluation.facts import collect
 from core.evaluation.results import ResultStore, TrialResult, TrialStatus, TrialSummary
 from core.evaluation.rewards import GoldState, NLJudge, RewardInfo, TrialBackend, evaluate, gold_state, prepare
-from core.evaluation.tasks import Task
+from core.evaluation.tasks import InitializationData, Task
 from core.events import EventBus, ToolResultEvent
 from core.llm.base import AssistantTurn, ChatModel, Message, RetryListener
 from core.session import Session, SessionResult
@@ -89,7 +90,9 @@ class DomainRun:
     _data: dict[str, Mapping[str, Any]] = field(default_factory=dict, init=False, repr=False)  # starting data
 
     def has_write(self, task: Task) -> bool:
-        return any(self.domain.kind_of(a.name) is ToolKind.WRITE for a in task.gold_actions)
+        """Whether the AGENT must write (the write-task subset, paper Fig. 3): a customer's phone action in the
+        gold (dual control) changes the state too, but it is not a call the gate judges."""
+        return any(self.domain.kind_of(a.name) is ToolKind.WRITE and a.side != "user" for a in task.gold_actions)
 
 
 class TooManyToolErrors(Exception):
@@ -231,21 +234,42 @@ class EvalRunner:
 
     async def _dedicated(self, run: DomainRun, slot: _Slot, task: Task) -> _Slot | None:
         """A database of its own for a task whose initial state patches the data (rare; tau2 airline and
-        retail have none), built from the baseline export with the patch deep-merged in."""
+        retail have none), built from the baseline with the patch deep-merged in (`_patched_source`). The
+        planner's data for it (`patched:<id>`) is that database's export after the initialization actions."""
         state = task.initial_state
         patch = state.initialization_data if state is not None else None
-        if patch is None or not patch.agent_data:
+        if patch is None or not (patch.agent_data or patch.user_data):
             return None
         if run.create_backend is None:
             raise RuntimeError("this task patches the initial data, and no create_backend was given")
-        base_key = f"patched:{task.id}"
-        if base_key not in run._data:
-            baseline = run._data.get("") or await slot.backend.export()
-            run._data[""] = baseline
-            run._data[base_key] = _deep_merge(baseline, patch.agent_data)
+        source_key = f"source:{task.id}"
+        if source_key not in run._data:
+            run._data[source_key] = await self._patched_source(run, slot, patch)
         path = self.workdir / f"{run.domain.name}-task-{next(self._paths)}.sqlite"
-        backend = await run.create_backend(path, run._data[base_key])
-        return _Slot(path, backend, await backend.snapshot())
+        backend = await run.create_backend(path, run._data[source_key])
+        own = _Slot(path, backend, await backend.snapshot())
+        if f"patched:{task.id}" not in run._data:
+            await prepare(own.backend, own.base, task)
+            run._data[f"patched:{task.id}"] = await own.backend.export()
+            await own.backend.restore(own.base)
+        return own
+
+    async def _patched_source(self, run: DomainRun, slot: _Slot, patch: InitializationData) -> Mapping[str, Any]:
+        """The baseline with tau2's `initialization_data` deep-merged in (objects key by key, anything else
+        replaced). A dual-control backend (one with `export_tau2`, e.g. telecom) is patched in tau2's own
+        layout: `agent_data` into its agent DB, `user_data` into the phone's user DB. Any other backend has no
+        user side, so a `user_data` patch is an error there rather than silently dropped."""
+        export_tau2: Callable[[], Awaitable[Mapping[str, Any]]] | None = getattr(slot.backend, "export_tau2", None)
+        if export_tau2 is not None:
+            layout = await export_tau2()
+            return {"db": _deep_merge(layout["db"], patch.agent_data or {}),
+                    "user_db": _deep_merge(layout["user_db"], patch.user_data or {})}
+        if patch.user_data:
+            raise RuntimeError("this task patches the user's data (initialization_data.user_data), and the "
+                               f"{run.domain.name} backend has no user side")
+        baseline = run._data.get("") or await slot.backend.export()
+        run._data[""] = baseline
+        return dict(_deep_merge(baseline, patch.agent_data or {}))
 
     # -- one trial -----------------------------------------------------------------------------------
 

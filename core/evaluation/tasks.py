@@ -49,10 +49,19 @@ class Description(_Open):
     notes: str | None = None
 
 
+def side_of(who: str) -> str:
+    """tau2's two sides: "user" (the customer's phone) or "assistant" (the carrier's systems; "agent" accepted)."""
+    return "user" if who == "user" else "assistant"
+
+
 class EnvFunctionCall(_Open):
     env_type: str = "assistant"
     func_name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def side(self) -> str:
+        return side_of(self.env_type)
 
 
 class InitializationData(_Open):
@@ -74,6 +83,11 @@ class Action(_Open):
     info: str | None = None
     compare_args: list[str] | None = None
 
+    @property
+    def side(self) -> str:
+        """Who performs it: "user" (a phone action the customer runs when asked) or "assistant"."""
+        return side_of(self.requestor)
+
 
 class EnvAssertion(_Open):
     env_type: str = "assistant"
@@ -81,6 +95,10 @@ class EnvAssertion(_Open):
     arguments: dict[str, Any] = Field(default_factory=dict)
     assert_value: bool = True
     message: str | None = None
+
+    @property
+    def side(self) -> str:
+        return side_of(self.env_type)
 
 
 class EvaluationCriteria(_Open):

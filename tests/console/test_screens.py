@@ -312,21 +312,21 @@ async def test_operator_as_customer_uses_the_phone_in_telecom(console_app: Calla
 
 async def test_slow_model_shows_a_spinner(console_app: Callable[..., OperatorConsole]) -> None:
     with OpenAIStub() as stub:
-        stub.reply_text("Hello, how can I help?", delay=1.0)
+        stub.reply_text("Hello, how can I help?", delay=3.0)
 
         def factory(spec: SessionSpec) -> OpenAIChatModel:
-            return OpenAIChatModel("stub", base_url=stub.base_url, api_key="x", max_retries=0, timeout=5)
+            return OpenAIChatModel("stub", base_url=stub.base_url, api_key="x", max_retries=0, timeout=20)
 
         app = OperatorConsole(SessionSpec(scenario="refund-to-original-payment", model="stub-model"),
                               model_factory=factory)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("space")
-            await wait_for(pilot, lambda: app.live is not None and app.live.state.thinking)
+            await wait_for(pilot, lambda: app.live is not None and app.live.state.thinking, timeout=30)
             await pilot.pause(0.3)
             bar = str(app.query_one("#status").render())
             assert "waiting for the model" in bar
             # the stub has nothing more to say: the next model call fails and the spinner stops
-            await wait_for(pilot, lambda: app.live.state.phase == "model error")  # type: ignore[union-attr]
+            await wait_for(pilot, lambda: app.live.state.phase == "model error", timeout=30)  # type: ignore
             assert not app.live.state.thinking  # type: ignore[union-attr]
             await pilot.pause(0.2)
             assert "waiting for the model" not in str(app.query_one("#status").render())
