@@ -18,40 +18,50 @@ from __future__ import annotations
 
 from benchmarks.data import Docs, LedgerSetup, build_ledger
 from benchmarks.timing import US, Result, summarise, time_sync
+from core.domain import Domain
 from core.gate import PolicyGate, Status, Verdict
+from core.ledger import Ledger
+from core.tools import ToolCall
 from domains.retail import DOMAIN
 
 GATE_TARGET_NS = 100 * US
 
 
-def make_gate() -> PolicyGate:
+def make_gate(domain: Domain = DOMAIN) -> PolicyGate:
     """A gate exactly as `core.agent.Agent` builds it, with no predicate disabled."""
-    return PolicyGate(DOMAIN.predicates, path_map=DOMAIN.path_map)
+    return PolicyGate(domain.predicates, path_map=domain.path_map)
 
 
-def check_allowed(setup: LedgerSetup, gate: PolicyGate) -> int:
+def check_allowed(domain: Domain, ledger: Ledger, call: ToolCall, gate: PolicyGate) -> int:
     """Fail loudly if the benchmark call is not a full-length ALLOW; returns how many predicates ran."""
-    decision = gate.evaluate(setup.call, setup.ledger, DOMAIN.context(setup.ledger))
+    decision = gate.evaluate(call, ledger, domain.context(ledger))
     if decision.verdict is not Verdict.ALLOW:
-        raise RuntimeError(f"benchmark write is not ALLOWed:\n{decision.feedback}")
+        raise RuntimeError(f"benchmark {call.name} is not ALLOWed:\n{decision.feedback}")
     ran = [r for r in decision.results if r.status is Status.PASS]
     if len(ran) != len(decision.results) or not ran:
         raise RuntimeError("a predicate did not run to completion")
     return len(ran)
 
 
-def bench_gate(docs: Docs, *, records: int = 10_000, repeat: int = 3000, warmup: int = 200,
-               setup: LedgerSetup | None = None) -> Result:
-    """Median/p95 of one gate decision. Pass `setup` to reuse an already built ledger."""
-    setup = setup or build_ledger(docs, records)
-    gate = make_gate()
-    ran = check_allowed(setup, gate)
-    ledger, call = setup.ledger, setup.call
+def time_gate(domain: Domain, ledger: Ledger, call: ToolCall, *, key: str, what: str, repeat: int, warmup: int,
+              target_ns: int = GATE_TARGET_NS, note: str = "") -> Result:
+    """Median/p95 of one gate decision over `ledger`, with a fresh anti-loop memory for every sample, so all
+    guarding predicates run to completion each time (the decision is checked to be a full ALLOW first)."""
+    gate = make_gate(domain)
+    ran = check_allowed(domain, ledger, call, gate)
 
     def decide() -> None:
-        gate.evaluate(call, ledger, DOMAIN.context(ledger))
+        gate.evaluate(call, ledger, domain.context(ledger))
 
     samples = time_sync(decide, repeat=repeat, warmup=warmup, setup=gate.reset)
-    return summarise("gate_decision", f"gate: 1 retail write, {ran} predicates, {len(ledger):,}-record ledger",
-                     samples, GATE_TARGET_NS, note=f"{len(DOMAIN.predicates)} predicates enabled, {ran} guard "
-                     f"{call.name}; verdict ALLOW")
+    return summarise(key, f"gate: 1 {what}, {ran} predicates, {len(ledger):,}-record ledger", samples, target_ns,
+                     note=f"{len(domain.predicates)} predicates enabled, {ran} guard {call.name}; verdict ALLOW"
+                          + (f"; {note}" if note else ""))
+
+
+def bench_gate(docs: Docs, *, records: int = 10_000, repeat: int = 3000, warmup: int = 200,
+               setup: LedgerSetup | None = None) -> Result:
+    """Median/p95 of one retail gate decision. Pass `setup` to reuse an already built ledger."""
+    setup = setup or build_ledger(docs, records)
+    return time_gate(DOMAIN, setup.ledger, setup.call, key="gate_decision", what="retail write", repeat=repeat,
+                     warmup=warmup)

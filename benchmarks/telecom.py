@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.timing import US, Result, summarise, time_sync
-from core.gate import PolicyGate, Status, Verdict
+from benchmarks.gate import time_gate
+from benchmarks.timing import US, Result
 from core.ledger import Ledger
 from core.tools import Requestor, ToolCall
 from domains.telecom import DOMAIN
@@ -107,36 +107,10 @@ def build_telecom_ledger(records: int = 10_000) -> TelecomSetup:
     raise AssertionError("unreachable")
 
 
-def make_gate() -> PolicyGate:
-    """A gate exactly as `core.agent.Agent` builds it for telecom, with no predicate disabled."""
-    return PolicyGate(DOMAIN.predicates, path_map=DOMAIN.path_map)
-
-
-def check_allowed(setup: TelecomSetup, gate: PolicyGate) -> int:
-    """Fail loudly if the benchmark resume is not a full-length ALLOW; returns how many predicates ran."""
-    decision = gate.evaluate(setup.call, setup.ledger, DOMAIN.context(setup.ledger))
-    if decision.verdict is not Verdict.ALLOW:
-        raise RuntimeError(f"benchmark resume is not ALLOWed:\n{decision.feedback}")
-    ran = [r for r in decision.results if r.status is Status.PASS]
-    if len(ran) != len(decision.results) or not ran:
-        raise RuntimeError("a predicate did not run to completion")
-    return len(ran)
-
-
 def bench_telecom_gate(*, records: int = 10_000, repeat: int = 3000, warmup: int = 200,
                        setup: TelecomSetup | None = None) -> Result:
     """Median/p95 of one telecom gate decision. Pass `setup` to reuse an already built ledger."""
     setup = setup or build_telecom_ledger(records)
-    gate = make_gate()
-    ran = check_allowed(setup, gate)
-    ledger, call = setup.ledger, setup.call
-
-    def decide() -> None:
-        gate.evaluate(call, ledger, DOMAIN.context(ledger))
-
-    samples = time_sync(decide, repeat=repeat, warmup=warmup, setup=gate.reset)
-    return summarise("telecom_gate_decision",
-                     f"gate: 1 telecom line resume, {ran} predicates, {len(ledger):,}-record ledger", samples,
-                     TELECOM_GATE_TARGET_NS,
-                     note=f"{len(DOMAIN.predicates)} predicates enabled, {ran} guard {call.name}; verdict ALLOW; "
-                          "after a payment made on the customer's phone")
+    return time_gate(DOMAIN, setup.ledger, setup.call, key="telecom_gate_decision", what="telecom line resume",
+                     repeat=repeat, warmup=warmup, target_ns=TELECOM_GATE_TARGET_NS,
+                     note="after a payment made on the customer's phone")
