@@ -94,16 +94,17 @@ class Agent:
     def tools(self) -> list[dict[str, Any]]:
         return self._tools
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, ledger_block: str | None = None) -> str:
+        """Instructions, policy and (LedgerAgent) the rendered ledger; pass `ledger_block` if already rendered."""
         parts = [f"<instructions>\n{INSTRUCTIONS}\n</instructions>", f"<policy>\n{self.domain.policy}\n</policy>"]
         if self.config.ledger:
             parts.append(f"<ledger_instructions>\n{LEDGER_INSTRUCTIONS}\n</ledger_instructions>")
-            parts.append(self.ledger.render())
+            parts.append(self.ledger.render() if ledger_block is None else ledger_block)
         return "\n\n".join(parts)
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self, ledger_block: str | None = None) -> list[dict[str, Any]]:
         history = self._compacted() if self._held else self.history
-        return [{"role": "system", "content": self.system_prompt()}, *history]
+        return [{"role": "system", "content": self.system_prompt(ledger_block)}, *history]
 
     def _note_absorbed(self, event: Any) -> None:
         if isinstance(event, LedgerUpdated):
@@ -141,8 +142,9 @@ class Agent:
     async def step(self, step: int) -> StepResult:
         """One model call, then every proposed call handled in order. Raises ModelError."""
         self._step = step
-        ledger_tokens = estimate_tokens(self.ledger.render()) if self.config.ledger else 0
-        turn = await self.model.complete(self.messages(), self._tools)
+        block = self.ledger.render() if self.config.ledger else None  # rendered once per model call
+        ledger_tokens = estimate_tokens(block) if block is not None else 0
+        turn = await self.model.complete(self.messages(block), self._tools)
         self.usage = self.usage + turn.usage
         self.bus.emit(AssistantTurnEvent(
             step=step, text=turn.text, tool_calls=[CallInfo.of(c) for c in turn.tool_calls],
