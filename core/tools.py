@@ -180,6 +180,22 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str
     return errors
 
 
+def string_arg(description: str) -> dict[str, Any]:
+    """A string argument of a tool schema."""
+    return {"type": "string", "description": description}
+
+
+def closed_object(required: Mapping[str, Any], optional: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A tool's parameters: the required arguments first (in the tool's own order), then the optional ones,
+    and nothing else accepted (`additionalProperties: false`), as the tau2 tools' Python signatures imply."""
+    return {
+        "type": "object",
+        "properties": {**required, **(optional or {})},
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
 def call_text(tool: str, **arguments: Any) -> str:
     """A call as feedback and suggestions write it: `get_order_details(order_id="#W1")`."""
     args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.tools import ToolKind, ToolSpec
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+from core.tools import ToolKind, ToolSpec, closed_object
+from core.tools import string_arg as _string
 
 
 def _integer(description: str) -> dict[str, Any]:
@@ -28,7 +25,7 @@ def _enum(description: str, *values: str) -> dict[str, Any]:
 
 
 def _object(**properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return closed_object(properties)
 
 
 def _parameters(**properties: dict[str, Any]) -> dict[str, Any]:

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.tools import ToolKind, ToolSpec
+from core.tools import ToolKind, ToolSpec, closed_object
+from core.tools import string_arg as _string
 
 _STRING: dict[str, Any] = {"type": "string"}
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
 
 
 def _string_list(description: str) -> dict[str, Any]:
@@ -26,12 +23,7 @@ def _string_list(description: str) -> dict[str, Any]:
 
 def _parameters(**properties: dict[str, Any]) -> dict[str, Any]:
     """Every argument is required and nothing else is accepted, as tau2-bench's Python signatures imply."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return closed_object(properties)
 
 
 _ORDER_ID = _string("The order id, including its leading '#W', e.g. '#W1234567'.")

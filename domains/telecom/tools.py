@@ -21,23 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.tools import Requestor, ToolKind, ToolSpec
+from core.tools import closed_object as _parameters
+from core.tools import string_arg as _string
 from domains.telecom.vocabulary import MAX_REFUEL_GB, SUSPENSION_REASONS
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-def _parameters(required: dict[str, dict[str, Any]], optional: dict[str, dict[str, Any]] | None = None
-                ) -> dict[str, Any]:
-    """Required arguments first, in tau2's order; nothing else is accepted."""
-    return {
-        "type": "object",
-        "properties": {**required, **(optional or {})},
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
 
 _CUSTOMER_ID = _string("The customer id, e.g. 'C1001' (from a customer lookup).")
 _LINE_ID = _string("The line id, e.g. 'L1002' (from the customer's line_ids).")

@@ -16,25 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from core.tools import ToolKind, ToolSpec
-
-
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+from core.tools import closed_object as _parameters
+from core.tools import string_arg as _string
 
 
 def _optional(kind: str, description: str) -> dict[str, Any]:
     return {"type": [kind, "null"], "description": description}
-
-
-def _parameters(required: dict[str, dict[str, Any]], optional: dict[str, dict[str, Any]] | None = None
-                ) -> dict[str, Any]:
-    """Required arguments first, in tau-Trait's order; nothing else is accepted."""
-    return {
-        "type": "object",
-        "properties": {**required, **(optional or {})},
-        "required": list(required),
-        "additionalProperties": False,
-    }
 
 
 _PATIENT_ID = _string("The patient id returned by find_patient_by_email or find_patient_by_name_dob, e.g. "
