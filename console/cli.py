@@ -27,7 +27,7 @@ from core.llm.openai_model import OpenAIChatModel
 from core.replay import Checker, parse_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
-from domains.registry import DOMAINS, UnknownDomain, load_domain
+from domains.registry import DOMAINS, UnknownDomain, load_domain, load_offline_reader
 from mock_backends.registry import BackendSourceError, open_backend
 
 AGENTS = {
@@ -72,7 +72,7 @@ def _scenario(domain: Domain, name: str) -> Scenario:
 
 def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
     if args.model is None:
-        return scenario.build_model()
+        return scenario.build_model(load_offline_reader(scenario.domain))
     return OpenAIChatModel(args.model, base_url=args.base_url, timeout=args.timeout, max_retries=args.retries)
 
 

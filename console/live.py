@@ -26,7 +26,7 @@ from core.session import Session, SessionResult
 from core.supervisor import Decision, Resolution
 from core.tools import ToolCall, ToolKind, validate_arguments
 from core.users import HumanUser, UserProxy
-from domains.registry import load_domain
+from domains.registry import load_domain, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import open_backend
 
@@ -256,7 +256,7 @@ class LiveSession:
             return self.operator_agent
         if self.spec.model == "scripted":
             assert self.scenario is not None
-            return self.scenario.build_model()
+            return self.scenario.build_model(load_offline_reader(self.spec.domain))
         if factory is not None:
             return factory(self.spec)
         return OpenAIChatModel(self.spec.model, base_url=self.spec.base_url)

@@ -8,6 +8,7 @@ import pkgutil
 from pathlib import Path
 
 from core.domain import Domain
+from core.llm.offline_agent import CustomerReader
 
 DOMAINS: tuple[str, ...] = tuple(sorted(
     info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]) if info.ispkg
@@ -24,3 +25,17 @@ def load_domain(name: str) -> Domain:
     module = importlib.import_module(f"domains.{name}")
     domain: Domain = module.DOMAIN
     return domain
+
+
+def load_offline_reader(name: str) -> CustomerReader | None:
+    """The domain's `CustomerReader` for the offline agent (`domains.<d>.offline.READER`), or None when the
+    domain has none (the offline agent then follows its plan and reacts generically, but cannot read typed text)."""
+    load_domain(name)
+    try:
+        module = importlib.import_module(f"domains.{name}.offline")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"domains.{name}.offline":
+            raise
+        return None
+    reader: CustomerReader | None = getattr(module, "READER", None)
+    return reader

@@ -20,13 +20,17 @@ seed data is built around.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
+from core.llm.offline_agent import PERSON_ID, BaseReader, Observation, Proposal, latest
+from core.tools import ToolKind
 from domains.airline.clock import REFERENCE_TIME, local_now, parse_local
+from domains.airline.tools import TOOLS
 
 BOOK = "book_reservation"
 CANCEL = "cancel_reservation"
@@ -331,3 +335,86 @@ class AirlinePlanner(GoldPlanner):
 
 
 PLANNER = AirlinePlanner()
+
+
+# -- the console's offline agent: what a customer's words name --------------------------------------------
+
+# A reservation code: six capitals and digits with at least one of each, never a flight number (HAT119).
+RESERVATION_ID = re.compile(r"\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])(?!HAT\d{3}\b)[A-Z0-9]{6}\b")
+
+
+class AirlineReader(BaseReader):
+    """Reads an airline customer's words for the offline agent (core.llm.offline_agent): user ids and
+    reservation codes; reads every flight's status with a reservation (what a cancellation is judged on); and
+    a "cancel" request on an observed reservation."""
+
+    writes = frozenset(spec.name for spec in TOOLS if spec.kind is ToolKind.WRITE)
+    hint = ("I can find your profile from your user id (like jane_doe_1234) and a reservation from its "
+            "six-character code (like UX789J).")
+
+    def reads_for(self, text: str, observed: Sequence[Observation]) -> list[Proposal]:
+        reads = [Proposal("get_user_details", {"user_id": uid}) for uid in dict.fromkeys(PERSON_ID.findall(text))]
+        reads += [Proposal("get_reservation_details", {"reservation_id": code})
+                  for code in dict.fromkeys(RESERVATION_ID.findall(text))]
+        return reads
+
+    def follow_up(self, seen: Observation, observed: Sequence[Observation]) -> list[Proposal]:
+        if seen.name == "get_reservation_details" and isinstance(seen.result, dict):
+            return [Proposal("get_flight_status", {"flight_number": f["flight_number"], "date": f["date"]})
+                    for f in seen.result.get("flights", [])]
+        return []
+
+    def describe(self, seen: Observation) -> str | None:
+        result = seen.result
+        if seen.name == "get_user_details" and isinstance(result, dict):
+            name = result.get("name", {})
+            reservations = ", ".join(result.get("reservations", [])) or "none"
+            return (f"I found your profile, {name.get('first_name', '')} {name.get('last_name', '')} "
+                    f"({result.get('membership')} member); your reservations: {reservations}.")
+        if seen.name == "get_reservation_details" and isinstance(result, dict):
+            flights = ", ".join(f"{f['flight_number']} on {f['date']}" for f in result.get("flights", []))
+            kind = str(result.get("flight_type", "")).replace("_", "-")
+            return (f"Reservation {result.get('reservation_id')} is a {kind}"
+                    f" {str(result.get('cabin', '')).replace('_', ' ')} trip from {result.get('origin')} to "
+                    f"{result.get('destination')} ({flights}), booked {str(result.get('created_at', ''))[:10]}, "
+                    f"travel insurance: {result.get('insurance')}"
+                    f"{'; status: ' + str(result['status']) if result.get('status') else ''}.")
+        if seen.name == "get_flight_status" and isinstance(result, str):
+            return f"Flight {seen.arguments.get('flight_number')} on {seen.arguments.get('date')} is {result}."
+        return None
+
+    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+        reservation = latest(observed, "get_reservation_details")
+        if ("cancel" in text.lower() and reservation is not None and isinstance(reservation.result, dict)
+                and reservation.result.get("status") != "cancelled"):
+            return Proposal(CANCEL, {"reservation_id": reservation.result["reservation_id"]})
+        return None
+
+    def action(self, proposal: Proposal) -> str:
+        args = proposal.arguments
+        reservation = args.get("reservation_id")
+        if proposal.name == CANCEL:
+            return f"cancel reservation {reservation}"
+        if proposal.name == FLIGHTS:
+            flights = ", ".join(f"{f.get('flight_number')} on {f.get('date')}" for f in args.get("flights", [])
+                                if isinstance(f, dict))
+            return f"change reservation {reservation} to {flights} ({args.get('cabin')})"
+        if proposal.name == BAGS:
+            return f"change the bags on reservation {reservation} to {args.get('total_baggages')}"
+        if proposal.name == PASSENGERS:
+            return f"change the passengers on reservation {reservation}"
+        if proposal.name == CERTIFICATE:
+            return f"send a ${args.get('amount')} certificate to {args.get('user_id')}"
+        if proposal.name == BOOK:
+            return f"book a {args.get('cabin')} trip from {args.get('origin')} to {args.get('destination')}"
+        return super().action(proposal)
+
+    def verify(self, proposal: Proposal) -> list[Proposal]:
+        if "reservation_id" in proposal.arguments:
+            return [Proposal("get_reservation_details", {"reservation_id": proposal.arguments["reservation_id"]})]
+        if "user_id" in proposal.arguments:
+            return [Proposal("get_user_details", {"user_id": proposal.arguments["user_id"]})]
+        return []
+
+
+READER = AirlineReader()

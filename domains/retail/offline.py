@@ -15,11 +15,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
+from core.llm.offline_agent import (
+    PERSON_ID,
+    ZIP,
+    BaseReader,
+    Observation,
+    Proposal,
+    find_emails,
+    find_names,
+    latest,
+)
+from core.tools import ToolKind
+from domains.retail.tools import TOOLS
 
 ORDER_WRITES = frozenset({"cancel_pending_order", "modify_pending_order_address", "modify_pending_order_items",
                           "modify_pending_order_payment", "return_delivered_order_items",
@@ -188,3 +200,100 @@ class RetailPlanner(GoldPlanner):
 
 
 PLANNER = RetailPlanner()
+
+
+# -- the console's offline agent: what a customer's words name --------------------------------------------
+
+ORDER_ID = re.compile(r"#?\bW\d{7}\b")
+
+
+def _money(value: Any) -> str:
+    return f"${float(value):,.2f}"
+
+
+class RetailReader(BaseReader):
+    """Reads a retail customer's words for the offline agent (core.llm.offline_agent): emails, user ids,
+    first and last names with a zip code, order numbers; and "cancel" / "return" requests on an observed order."""
+
+    writes = frozenset(spec.name for spec in TOOLS if spec.kind is ToolKind.WRITE)
+    hint = ("I can find your account from your email, your user id, or your first and last name with your zip "
+            "code, and an order from its number (like #W1234567).")
+
+    def reads_for(self, text: str, observed: Sequence[Observation]) -> list[Proposal]:
+        reads = [Proposal("find_user_id_by_email", {"email": email}) for email in find_emails(text)]
+        reads += [Proposal("get_user_details", {"user_id": uid}) for uid in dict.fromkeys(PERSON_ID.findall(text))]
+        zips = ZIP.findall(text)
+        if zips and not reads:
+            reads += [Proposal("find_user_id_by_name_zip", {"first_name": first, "last_name": last, "zip": zips[0]})
+                      for first, last in find_names(text)[:1]]
+        reads += [Proposal("get_order_details", {"order_id": "#" + oid.lstrip("#")})
+                  for oid in dict.fromkeys(ORDER_ID.findall(text))]
+        return reads
+
+    def follow_up(self, seen: Observation, observed: Sequence[Observation]) -> list[Proposal]:
+        if seen.name.startswith("find_user_id") and isinstance(seen.result, str):
+            return [Proposal("get_user_details", {"user_id": seen.result})]
+        return []
+
+    def describe(self, seen: Observation) -> str | None:
+        result = seen.result
+        if seen.name == "get_user_details" and isinstance(result, dict):
+            name = result.get("name", {})
+            orders = ", ".join(result.get("orders", [])) or "none"
+            return (f"I found your account, {name.get('first_name', '')} {name.get('last_name', '')} "
+                    f"({result.get('user_id')}); your orders: {orders}.")
+        if seen.name == "get_order_details" and isinstance(result, dict):
+            items = "; ".join(f"{i.get('name')} ({', '.join(str(v) for v in i.get('options', {}).values())}, "
+                              f"{_money(i.get('price', 0))})" for i in result.get("items", []))
+            return f"Order {result.get('order_id')} is {result.get('status')}: {items or 'no items'}."
+        if seen.name.startswith("find_user_id") and not isinstance(result, str):
+            return "I could not find an account with those details."
+        return None
+
+    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+        lowered = text.lower()
+        order = latest(observed, "get_order_details")
+        if order is None or not isinstance(order.result, dict):
+            return None
+        details = order.result
+        if details.get("status") == "cancelled":
+            return None
+        if "cancel" in lowered:
+            reason = "ordered by mistake" if "mistake" in lowered else "no longer needed"
+            return Proposal("cancel_pending_order", {"order_id": details["order_id"], "reason": reason})
+        if "return" in lowered and details.get("payment_history"):
+            return Proposal("return_delivered_order_items", {
+                "order_id": details["order_id"], "item_ids": [i["item_id"] for i in details.get("items", [])],
+                "payment_method_id": details["payment_history"][0]["payment_method_id"]})
+        return None
+
+    def action(self, proposal: Proposal) -> str:
+        args = proposal.arguments
+        order = args.get("order_id")
+        if proposal.name == "cancel_pending_order":
+            return f"cancel order {order} (reason: {args.get('reason')})"
+        if proposal.name == "return_delivered_order_items":
+            return (f"return item(s) {', '.join(args.get('item_ids', []))} of order {order} with the refund to "
+                    f"{args.get('payment_method_id')}")
+        if proposal.name == "exchange_delivered_order_items":
+            return (f"exchange item(s) {', '.join(args.get('item_ids', []))} of order {order} for "
+                    f"{', '.join(args.get('new_item_ids', []))}")
+        if proposal.name == "modify_pending_order_items":
+            return f"change the items of order {order}"
+        if proposal.name == "modify_pending_order_payment":
+            return f"change the payment of order {order} to {args.get('payment_method_id')}"
+        if proposal.name == "modify_pending_order_address":
+            return f"change the shipping address of order {order}"
+        if proposal.name == "modify_user_address":
+            return f"change the address on account {args.get('user_id')}"
+        return super().action(proposal)
+
+    def verify(self, proposal: Proposal) -> list[Proposal]:
+        if "order_id" in proposal.arguments:
+            return [Proposal("get_order_details", {"order_id": proposal.arguments["order_id"]})]
+        if "user_id" in proposal.arguments:
+            return [Proposal("get_user_details", {"user_id": proposal.arguments["user_id"]})]
+        return []
+
+
+READER = RetailReader()

@@ -26,11 +26,15 @@ user_db}` as the backend exports it, after the task's initialization actions); n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
+from core.llm.offline_agent import BaseReader, Observation, Proposal, find_dates, find_names, latest
+from core.tools import Requestor, ToolKind
+from domains.telecom.tools import TOOLS
 from domains.telecom.vocabulary import MAX_REFUEL_GB
 
 SUSPEND, RESUME, PAYMENT_REQUEST = "suspend_line", "resume_line", "send_payment_request"
@@ -266,3 +270,138 @@ def _payment_slips(args: Mapping[str, Any], customer: str, data: Data) -> list[V
 
 
 PLANNER = TelecomPlanner()
+
+
+# -- the console's offline agent: what a customer's words name --------------------------------------------
+
+PHONE = re.compile(r"(?<!\d)\(?(\d{3})\)?[ .-]?(\d{3})[ .-](\d{4})(?!\d)")
+CUSTOMER_ID = re.compile(r"\bC\d{4}\b")
+RECORD_ID = re.compile(r"\b[LBPD]\d{4}\b")  # a line, bill, plan or device
+GB = re.compile(r"(\d+(?:\.\d+)?)\s*GB", re.IGNORECASE)
+
+
+def _phones(text: str) -> list[str]:
+    return list(dict.fromkeys(f"{a}-{b}-{c}" for a, b, c in PHONE.findall(text)))
+
+
+class TelecomReader(BaseReader):
+    """Reads a telecom customer's words for the offline agent (core.llm.offline_agent): phone numbers,
+    customer ids, line / bill / plan ids, a full name with a date of birth; reads the customer's lines once the
+    customer is known; and "roaming", "resume" and "refuel / more data" requests on an observed line."""
+
+    writes = frozenset(spec.name for spec in TOOLS
+                       if spec.kind is ToolKind.WRITE and spec.requestor is Requestor.ASSISTANT)
+    hint = ("I can find your account from your phone number (like 555-123-4567), your customer id (like C1001), "
+            "or your full name with your date of birth, and a line, bill or plan from its id (like L1001).")
+
+    def reads_for(self, text: str, observed: Sequence[Observation]) -> list[Proposal]:
+        known = latest(observed, "get_customer_by_phone", "get_customer_by_id") is not None
+        phones = _phones(text)
+        reads = [] if known else [Proposal("get_customer_by_phone", {"phone_number": p}) for p in phones[:1]]
+        reads += [Proposal("get_customer_by_id", {"customer_id": c}) for c in dict.fromkeys(CUSTOMER_ID.findall(text))]
+        if not reads and not known:
+            dates = find_dates(text)
+            names = find_names(text)
+            if dates and names:
+                reads.append(Proposal("get_customer_by_name", {"full_name": " ".join(names[0]), "dob": dates[0]}))
+        reads += [Proposal("get_details_by_id", {"id": i}) for i in dict.fromkeys(RECORD_ID.findall(text))]
+        return reads
+
+    def follow_up(self, seen: Observation, observed: Sequence[Observation]) -> list[Proposal]:
+        customer = seen.result[0] if seen.name == "get_customer_by_name" and isinstance(seen.result, list) \
+            and len(seen.result) == 1 else seen.result
+        if seen.name.startswith("get_customer_by") and isinstance(customer, dict):
+            return [Proposal("get_details_by_id", {"id": line}) for line in customer.get("line_ids", [])]
+        return []
+
+    def describe(self, seen: Observation) -> str | None:
+        result = seen.result
+        if seen.name == "get_customer_by_name" and isinstance(result, list):
+            if len(result) != 1:
+                return "I could not find exactly one account with that name and date of birth."
+            result = result[0]
+        if seen.name.startswith("get_customer_by") and isinstance(result, dict):
+            return (f"I found your account, {result.get('full_name')} ({result.get('customer_id')}); your lines: "
+                    f"{', '.join(result.get('line_ids', [])) or 'none'}.")
+        if seen.name == "get_details_by_id" and isinstance(result, dict):
+            if "line_id" in result:
+                return (f"Line {result['line_id']} ({result.get('phone_number')}) is {result.get('status')}, on plan "
+                        f"{result.get('plan_id')}, roaming {'on' if result.get('roaming_enabled') else 'off'}.")
+            if "bill_id" in result:
+                due = float(result.get("total_due", 0))
+                return f"Bill {result['bill_id']} of ${due:.2f} is {result.get('status')}."
+            if "plan_id" in result:
+                return (f"Plan {result['plan_id']} ({result.get('name')}): {result.get('data_limit_gb')} GB for "
+                        f"${float(result.get('price_per_month', 0)):.2f} a month, extra data "
+                        f"${float(result.get('data_refueling_price_per_gb', 0)):.2f} per GB.")
+        if seen.name == "get_data_usage" and isinstance(result, dict):
+            return (f"Line {result.get('line_id')} has used {result.get('data_used_gb')} of "
+                    f"{result.get('data_limit_gb')} GB this cycle.")
+        return None
+
+    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+        customer = latest(observed, "get_customer_by_phone", "get_customer_by_id")
+        if customer is None or not isinstance(customer.result, dict):
+            return None
+        line = self._line(text, customer.result, observed)
+        if line is None:
+            return None
+        target = {"customer_id": customer.result["customer_id"], "line_id": line}
+        lowered = text.lower()
+        if "roaming" in lowered:
+            return Proposal("enable_roaming", target)
+        if "resume" in lowered or "reactivate" in lowered:
+            return Proposal("resume_line", target)
+        amount = GB.search(text)
+        if "refuel" in lowered or "more data" in lowered or amount is not None:
+            return Proposal("refuel_data", {**target, "gb_amount": float(amount[1]) if amount else 1.0})
+        return None
+
+    @staticmethod
+    def _line(text: str, customer: Mapping[str, Any], observed: Sequence[Observation]) -> str | None:
+        """The line a request is about: named by id or by phone number, else the line whose data usage was read
+        last (a refuel follows a usage check), else the line of the customer's own number."""
+        named = [str(i) for i in RECORD_ID.findall(text) if i.startswith("L") and i in customer.get("line_ids", [])]
+        if named:
+            return named[0]
+        lines: dict[str, str] = {str(o.result["phone_number"]): str(o.result["line_id"]) for o in observed
+                 if o.name == "get_details_by_id" and isinstance(o.result, dict) and "line_id" in o.result
+                 and o.result["line_id"] in customer.get("line_ids", [])}
+        for phone in _phones(text):
+            if phone in lines:
+                return lines[phone]
+        usage = latest(observed, "get_data_usage")
+        if usage is not None and usage.arguments.get("line_id") in customer.get("line_ids", []):
+            return str(usage.arguments["line_id"])
+        return lines.get(str(customer.get("phone_number", "")))
+
+    def action(self, proposal: Proposal) -> str:
+        args = proposal.arguments
+        line = args.get("line_id")
+        if proposal.name == "enable_roaming":
+            return f"turn on roaming on line {line}"
+        if proposal.name == "disable_roaming":
+            return f"turn off roaming on line {line}"
+        if proposal.name == "resume_line":
+            return f"resume line {line}"
+        if proposal.name == "suspend_line":
+            return f"suspend line {line}"
+        if proposal.name == "refuel_data":
+            return f"add {args.get('gb_amount')} GB of data to line {line}"
+        if proposal.name == "send_payment_request":
+            return f"send a payment request for bill {args.get('bill_id')}"
+        return super().action(proposal)
+
+    def verify(self, proposal: Proposal) -> list[Proposal]:
+        args = proposal.arguments
+        if proposal.name == "refuel_data":
+            return [Proposal("get_data_usage", {"customer_id": args.get("customer_id"),
+                                                "line_id": args.get("line_id")})]
+        if "line_id" in args:
+            return [Proposal("get_details_by_id", {"id": args["line_id"]})]
+        if "bill_id" in args:
+            return [Proposal("get_details_by_id", {"id": args["bill_id"]})]
+        return []
+
+
+READER = TelecomReader()

@@ -19,12 +19,25 @@ appointments, medical_records, medication_suppliers, ...); nothing here calls a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
+from core.llm.offline_agent import (
+    PERSON_ID,
+    BaseReader,
+    Observation,
+    Proposal,
+    find_dates,
+    find_emails,
+    find_names,
+    latest,
+)
+from core.tools import ToolKind
+from domains.telehealth.tools import TOOLS
 from domains.telehealth.vocabulary import (
     ACTIONABLE_STATUSES,
     ADULT_AGE,
@@ -358,3 +371,97 @@ def _offers(value: Any) -> list[Mapping[str, Any]]:
 
 
 PLANNER = TelehealthPlanner()
+
+
+# -- the console's offline agent: what a patient's words name ---------------------------------------------
+
+APPOINTMENT_ID = re.compile(r"\bAPPT\d+\b", re.IGNORECASE)
+RECORD_ID = re.compile(r"\bREC\d+\b", re.IGNORECASE)
+
+
+class TelehealthReader(BaseReader):
+    """Reads a patient's words for the offline agent (core.llm.offline_agent): emails, patient ids, a first and
+    last name with a date of birth, appointment and medical record ids; and a "cancel" request on an observed
+    appointment."""
+
+    writes = frozenset(spec.name for spec in TOOLS if spec.kind is ToolKind.WRITE)
+    hint = ("I can find your patient record from your email, your patient id, or your first and last name with "
+            "your date of birth, and an appointment or medical record from its id (like APPT001 or REC001).")
+
+    def reads_for(self, text: str, observed: Sequence[Observation]) -> list[Proposal]:
+        reads = [Proposal("find_patient_by_email", {"email": email}) for email in find_emails(text)]
+        reads += [Proposal("get_patient_details", {"patient_id": pid})
+                  for pid in dict.fromkeys(PERSON_ID.findall(text))]
+        dates, names = find_dates(text), find_names(text)
+        if not reads and dates and names:
+            first, last = names[0]
+            reads.append(Proposal("find_patient_by_name_dob",
+                                  {"first_name": first, "last_name": last, "date_of_birth": dates[0]}))
+        reads += [Proposal("get_appointment_details", {"appointment_id": a.upper()})
+                  for a in dict.fromkeys(APPOINTMENT_ID.findall(text))]
+        reads += [Proposal("get_medical_record", {"record_id": r.upper()})
+                  for r in dict.fromkeys(RECORD_ID.findall(text))]
+        return reads
+
+    def follow_up(self, seen: Observation, observed: Sequence[Observation]) -> list[Proposal]:
+        if seen.name.startswith("find_patient") and isinstance(seen.result, str):
+            return [Proposal("get_patient_details", {"patient_id": seen.result})]
+        return []
+
+    def describe(self, seen: Observation) -> str | None:
+        result = seen.result
+        if seen.name == "get_patient_details" and isinstance(result, dict):
+            name = result.get("name", {})
+            return (f"I found your patient record, {name.get('first_name', '')} {name.get('last_name', '')} "
+                    f"({result.get('patient_id')}).")
+        if seen.name == "get_appointment_details" and isinstance(result, dict):
+            return (f"Appointment {result.get('appointment_id')}: a {str(result.get('type', '')).replace('_', ' ')} "
+                    f"with {result.get('provider_name')} on {result.get('date')} at {result.get('time')}, "
+                    f"{result.get('status')}.")
+        if seen.name == "get_medical_record" and isinstance(result, dict):
+            medications = ", ".join(p.get("medication", "") for p in result.get("prescriptions", [])) or "none"
+            return (f"Record {result.get('record_id')} ({result.get('date')}, {result.get('provider_name')}) "
+                    f"prescribes: {medications}.")
+        if seen.name == "list_patient_appointments" and isinstance(result, dict):
+            booked = [f"{a.get('appointment_id')} on {a.get('date')} at {a.get('time')}"
+                      for a in result.get("appointments", []) if a.get("status") == "scheduled"]
+            return f"Your scheduled appointments: {', '.join(booked) or 'none'}."
+        if seen.name.startswith("find_patient") and not isinstance(result, str):
+            return "I could not find a patient with those details."
+        return None
+
+    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+        appointment = latest(observed, "get_appointment_details")
+        if ("cancel" in text.lower() and appointment is not None and isinstance(appointment.result, dict)
+                and appointment.result.get("status") != "cancelled"):
+            return Proposal("cancel_appointment", {"appointment_id": appointment.result["appointment_id"]})
+        return None
+
+    def action(self, proposal: Proposal) -> str:
+        args = proposal.arguments
+        if proposal.name == "cancel_appointment":
+            return f"cancel appointment {args.get('appointment_id')}"
+        if proposal.name == "reschedule_appointment":
+            return f"move appointment {args.get('appointment_id')} to {args.get('new_date')} at {args.get('new_time')}"
+        if proposal.name == "schedule_appointment":
+            return (f"book a {str(args.get('appointment_type', '')).replace('_', ' ')} with {args.get('provider_id')} "
+                    f"on {args.get('date')} at {args.get('time')}")
+        if proposal.name == "update_prescription_supplier":
+            return (f"set the supplier of {args.get('medication')} on record {args.get('record_id')} to "
+                    f"{args.get('supplier_company')} ({args.get('brand_name')}) at ${args.get('price_usd')}")
+        if proposal.name == "update_medical_record_note":
+            return f"add a note to record {args.get('record_id')}"
+        return super().action(proposal)
+
+    def verify(self, proposal: Proposal) -> list[Proposal]:
+        args = proposal.arguments
+        if "appointment_id" in args:
+            return [Proposal("get_appointment_details", {"appointment_id": args["appointment_id"]})]
+        if "record_id" in args:
+            return [Proposal("get_medical_record", {"record_id": args["record_id"]})]
+        if "patient_id" in args:
+            return [Proposal("list_patient_appointments", {"patient_id": args["patient_id"]})]
+        return []
+
+
+READER = TelehealthReader()

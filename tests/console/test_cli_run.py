@@ -45,9 +45,10 @@ def test_run_json_is_one_event_per_line(home: Path, capsys: pytest.CaptureFixtur
 
 
 def test_run_reports_unmet_expectations(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", "--scenario", "refund-to-original-payment", "--headless", "--agent", "fc"])
+    code = main(["run", "--scenario", "refund-to-original-payment", "--headless",
+                 "--disable-predicate", "retail.refund_to_original_or_gift_card"])
     err = capsys.readouterr().err
-    assert code == 1 and "expected the session to end with 'user_stop', got 'script_diverged'" in err
+    assert code == 1 and "expected gate verdicts ['REVISE', 'ALLOW'], got" in err
 
 
 def test_unknown_names_are_clear_errors(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ from core.agent import AgentConfig
 from core.events import GateDecided
 from core.scenario import list_scenarios, load_scenario
 from core.session import Session
+from domains.registry import load_offline_reader
 from domains.airline import DOMAIN
 from mock_backends.airline import AirlineBackend
 
@@ -28,7 +29,8 @@ def test_the_issues_three_scenarios_are_shipped() -> None:
 async def run(name: str, folder: Path, config: AgentConfig | None = None) -> tuple[Session, AirlineBackend]:
     scenario = load_scenario(SCENARIOS[name])
     backend = await AirlineBackend.open(folder / "db.sqlite")
-    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(), user=scenario.build_user(),
+    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(load_offline_reader('airline')),
+                      user=scenario.build_user(),
                       config=config, trace_path=folder / "trace.jsonl", scenario=scenario.name)
     await session.run()
     return session, backend
@@ -121,16 +123,23 @@ async def test_unobserved_flight_is_searched_then_changed(tmp_path: Path) -> Non
         await backend.close()
 
 
-async def test_same_script_without_the_gate_cancels_the_reservation(tmp_path: Path) -> None:
-    """The function-calling baseline: the cancellation reaches the tool, which (like tau2's) checks nothing, so
-    the reservation is cancelled and the script's expectation of a BLOCK says exactly where reality diverged."""
+async def test_without_the_gate_the_reservation_is_cancelled_and_the_agent_says_so(tmp_path: Path) -> None:
+    """The function-calling baseline: the cancellation reaches the tool, which (like tau2's) checks nothing, so the
+    reservation is cancelled. The plan expected a BLOCK; the offline agent reads the reservation back and tells the
+    customer what really happened, and the conversation ends cleanly (no "scenario diverged")."""
     session, backend = await run("cancel-outside-window", tmp_path, AgentConfig(ledger=False, gate=False))
     try:
-        assert session.result is not None and session.result.reason == "script_diverged"
-        assert "expected the tool results to contain 'BLOCK'" in session.result.detail
+        assert session.result is not None and session.result.reason == "user_stop"
         reservation = await backend.call("get_reservation_details", {"reservation_id": "UX789J"})
         assert reservation["status"] == "cancelled"
-        last = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()][-1]
-        assert last["type"] == "session_ended" and last["reason"] == "script_diverged"
+        said = agent_said(tmp_path)
+        assert "Done: I went ahead to cancel reservation UX789J." in said and "status: cancelled" in said
+        assert "can't be cancelled" not in said  # the plan's BLOCK explanation is not told: it did not happen
     finally:
         await backend.close()
+
+
+def agent_said(folder: Path) -> str:
+    """Everything the agent said to the customer, from the trace."""
+    events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+    return "\n".join(e["text"] for e in events if e["type"] == "assistant_turn" and e["text"])

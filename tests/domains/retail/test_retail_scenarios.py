@@ -11,6 +11,7 @@ from core.agent import AgentConfig
 from core.events import GateDecided
 from core.scenario import list_scenarios, load_scenario
 from core.session import Session
+from domains.registry import load_offline_reader
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend
 
@@ -25,7 +26,8 @@ def test_at_least_three_scenarios_including_the_paper_case() -> None:
 async def run(name: str, folder: Path, config: AgentConfig | None = None) -> tuple[Session, RetailBackend]:
     scenario = load_scenario(SCENARIOS[name])
     backend = await RetailBackend.open(folder / "db.sqlite")
-    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(), user=scenario.build_user(),
+    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(load_offline_reader('retail')),
+                      user=scenario.build_user(),
                       config=config, trace_path=folder / "trace.jsonl", scenario=scenario.name)
     await session.run()
     return session, backend
@@ -82,15 +84,23 @@ async def test_blocked_cancellation_leaves_the_database_unchanged(tmp_path: Path
         await backend.close()
 
 
-async def test_same_script_against_the_fc_baseline_diverges_clearly(tmp_path: Path) -> None:
-    """Without the gate the Mastercard refund reaches the tool (which refuses it with tau2's own error), so the
-    script's expectation of a REVISE no longer holds and the run says exactly where reality diverged."""
+async def test_against_the_fc_baseline_the_agent_relays_the_tools_refusal(tmp_path: Path) -> None:
+    """Without the gate the Mastercard refund reaches the tool, which refuses it with tau2's own error. The plan
+    expected a REVISE; the offline agent tells the customer what the tool said, asks how to go on, and when the
+    customer accepts the gift card it makes the plan's corrected return: the session ends cleanly."""
     session, backend = await run("refund-to-original-payment", tmp_path, AgentConfig(ledger=False, gate=False))
     try:
-        assert session.result is not None and session.result.reason == "script_diverged"
-        assert "expected the tool results to contain 'REVISE'" in session.result.detail
-        assert "Payment method should be the original payment method" in session.result.detail
-        last = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()][-1]
-        assert last["type"] == "session_ended" and last["reason"] == "script_diverged"
+        assert session.result is not None and session.result.reason == "user_stop"
+        said = agent_said(tmp_path)
+        assert ("I could not return item(s) 2000000011 of order #W4821001 with the refund to credit_card_4821002: "
+                "Payment method should be the original payment method. Nothing was changed.") in said
+        order = await backend.call("get_order_details", {"order_id": "#W4821001"})
+        assert order["status"] == "return requested" and order["return_payment_method_id"] == "gift_card_4821001"
     finally:
         await backend.close()
+
+
+def agent_said(folder: Path) -> str:
+    """Everything the agent said to the customer, from the trace."""
+    events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+    return "\n".join(e["text"] for e in events if e["type"] == "assistant_turn" and e["text"])

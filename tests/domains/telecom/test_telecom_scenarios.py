@@ -12,6 +12,7 @@ from core.agent import AgentConfig
 from core.events import EnvironmentSynced, GateDecided, ToolResultEvent
 from core.scenario import list_scenarios, load_scenario
 from core.session import Session
+from domains.registry import load_offline_reader
 from domains.telecom import DOMAIN
 from mock_backends.telecom import TelecomBackend
 
@@ -31,7 +32,8 @@ def test_the_three_issue_scenarios_exist_with_their_verdicts() -> None:
 async def run(name: str, folder: Path, config: AgentConfig | None = None) -> tuple[Session, TelecomBackend]:
     scenario = load_scenario(SCENARIOS[name])
     backend = await TelecomBackend.open(folder / "db.sqlite")
-    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(), user=scenario.build_user(),
+    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(load_offline_reader('telecom')),
+                      user=scenario.build_user(),
                       config=config, trace_path=folder / "trace.jsonl", scenario=scenario.name)
     await session.run()
     return session, backend
@@ -122,15 +124,22 @@ async def test_refuel_over_cap_charges_only_the_allowed_2_gb(tmp_path: Path) -> 
 
 
 async def test_without_the_gate_the_5_gb_refuel_reaches_the_tool(tmp_path: Path) -> None:
-    """The fc baseline sends the over-cap refuel to the tool, which accepts it (tau2 has no cap in code), so the
-    script's expectation of a REVISE no longer holds and the run says exactly where reality diverged."""
+    """The fc baseline sends the over-cap refuel to the tool, which accepts it (tau2 has no cap in code). The plan
+    expected a REVISE; the offline agent reads the usage back and tells the customer the 5 GB were added, and the
+    conversation ends cleanly."""
     session, backend = await run("refuel-over-cap", tmp_path, AgentConfig(ledger=False, gate=False))
     try:
-        assert session.result is not None and session.result.reason == "script_diverged"
-        assert "expected the tool results to contain 'REVISE'" in session.result.detail
+        assert session.result is not None and session.result.reason == "user_stop"
         line = await backend.store.get("lines", "L2002")
         assert line is not None and line["data_refueling_gb"] == 5.0  # what only the gate prevents
-        last = [json.loads(row) for row in (tmp_path / "trace.jsonl").read_text().splitlines()][-1]
-        assert last["type"] == "session_ended" and last["reason"] == "script_diverged"
+        said = agent_said(tmp_path)
+        assert "Done: I went ahead to add 5.0 GB of data to line L2002." in said
+        assert "at most 2 GB" not in said
     finally:
         await backend.close()
+
+
+def agent_said(folder: Path) -> str:
+    """Everything the agent said to the customer, from the trace."""
+    events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+    return "\n".join(e["text"] for e in events if e["type"] == "assistant_turn" and e["text"])

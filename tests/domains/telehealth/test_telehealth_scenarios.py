@@ -11,6 +11,7 @@ from core.agent import AgentConfig
 from core.events import GateDecided
 from core.scenario import list_scenarios, load_scenario
 from core.session import Session
+from domains.registry import load_offline_reader
 from domains.telehealth import DOMAIN
 from mock_backends.telehealth import TelehealthBackend
 
@@ -30,7 +31,8 @@ def test_the_three_issue_scenarios_exist_with_their_verdicts() -> None:
 async def run(name: str, folder: Path, config: AgentConfig | None = None) -> tuple[Session, TelehealthBackend]:
     scenario = load_scenario(SCENARIOS[name])
     backend = await TelehealthBackend.open(folder / "db.sqlite")
-    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(), user=scenario.build_user(),
+    session = Session(domain=DOMAIN, backend=backend, model=scenario.build_model(load_offline_reader('telehealth')),
+                      user=scenario.build_user(),
                       config=config, trace_path=folder / "trace.jsonl", scenario=scenario.name)
     await session.run()
     return session, backend
@@ -112,14 +114,19 @@ async def test_supplier_switch_records_only_the_listed_price(tmp_path: Path) -> 
 
 
 async def test_without_the_gate_the_completed_visit_reaches_the_tool(tmp_path: Path) -> None:
-    """The fc baseline sends the cancel to the tool, which refuses it with its own error, so the script's
-    expectation of a BLOCK no longer holds and the run says exactly where reality diverged."""
+    """The fc baseline sends the cancel to the tool, which refuses it with its own error. The plan expected a
+    BLOCK; the offline agent relays the tool's own refusal and the conversation ends cleanly."""
     session, backend = await run("cancel-completed-appointment", tmp_path, AgentConfig(ledger=False, gate=False))
     try:
-        assert session.result is not None and session.result.reason == "script_diverged"
-        assert "expected the tool results to contain 'BLOCK'" in session.result.detail
-        assert "APPT003 is completed and cannot be cancelled" in session.result.detail
-        last = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()][-1]
-        assert last["type"] == "session_ended" and last["reason"] == "script_diverged"
+        assert session.result is not None and session.result.reason == "user_stop"
+        said = agent_said(tmp_path)
+        assert ("I could not cancel appointment APPT003: Appointment APPT003 is completed and cannot be cancelled. "
+                "Nothing was changed. How would you like to go on?") in said
     finally:
         await backend.close()
+
+
+def agent_said(folder: Path) -> str:
+    """Everything the agent said to the customer, from the trace."""
+    events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
+    return "\n".join(e["text"] for e in events if e["type"] == "assistant_turn" and e["text"])
