@@ -270,6 +270,13 @@ _YES = re.compile(r"^\s*(?:yes|yeah|yep|sure|ok|okay|please do|please go ahead|g
 _NO = re.compile(r"^\s*(?:no|nope|don't|do not|stop|cancel that)\b", re.IGNORECASE)
 
 
+def _same_line(said: str, scripted: str) -> bool:
+    """A customer message the plan was written for: the script's line, or a plain yes where the script says yes
+    (a human in the customer seat typing "yes" instead of "Yes, please go ahead." is still on the plan)."""
+    return said == scripted or (_YES.search(said) is not None and _YES.search(scripted) is not None
+                                and _NO.search(said) is None and len(said.split()) <= 4)
+
+
 # -- the agent -------------------------------------------------------------------------------------------
 
 Mode = Literal["plan", "free"]
@@ -325,7 +332,7 @@ class OfflineAgent:
         self._absorb(results)
         said = _customer_lines(messages)
         if self.mode == "plan" and self.script is not None and (
-                len(said) > len(self.script) or any(a != b for a, b in zip(said, self.script, strict=False))):
+                len(said) > len(self.script) or not all(map(_same_line, said, self.script))):
             self._drop_plan()  # the customer is not the script's customer: listen to what they say
         turn = self._plan_turn(results) if self.mode == "plan" else None
         if turn is not None:
@@ -468,8 +475,8 @@ class OfflineAgent:
         edited = " with the changes a supervisor made" if result.edited is not None else ""
         reasons = _reasons(content)
         if content.startswith("BLOCK"):
-            return (f"I'm sorry, I can't {action}{edited}: our policy does not allow it"
-                    f"{': ' + reasons if reasons else ''}. Nothing was changed.")
+            because = f" {reasons[0].upper()}{reasons[1:]}." if reasons else ""
+            return f"I'm sorry, I can't {action}{edited}: our policy does not allow it.{because} Nothing was changed."
         if content.startswith("REVISE"):
             return f"I could not {action}{edited}: {reasons or 'it conflicts with our policy'}. Nothing was changed."
         first = content.splitlines()[0].removeprefix("Error: ").rstrip(".") if content else "it was refused"

@@ -11,8 +11,8 @@ from core.agent import AgentConfig
 from core.events import GateDecided
 from core.scenario import list_scenarios, load_scenario
 from core.session import Session
-from domains.registry import load_offline_reader
 from domains.airline import DOMAIN
+from domains.registry import load_offline_reader
 from mock_backends.airline import AirlineBackend
 
 SCENARIOS = list_scenarios(DOMAIN.scenarios_dir)
