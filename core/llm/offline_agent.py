@@ -58,9 +58,7 @@ class Proposal:
 
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
-
-    def signature(self) -> str:
-        return f"{self.name}:{json.dumps(dict(self.arguments), sort_keys=True, ensure_ascii=False)}"
+    raw_arguments: str | None = None  # sent verbatim when set (a scenario step scripting malformed JSON)
 
 
 @dataclass(frozen=True)
@@ -346,7 +344,8 @@ class OfflineAgent:
     def _emit(self, turn: Turn, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
         say, calls = turn
         tool_calls = tuple(ToolCall.from_json_text(f"call_{self.turns}_{n + 1}", p.name,
-                                                   json.dumps(dict(p.arguments), sort_keys=True))
+                                                   p.raw_arguments if p.raw_arguments is not None
+                                                   else json.dumps(dict(p.arguments), sort_keys=True))
                            for n, p in enumerate(calls))
         prompt_text = json.dumps(list(messages), sort_keys=True, default=str) + json.dumps(list(tools))
         completion_text = (say or "") + "".join(c.arguments_json() + c.name for c in tool_calls)
@@ -418,7 +417,7 @@ class OfflineAgent:
             ran = [r for r in results if self._is_write(r.call.name) and not r.refused]
             return self._deviate((overridden or unexpected or ran or list(results))[0])
         self.position += 1
-        return step.say, [Proposal(c.name, dict(c.arguments)) for c in step.calls]
+        return step.say, [Proposal(c.name, dict(c.arguments), c.raw_arguments) for c in step.calls]
 
     def _deviate(self, result: _Result) -> Turn | None:
         """What came back is not what the plan expected: react to what really came back."""

@@ -16,6 +16,10 @@ reports which ones reached the database.
 Everything is computed from the task and the task's starting data (`{flights, users, reservations}` as the
 backend exports it); nothing here calls a backend. "Today" is the domain's reference date, which the shipped
 seed data is built around.
+
+`READER` (at the end) serves the console's offline agent (core.llm.offline_agent) instead: it reads what a
+customer types (user ids and reservation codes), names the reads those call for and the writes a request asks
+for, and puts records and actions into plain words.
 """
 
 from __future__ import annotations

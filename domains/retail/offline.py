@@ -9,6 +9,10 @@ from someone else's profile); the harness reports which ones reached the databas
 
 Everything is computed from the task and the task's starting data (`{products, users, orders}` as the backend
 exports it); nothing here calls a backend.
+
+`READER` (at the end) serves the console's offline agent (core.llm.offline_agent) instead: it reads what a
+customer types (emails, user ids, names with a zip code, order numbers), names the reads those call for and
+the writes a request asks for, and puts records and actions into plain words.
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ to someone else. Each one changes the database when it runs, so without the gate
 
 Everything is computed from the task and the task's starting data (`{plans, customers, lines, bills, devices,
 user_db}` as the backend exports it, after the task's initialization actions); nothing here calls a backend.
+
+`READER` (at the end) serves the console's offline agent (core.llm.offline_agent) instead: it reads what a
+customer types (phone numbers, customer / line / bill / plan ids, a name with a date of birth), names the
+reads those call for and the writes a request asks for, and puts records and actions into plain words.
 """
 
 from __future__ import annotations

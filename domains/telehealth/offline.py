@@ -15,6 +15,10 @@ reports which ones reached the database.
 
 Everything is computed from the task and the task's starting data (the backend's export: patients, providers,
 appointments, medical_records, medication_suppliers, ...); nothing here calls a backend.
+
+`READER` (at the end) serves the console's offline agent (core.llm.offline_agent) instead: it reads what a
+customer types (emails, patient ids, names with a date of birth, appointment and record ids), names the reads
+those call for and the writes a request asks for, and puts records and actions into plain words.
 """
 
 from __future__ import annotations
