@@ -168,10 +168,16 @@ async def test_veto_sends_the_message_to_the_model(console_app: Callable[..., Op
         screen.query_one("#review-reason", Input).value = "ask which card first"
         screen.query_one("#approve").focus()
         await pilot.press("v")
+        # The offline agent tells the customer and asks how to go on; she accepts the gift card, and the plan's
+        # corrected return comes up for review: the session goes on instead of ending in an error.
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.verdict == "ALLOW")
+        await pilot.press("a")
         await wait_for(pilot, ended(app))
-        assert app.live is not None
+        assert app.live is not None and app.live.state.end_reason == "user_stop"
         vetoed = [e for e in app.live.bus.history if e.type == "tool_result" and e.outcome == "vetoed"]
         assert len(vetoed) == 1 and "ask which card first" in vetoed[0].content
+        told = [e.text for e in app.live.bus.history if e.type == "assistant_turn" and e.text]
+        assert any("a supervisor stopped it (ask which card first)" in text for text in told)
 
 
 async def test_step_mode_runs_one_model_call_per_key(console_app: Callable[..., OperatorConsole]) -> None:
