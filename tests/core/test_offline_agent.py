@@ -205,9 +205,10 @@ def typed(*lines: str) -> HumanUser:
     return human
 
 
-async def converse(domain: str, scenario: str, tmp_path: Path, *lines: str,
-                   decision: str = "approve") -> list[dict[str, Any]]:
-    reason, events, _ = await run(domain, scenario, tmp_path, user=typed(*lines, "###STOP###"), decision=decision)
+async def converse(domain: str, scenario: str, tmp_path: Path, *lines: str, decision: str = "approve",
+                   model: ChatModel | None = None) -> list[dict[str, Any]]:
+    reason, events, _ = await run(domain, scenario, tmp_path, user=typed(*lines, "###STOP###"), decision=decision,
+                                  model=model)
     assert reason == "user_stop"
     return events
 
@@ -307,3 +308,28 @@ async def test_a_scripted_user_still_gets_the_plan_without_a_script_to_compare(t
                                    {"role": "user", "content": "more"}], [])
     assert (first.text, second.text) == ("Hello.", "Bye.")
     assert isinstance(ScriptedUser(["x"]), UserProxy)
+
+
+async def test_without_a_plan_the_agent_works_from_typed_text_alone(tmp_path: Path) -> None:
+    """Free chat offline: no scenario plan at all, only the domain's reader."""
+    agent = OfflineAgent([], reader=load_offline_reader("telehealth"))
+    events = await converse("telehealth", "schedule-after-checking", tmp_path, "I'm marcus.feld@example.org",
+                            "show me REC003", model=agent)
+    assert reads(events) == [("find_patient_by_email", {"email": "marcus.feld@example.org"}),
+                             ("get_patient_details", {"patient_id": "marcus_feld_7702"}),
+                             ("get_medical_record", {"record_id": "REC003"})]
+    assert agent_text(events)[1] == ("Record REC003 (2025-04-22, Samir Haddad, MD) prescribes: Atorvastatin, "
+                                     "Warfarin. What would you like me to do?")
+
+
+async def test_a_typed_conversation_is_deterministic(tmp_path: Path) -> None:
+    lines = ("Hi, this is 555-210-3001", "add 2 GB to 555-210-3002", "yes", "hmm")
+    first = await run("telecom", "refuel-over-cap", tmp_path / "a", user=typed(*lines, "###STOP###"))
+    second = await run("telecom", "refuel-over-cap", tmp_path / "b", user=typed(*lines, "###STOP###"))
+    assert first[2] == second[2]
+    # a typed request gets gate feedback like any call: REVISE names the plan read, the agent reads and retries
+    assert [e["verdict"] for e in first[1] if e["type"] == "gate_decision"] == ["REVISE", "ALLOW"]
+    assert reads(first[1])[4:7] == [
+        ("refuel_data", {"customer_id": "C2001", "gb_amount": 2.0, "line_id": "L2002"}),
+        ("get_details_by_id", {"id": "P2001"}),
+        ("refuel_data", {"customer_id": "C2001", "gb_amount": 2.0, "line_id": "L2002"})]
