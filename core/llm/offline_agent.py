@@ -13,9 +13,10 @@ default run is exactly the scripted demo, byte for byte) but reads every tool re
     how to go on; the plan resumes after its own answer to that write (the plan's next `say`), so an
     accepting customer gets the plan's corrected call;
   * REVISE from the gate naming reads (`name(key=value)`): it makes those reads and proposes the same call
-    again (at most MAX_RETRIES times), then carries on with the plan;
-  * BLOCK, a REVISE it cannot act on, an operator-edited call that was refused, a tool error: it tells the
-    customer plainly and asks how to go on (plan resumes as after a veto);
+    again, with an operator's edited arguments if there were any (at most MAX_RETRIES times); when that runs
+    unedited the plan goes on;
+  * BLOCK, a REVISE it cannot act on, a tool error: it tells the customer plainly, in the gate's or the tool's
+    own reasons, and asks how to go on (the plan resumes as after a veto);
   * the write ran although the plan expected a refusal (a force-allow), or ran with arguments a supervisor
     edited: it reads the record back (the domain's `verify` reads) and tells the customer what the tools now
     show. The rest of the plan assumed a different world, so it is dropped; from then on the agent answers
