@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from core.gate import GateDecision
+from core.strict_json import printable
 from core.tools import ToolCall
 
 
@@ -20,6 +21,15 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
     seq: int = 0
     step: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _printable_text(cls, data: Any) -> Any:
+        """Text fields as UTF-8-encodable text: a lone surrogate from a model or user simulator is kept
+        escaped (`\\udc80`) instead of making the trace writer raise and abort the session."""
+        if isinstance(data, dict):
+            return {key: printable(value) if isinstance(value, str) else value for key, value in data.items()}
+        return data
 
 
 class CallInfo(BaseModel):
@@ -33,6 +43,7 @@ class CallInfo(BaseModel):
 
     @classmethod
     def of(cls, call: ToolCall) -> CallInfo:
+        call = call.hardened()  # exactly what was asked, as text JSON can hold (no NaN written as null)
         return cls(id=call.id, name=call.name, arguments=dict(call.arguments),
                    raw_arguments=call.raw_arguments if call.parse_error else None,
                    parse_error=call.parse_error, requestor=str(call.requestor))

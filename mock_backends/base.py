@@ -124,8 +124,9 @@ class SQLiteToolBackend:
 
     @classmethod
     async def attach(cls: type[B], path: Path | str) -> B:
-        """Open an existing database file, e.g. a session copy made with `store.backup_to`."""
-        return cls(await DocumentStore.open(path, cls.collections))
+        """Open an existing database file, e.g. a session copy made with `store.backup_to`. Its integrity
+        and schema are checked first: a damaged or foreign file raises `StoreError`, nothing is written."""
+        return cls(await DocumentStore.open(path, cls.collections, existing=True))
 
     # ----------------------------------------------------------------------------------- dispatch
 
