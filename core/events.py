@@ -218,9 +218,10 @@ class EventBus:
     and the console subscriber only posts a message (thread-safe, non-blocking).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_history: bool = True) -> None:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
+        self._keep = keep_history  # False for long runs (check): memory stays flat, subscribers still see all
         self.history: list[Any] = []
 
     def subscribe(self, subscriber: Subscriber) -> None:
@@ -232,7 +233,8 @@ class EventBus:
     def emit(self, event: _Event) -> Any:
         self._seq += 1
         numbered = event.model_copy(update={"seq": self._seq})
-        self.history.append(numbered)
+        if self._keep:
+            self.history.append(numbered)
         for subscriber in list(self._subscribers):
             subscriber(numbered)
         return numbered

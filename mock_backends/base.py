@@ -240,6 +240,10 @@ class SQLiteToolBackend:
     async def restore(self, snapshot: Snapshot) -> None:
         await self.store.restore(snapshot)
 
+    async def discard_history(self) -> None:
+        """Forget the undo log (and every snapshot): for long runs that never go back, such as `check`."""
+        await self.store.discard_history()
+
     async def close(self) -> None:
         await self.store.close()
 
