@@ -15,7 +15,7 @@ from rich.table import Table
 
 from console.check_report import check_text_file, run_check
 from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
-from console.cli_errors import non_negative_int, positive_float, positive_int, print_error, run_handler
+from console.cli_errors import OneLineParser, non_negative_int, positive_float, positive_int, print_error, run_handler
 from console.eval_cli import register as register_eval
 from console.serve import register as register_serve
 from console.storage import claim_session_folder
@@ -221,7 +221,7 @@ def _default_operator() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ledgeragent", description=__doc__)
+    parser = OneLineParser(prog="ledgeragent", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="the operator console (the default command)")

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -79,6 +79,14 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`error: ledgeragent run: argument --retries: ...`), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print_error(f"{self.prog}: {message} (see {self.prog} --help)")
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def write_crash_log(exc: BaseException, argv: Sequence[str]) -> Path:

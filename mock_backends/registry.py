@@ -76,7 +76,7 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
         try:
             return await cls.attach(db_path)
         except StoreError as exc:
-            raise BackendSourceError(f"{exc} (a {domain} session database was expected)") from exc
+            raise BackendSourceError(f"{source}: {exc.reason} (a {domain} session database was expected)") from exc
     try:
         data = cls.read_source(source)
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, OSError) as exc:

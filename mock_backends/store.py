@@ -78,7 +78,12 @@ def _extract(path: str, ignore_case: bool = False) -> str:
 
 
 class StoreError(ValueError):
-    """A database file that cannot be used: not SQLite, damaged, or not this domain's. One-line message."""
+    """A database file that cannot be used: not SQLite, damaged, or not this domain's. One-line message;
+    `reason` is the message without the file's path (a caller that copied the file names the original)."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -169,22 +174,21 @@ async def _check_existing(db: aiosqlite.Connection, path: Path | str, specs: Seq
     try:
         rows = list(await db.execute_fetchall("PRAGMA integrity_check"))
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a usable SQLite database ({exc})") from exc
+        raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
     verdict = "; ".join(str(row[0]) for row in rows[:3])
     if verdict != "ok":
-        raise StoreError(f"{path}: the database is damaged (integrity check: {verdict})")
+        raise StoreError(path, f"the database is damaged (integrity check: {verdict})")
     tables = {str(name) for (name,) in await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [spec.name for spec in specs if spec.name not in tables]
     if missing:
         what = "an empty database" if not tables else f"tables {', '.join(sorted(tables)[:6])}"
-        raise StoreError(f"{path}: not a database of this domain (it has {what}; missing "
-                         f"{', '.join(missing)})")
+        raise StoreError(path, f"not a database of this domain (it has {what}; missing {', '.join(missing)})")
     for spec in specs:
         columns = tuple(str(row[1]) for row in await db.execute_fetchall(f'PRAGMA table_info("{spec.name}")'))
         if columns != _COLUMNS:
-            raise StoreError(f"{path}: table {spec.name} has columns {', '.join(columns)}, expected "
-                             f"{', '.join(_COLUMNS)}")
+            raise StoreError(path, f"table {spec.name} has columns {', '.join(columns)}, expected "
+                                   f"{', '.join(_COLUMNS)}")
 
 
 async def _drop_legacy_indexes(db: aiosqlite.Connection) -> None:
@@ -271,7 +275,7 @@ class DocumentStore:
             await db.executescript("BEGIN;\n" + ";\n".join(script) + ";\nCOMMIT;")
         except sqlite3.DatabaseError as exc:
             await db.close()
-            raise StoreError(f"{path}: not a usable SQLite database ({exc})") from exc
+            raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
         except BaseException:
             await db.close()
             raise
