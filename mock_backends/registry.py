@@ -84,5 +84,5 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
     try:
         # `create` normalises the raw data through the domain's models exactly once.
         return await cls.create(db_path, data)
-    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+    except (ValidationError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BackendSourceError(f"{source}: not a tau2 {domain} database: {str(exc).splitlines()[0]}") from exc

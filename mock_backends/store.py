@@ -61,7 +61,9 @@ def _lower(value: object) -> object:
 
 
 def _encode(doc: Mapping[str, JSON]) -> str:
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    # allow_nan=False: a document never holds NaN/Infinity (newer SQLite would store and index it; the
+    # caller gets a ValueError, which a tool call reports as a tool error and `--db` as a bad source).
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _quote_path(path: str) -> str:

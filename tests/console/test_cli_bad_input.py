@@ -199,3 +199,18 @@ def test_a_session_db_opens_in_the_stock_sqlite_tooling(home: Path) -> None:
         assert plain.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert plain.execute("SELECT count(*) FROM users WHERE lower(replace(json_extract(doc, '$.email'), "
                              "char(8490), 'k')) LIKE '%@%'").fetchone()[0] > 0
+
+
+def test_a_db_json_holding_nan_is_refused(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mock_backends.retail import load_seed
+
+    data = load_seed()
+    product = next(iter(data["products"].values()))
+    variant = next(iter(product["variants"].values()))
+    variant["price"] = float("nan")
+    source = tmp_path / "db.json"
+    source.write_text(json.dumps(data), encoding="utf-8")  # Python writes NaN; strict JSON would not
+    path = trajectory(tmp_path, OK_LINE + "\n")
+    assert main(["check", str(path), "--db", str(source)]) == 2
+    assert "Out of range float values are not JSON compliant" in one_error_line(capsys.readouterr().err)
+    assert sessions(home) == []
