@@ -22,9 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-from core.strict_json import value_problem
 from core.tools import ToolBackend, ToolError, ToolKind, ToolSpec
-from mock_backends.store import JSON, Collection, DocumentStore, Snapshot, Transaction
+from mock_backends.store import JSON, Collection, DocumentStore, NonFiniteNumber, Snapshot, Transaction
 
 ToolMethod = Callable[..., Awaitable[JSON]]
 F = TypeVar("F", bound=ToolMethod)
@@ -180,9 +179,6 @@ class SQLiteToolBackend:
         return tx
 
     def _check_arguments(self, entry: ToolEntry, arguments: Mapping[str, Any]) -> None:
-        unfit = value_problem(dict(arguments))
-        if unfit is not None:  # NaN, a lone surrogate, deep nesting: never handed to SQLite or a tool
-            raise ToolError(f"{entry.name}: invalid value: {unfit}")
         problems = [f"unexpected argument '{name}'" for name in arguments if name not in entry.parameters]
         problems += [f"missing required argument '{name}'" for name in entry.parameters
                      if name in entry.required and name not in arguments]
@@ -217,10 +213,12 @@ class SQLiteToolBackend:
                 return await method(**kwargs)
         except ToolError:
             raise
+        except NonFiniteNumber as exc:
+            raise ToolError(f"{name} could not be completed: {exc}; nothing was changed") from exc
         except (sqlite3.Error, UnicodeError, RecursionError) as exc:
             # The storage layer's words ("malformed JSON", a codec error) mean nothing to the model or the
             # operator: say what happened in the tool's terms. A write changed nothing (its transaction
-            # rolled back).
+            # rolled back). The domain's own checks run first, so their messages win where they exist.
             raise ToolError(f"{name} could not be completed: the request holds data the database cannot "
                             f"store; nothing was changed") from exc
         except Exception as exc:

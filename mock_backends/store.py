@@ -63,7 +63,14 @@ def _lower(value: object) -> object:
 def _encode(doc: Mapping[str, JSON]) -> str:
     # allow_nan=False: a document never holds NaN/Infinity (newer SQLite would store and index it; the
     # caller gets a ValueError, which a tool call reports as a tool error and `--db` as a bad source).
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise NonFiniteNumber("a number is not finite (NaN or Infinity) and cannot be stored") from None
+
+
+class NonFiniteNumber(ValueError):
+    """A document holding NaN or Infinity: refused before it reaches SQLite."""
 
 
 def _quote_path(path: str) -> str:

@@ -212,5 +212,5 @@ def test_a_db_json_holding_nan_is_refused(home: Path, tmp_path: Path, capsys: py
     source.write_text(json.dumps(data), encoding="utf-8")  # Python writes NaN; strict JSON would not
     path = trajectory(tmp_path, OK_LINE + "\n")
     assert main(["check", str(path), "--db", str(source)]) == 2
-    assert "Out of range float values are not JSON compliant" in one_error_line(capsys.readouterr().err)
+    assert "a number is not finite (NaN or Infinity) and cannot be stored" in one_error_line(capsys.readouterr().err)
     assert sessions(home) == []

@@ -107,8 +107,11 @@ async def test_backend_speaks_the_tools_words_not_sqlites(telecom: tuple[Checker
 
     with pytest.raises(ToolError) as caught:
         await backend.call("refuel_data", {"customer_id": "C2001", "line_id": "L2002", "gb_amount": math.nan})
-    assert caught.value.message.startswith("refuel_data: invalid value: nan is not a finite number")
-    assert "malformed JSON" not in caught.value.message and "codec" not in caught.value.message
+    assert caught.value.message == ("refuel_data could not be completed: a number is not finite (NaN or "
+                                    "Infinity) and cannot be stored; nothing was changed")
+    with pytest.raises(ToolError) as caught:
+        await backend.call("get_details_by_id", {"id": "L2002\udc80"})
+    assert "codec" not in caught.value.message and "surrogate" not in caught.value.message
 
 
 def _numeric_parameters(schema: Any, prefix: str = "") -> Iterator[str]:

@@ -6,8 +6,8 @@ kill the file must pass `PRAGMA integrity_check` on a plain `sqlite3` connection
 registered) and reopen through the backend, which runs its own integrity and schema check. With the old
 `journal_mode=MEMORY, synchronous=OFF`, 331 kills gave one corrupted index.
 
-Bounded in time: the child is forked (no interpreter start-up per kill) and the kills stop after
-`MAX_SECONDS` (the test then still needs `MIN_KILLS`).
+Bounded in time: the child is forked (no interpreter start-up per kill), signals once it has written, and
+is killed 0-30 ms later; the kills stop after `MAX_SECONDS` (the test then still needs `MIN_KILLS`).
 """
 
 from __future__ import annotations
@@ -27,28 +27,12 @@ import pytest
 
 from mock_backends.registry import open_backend
 from mock_backends.retail import RetailBackend
+from support.crash_writer import USER, write_forever
 
 MIN_KILLS = int(os.environ.get("CRASH_KILLS", "200"))
 MAX_SECONDS = 240.0
-USER = "mia_garcia_4821"
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs fork and SIGKILL")
-
-
-def _writer(path: str, seed: int) -> None:
-    async def loop() -> None:
-        backend = await RetailBackend.attach(path)
-        rng = random.Random(seed)
-        n = 0
-        while True:
-            n += 1
-            await backend.call("modify_user_address", {
-                "user_id": USER, "address1": f"{n} Main St", "address2": "x" * rng.randint(0, 3000),
-                "city": "Springfield", "state": "IL", "country": "USA", "zip": f"{rng.randint(10000, 99999)}"})
-            await backend.call("find_user_id_by_name_zip", {"first_name": "Mia", "last_name": "Garcia",
-                                                            "zip": "00000"})
-
-    asyncio.run(loop())
 
 
 def _check_plain(path: Path) -> str:
@@ -82,15 +66,17 @@ def test_a_writer_killed_at_random_points_never_corrupts_the_database(tmp_path: 
 
     asyncio.run(create())
     original = _check_plain(path)
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("fork")  # no interpreter start-up per kill
     rng = random.Random(11)
     kills = 0
     zips = {original}
     started = time.monotonic()
     while kills < MIN_KILLS and time.monotonic() - started < MAX_SECONDS:
-        child = ctx.Process(target=_writer, args=(str(path), kills), daemon=True)
+        writing = ctx.Event()
+        child = ctx.Process(target=write_forever, args=(str(path), kills, writing), daemon=True)
         child.start()
-        time.sleep(rng.uniform(0.002, 0.06))
+        assert writing.wait(60), f"the writer never wrote (kill {kills}, exit {child.exitcode})"
+        time.sleep(rng.uniform(0.0, 0.03))
         assert child.pid is not None
         os.kill(child.pid, signal.SIGKILL)
         child.join(10)
