@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo demo-headless serve test lint typecheck unit bench clean
+.PHONY: demo demo-headless serve test lint typecheck unit fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	@$(BIN)/python -m pytest -n auto -q -rs
+
+## The property test of the call path (tests/test_properties.py), thousands of examples per domain instead of
+## the dozen `make test` runs. Takes tens of minutes; HYPOTHESIS_PROFILE=fuzz selects the long profile.
+fuzz: $(STAMP)
+	@HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_properties.py -q -p no:cacheprovider
 
 ## Speed figures named in the issues, printed as a table.
 bench: $(STAMP)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.airline import run_airline
+from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, RetailData, build_ledger, load_retail_data
 from benchmarks.evaluation import bench_evaluation
@@ -50,6 +51,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--db", type=Path, metavar="PATH", default=TAU2_DB,
                         help="tau2 retail db.json to use (default: %(default)s; a synthetic DB of the same "
                              "size is used when it does not exist)")
+    parser.add_argument("--check-calls", type=int, default=CALLS, metavar="N",
+                        help="calls in the generated trajectory for check's memory rows (default: %(default)s)")
     return parser.parse_args(argv)
 
 
@@ -58,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     data = load_retail_data(args.db)
     results = run_all(data) + run_airline() + bench_serve()  # + airline rows (issue 3), browser rows (issue 7)
+    results += bench_check_memory(args.check_calls)  # check's peak RSS over 600k calls (issue 11)
     env = environment(data.label) | {"wall_seconds": round(time.perf_counter() - started, 1)}
     print_report(results, env)
     if args.json is not None:

@@ -74,8 +74,9 @@ async def measure_write(backend: RetailBackend, data: RetailData, *, repeat: int
 
     samples = await time_async(write, repeat=repeat, warmup=warmup, setup=reset)
     await backend.restore(snapshot)
-    return summarise("write_tool_call", f"write tool call: {call.name} [{data.label}]", samples,
-                     note="restored (untimed) after every sample")
+    return summarise("write_tool_call", f"write tool call: {call.name} [{data.label}]", samples, target_ns=1 * MS,
+                     note="crash-safe journal (WAL, synchronous=NORMAL); 0.22 ms with the old "
+                          "journal_mode=MEMORY, synchronous=OFF; restored (untimed) after every sample")
 
 
 def bench_tools(data: RetailData, *, repeat: int = 1000, warmup: int = 50, write_repeat: int = 200,

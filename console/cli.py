@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -15,19 +13,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from console.check_report import check_text_file, run_check
+from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
+from console.cli_errors import OneLineParser, non_negative_int, positive_float, positive_int, print_error, run_handler
 from console.eval_cli import register as register_eval
 from console.serve import register as register_serve
-from console.storage import new_session_dir
+from console.storage import claim_session_folder
 from console.textview import VERDICT_STYLE, TranscriptPrinter
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
-from core.replay import Checker, parse_trajectory
+from core.replay import Checker
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
 from domains.registry import DOMAINS, UnknownDomain, load_domain, load_offline_reader
+from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import BackendSourceError, open_backend
 
 AGENTS = {
@@ -37,12 +39,7 @@ AGENTS = {
 }
 
 
-class CliError(Exception):
-    """A problem with the user's input: printed on stderr without a traceback, exit status 2."""
-
-
-def _err(message: str) -> None:
-    Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(message)}")
+_err = print_error
 
 
 def _domain(name: str) -> Domain:
@@ -70,6 +67,13 @@ def _scenario(domain: Domain, name: str) -> Scenario:
     return scenario
 
 
+async def _open_backend(domain: Domain, db_path: Path, source: str | None) -> SQLiteToolBackend:
+    try:
+        return await open_backend(domain.name, db_path, source=Path(source) if source else None)
+    except BackendSourceError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
     if args.model is None:
         return scenario.build_model(load_offline_reader(scenario.domain))
@@ -89,24 +93,23 @@ async def cmd_run(args: argparse.Namespace) -> int:
             raise CliError(f"unknown predicate(s): {', '.join(unknown)}")
         config = AgentConfig(ledger=config.ledger, gate=config.gate,
                              disabled_predicates=frozenset(args.disable_predicate))
-    folder = Path(args.out) if args.out else new_session_dir(domain.name, scenario.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        backend = await open_backend(domain.name, folder / "db.sqlite", source=Path(args.db) if args.db else None)
-    except BackendSourceError as exc:
-        raise CliError(str(exc)) from exc
-    bus = EventBus()
-    session = Session(domain=domain, backend=backend, model=_model(args, scenario), user=scenario.build_user(),
-                      config=config, trace_path=folder / "trace.jsonl", bus=bus, scenario=scenario.name,
-                      max_steps=args.max_steps)
-    if args.json:
-        bus.subscribe(lambda event: print(event.model_dump_json(), flush=True))
-    else:
-        bus.subscribe(TranscriptPrinter())
-    try:
-        result = await session.run()
-    finally:
-        await backend.close()
+    model = _model(args, scenario)  # before anything is opened: a bad model setting leaves nothing behind
+    with claim_session_folder(args.out, domain.name, scenario.name) as claimed:
+        folder = claimed.path
+        backend = await _open_backend(domain, folder / "db.sqlite", args.db)
+        try:
+            bus = EventBus()
+            session = Session(domain=domain, backend=backend, model=model, user=scenario.build_user(),
+                              config=config, trace_path=folder / "trace.jsonl", bus=bus, scenario=scenario.name,
+                              max_steps=args.max_steps)
+            claimed.started()
+            if args.json:
+                bus.subscribe(lambda event: print(event.model_dump_json(), flush=True))
+            else:
+                bus.subscribe(TranscriptPrinter())
+            result = await session.run()
+        finally:
+            await backend.close()
     verdicts = [e.verdict for e in bus.history if isinstance(e, GateDecided)]
     problems = []
     if scenario.expect.verdicts is not None and args.agent == "ledger" and verdicts != scenario.expect.verdicts:
@@ -125,42 +128,15 @@ async def cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.trajectory)
     if not path.is_file():
         raise CliError(f"no such trajectory file: {path}")
-    trajectory = parse_trajectory(path.read_text(encoding="utf-8"))
-    for problem in trajectory.problems:
-        _err(f"{path}:{problem.line}: {problem.message} (line skipped)")
-    folder = Path(args.out) if args.out else new_session_dir(domain.name, f"check-{path.stem}")
-    try:
-        backend = await open_backend(domain.name, folder / "db.sqlite", source=Path(args.db) if args.db else None)
-    except BackendSourceError as exc:
-        raise CliError(str(exc)) from exc
-    try:
-        checker = Checker(domain, backend)
-        results = []
-        table = Table("#", "line", "tool", "kind", "verdict", "rules", "reason", "expect", box=None)
-        for call in trajectory.calls:
-            result = await checker.check(call)
-            results.append(result)
-            if args.json:
-                print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
-            elif result.kind == "write" or result.verdict != "ALLOW" or args.all:
-                met = "" if result.met is None else ("[green]✓[/]" if result.met else f"[red]✗ {result.expect}[/]")
-                style = VERDICT_STYLE.get(result.verdict, "")
-                table.add_row(str(result.index), str(result.line), result.name, result.kind,
-                              f"[{style}]{result.verdict}[/]", escape(", ".join(result.predicates)),
-                              escape(result.reason[:300]), met)
-    finally:
-        await backend.close()
-    failed = [r for r in results if r.met is False]
-    if not args.json:
-        console = Console(highlight=False)
-        console.print(table)
-        writes = [r for r in results if r.kind == "write"]
-        console.print(f"{len(results)} calls, {len(writes)} writes: "
-                      + ", ".join(f"{v} {sum(r.verdict == v for r in writes)}" for v in VERDICT_STYLE)
-                      + f"; {len(failed)} expectation(s) failed, {len(trajectory.problems)} broken line(s)")
-    for r in failed:
-        _err(f"{path}:{r.line}: {r.name} expected {r.expect}, got {r.verdict} {r.reason}")
-    return 1 if failed or trajectory.problems else 0
+    check_text_file(path)
+    with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
+        backend = await _open_backend(domain, folder.path / "db.sqlite", args.db)
+        folder.started()
+        try:
+            report = await run_check(path, Checker(domain, backend), json_lines=args.json, show_all=args.all)
+        finally:
+            await backend.close()
+    return report.exit_code
 
 
 def cmd_predicates(args: argparse.Namespace) -> int:
@@ -245,7 +221,7 @@ def _default_operator() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ledgeragent", description=__doc__)
+    parser = OneLineParser(prog="ledgeragent", description=__doc__)
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="the operator console (the default command)")
@@ -261,9 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--disable-predicate", action="append", default=[], metavar="ID")
     run.add_argument("--model", help="use a real model through an OpenAI-compatible endpoint instead of the script")
     run.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
-    run.add_argument("--timeout", type=float, default=60.0)
-    run.add_argument("--retries", type=int, default=3)
-    run.add_argument("--max-steps", type=int, default=60)
+    run.add_argument("--timeout", type=positive_float, default=60.0)
+    run.add_argument("--retries", type=non_negative_int, default=3)
+    run.add_argument("--max-steps", type=positive_int, default=60)
     run.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file (default: seed data)")
     run.add_argument("--out", help="session folder (default: a new folder under the user data dir)")
     run.set_defaults(handler=cmd_run)
@@ -298,15 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = ["console", *argv]  # `ledgeragent` alone opens the console
     args = parser.parse_args(argv)
     handler: Any = args.handler
-    try:
-        if inspect.iscoroutinefunction(handler):
-            return int(asyncio.run(handler(args)))
-        return int(handler(args))
-    except CliError as exc:
-        _err(str(exc))
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_handler(handler, args, argv)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from core.gate import GateDecision
+from core.strict_json import printable
 from core.tools import ToolCall
 
 
@@ -20,6 +21,15 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
     seq: int = 0
     step: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _printable_text(cls, data: Any) -> Any:
+        """Text fields as UTF-8-encodable text: a lone surrogate from a model or user simulator is kept
+        escaped (`\\udc80`) instead of making the trace writer raise and abort the session."""
+        if isinstance(data, dict):
+            return {key: printable(value) if isinstance(value, str) else value for key, value in data.items()}
+        return data
 
 
 class CallInfo(BaseModel):
@@ -33,6 +43,7 @@ class CallInfo(BaseModel):
 
     @classmethod
     def of(cls, call: ToolCall) -> CallInfo:
+        call = call.hardened()  # exactly what was asked, as text JSON can hold (no NaN written as null)
         return cls(id=call.id, name=call.name, arguments=dict(call.arguments),
                    raw_arguments=call.raw_arguments if call.parse_error else None,
                    parse_error=call.parse_error, requestor=str(call.requestor))
@@ -207,9 +218,10 @@ class EventBus:
     and the console subscriber only posts a message (thread-safe, non-blocking).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_history: bool = True) -> None:
         self._subscribers: list[Subscriber] = []
         self._seq = 0
+        self._keep = keep_history  # False for long runs (check): memory stays flat, subscribers still see all
         self.history: list[Any] = []
 
     def subscribe(self, subscriber: Subscriber) -> None:
@@ -221,7 +233,8 @@ class EventBus:
     def emit(self, event: _Event) -> Any:
         self._seq += 1
         numbered = event.model_copy(update={"seq": self._seq})
-        self.history.append(numbered)
+        if self._keep:
+            self.history.append(numbered)
         for subscriber in list(self._subscribers):
             subscriber(numbered)
         return numbered

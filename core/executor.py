@@ -35,6 +35,7 @@ from core.events import (
 )
 from core.gate import GateDecision, PolicyGate, Verdict
 from core.ledger import Ledger
+from core.strict_json import value_problem
 from core.supervisor import Autopilot, Decision, Supervisor
 from core.tools import (
     Requestor,
@@ -95,6 +96,7 @@ class CallExecutor:
         self.clock = clock
 
     async def execute(self, call: ToolCall, step: int) -> CallOutcome:
+        call = call.hardened()  # NaN, a lone surrogate or deep nesting: refused below as unparseable
         spec = self.domain.tool(call.name)
         if call.parse_error is not None:
             return self._refuse(call, step, None, "invalid", f"Error: {call.parse_error}. The call was not executed;"
@@ -113,15 +115,20 @@ class CallExecutor:
         for _ in range(MAX_EDITS):
             decision = self._judge(call, step)
             resolution = await self.supervisor.review(call, decision)
+            unfit = None if resolution.arguments is None else value_problem(dict(resolution.arguments))
             if resolution.is_human:
                 self.bus.emit(SupervisorDecided(
                     step=step, call=CallInfo.of(call),
                     gate_verdict=None if decision is None else decision.verdict.value,
                     decision=resolution.decision.value, who=resolution.who, when=self.clock(),
                     reason=resolution.reason,
-                    edited_arguments=None if resolution.arguments is None else dict(resolution.arguments)))
+                    edited_arguments=None if resolution.arguments is None or unfit is not None
+                    else dict(resolution.arguments)))
             if resolution.decision is Decision.EDIT:
                 assert resolution.arguments is not None
+                if unfit is not None:
+                    return self._refuse(call, step, ToolKind.WRITE, "invalid",
+                                        f"Error: invalid arguments for {call.name}: invalid value: {unfit}")
                 edited = replace(call, arguments=dict(resolution.arguments), raw_arguments=None, parse_error=None)
                 spec = self.domain.tool(call.name)
                 assert spec is not None

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.ledger import LedgerReader, PathMap
+from core.strict_json import value_problem
 from core.tools import ToolCall
 
 JSON = Any
@@ -210,6 +211,13 @@ class GateDecision:
 def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateContext,
              path_map: PathMap | None) -> PredicateResult:
     view = LedgerView(reader)
+    unfit = value_problem(call.arguments)
+    if unfit is not None:
+        # Structural, so no rule can be bypassed by a value its comparisons cannot order: `NaN > cap` and
+        # `NaN <= 0` are both False. The executor refuses such calls first; re-gating and direct callers
+        # of the gate land here, and fail closed.
+        return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, f"the arguments are not valid: {unfit}; "
+                               "failing closed", (), pred.policy)
     try:
         outcome = pred.check(call, view, ctx)
     except EvidenceUnavailable as missing:

@@ -12,10 +12,11 @@ call, as in a session.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from core import strict_json
 from core.domain import Domain
 from core.events import EventBus
 from core.executor import CallExecutor, sync_environment
@@ -24,6 +25,7 @@ from core.ledger import Ledger
 from core.tools import Requestor, ToolBackend, ToolCall
 
 VERDICTS = ("ALLOW", "REVISE", "BLOCK", "ERROR")
+TRIM_EVERY = 1000
 REQUESTORS = tuple(r.value for r in Requestor)
 
 
@@ -78,39 +80,51 @@ def parse_trajectory(text: str) -> Trajectory:
     """Parse JSONL lines `{"name", "arguments", "expect"?, "requestor"?, "note"?}`; a broken line becomes a
     problem, not an abort."""
     trajectory = Trajectory()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for item in iter_trajectory(text.splitlines()):
+        if isinstance(item, TrajectoryProblem):
+            trajectory.problems.append(item)
+        else:
+            trajectory.calls.append(item)
+    return trajectory
+
+
+def iter_trajectory(lines: Iterable[str]) -> Iterator[TrajectoryCall | TrajectoryProblem]:
+    """Each line's call, or the problem that makes it unusable, one at a time: a 50 MB file is checked in
+    bounded memory. Lines are strict JSON (`core.strict_json`): NaN, Infinity, lone surrogates and nesting
+    deeper than 64 levels are line problems, never values a predicate could see."""
+    index = 0
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            trajectory.problems.append(TrajectoryProblem(number, f"not valid JSON ({exc.msg}, column {exc.colno})"))
-            continue
-        if not isinstance(item, dict):
-            trajectory.problems.append(TrajectoryProblem(number, "each line must be a JSON object"))
-            continue
-        name, arguments, expect = item.get("name"), item.get("arguments", {}), item.get("expect")
-        requestor = item.get("requestor", "assistant")
-        if not isinstance(name, str) or not name:
-            trajectory.problems.append(TrajectoryProblem(number, "missing string field 'name'"))
-            continue
-        if not isinstance(arguments, dict):
-            trajectory.problems.append(TrajectoryProblem(number, "'arguments' must be a JSON object"))
-            continue
-        if expect is not None and expect not in VERDICTS:
-            trajectory.problems.append(
-                TrajectoryProblem(number, f"'expect' must be one of {', '.join(VERDICTS)}, got {expect!r}"))
-            continue
-        if requestor not in REQUESTORS:
-            trajectory.problems.append(
-                TrajectoryProblem(number, f"'requestor' must be one of {', '.join(REQUESTORS)}, got {requestor!r}"))
-            continue
-        unknown = sorted(set(item) - {"name", "arguments", "expect", "note", "requestor"})
-        if unknown:
-            trajectory.problems.append(TrajectoryProblem(number, f"unknown field(s): {', '.join(unknown)}"))
-            continue
-        trajectory.calls.append(TrajectoryCall(len(trajectory.calls), number, name, arguments, expect, requestor))
-    return trajectory
+        problem, call = _parse_line(raw, number, index)
+        if call is not None:
+            index += 1
+            yield call
+        else:
+            yield TrajectoryProblem(number, problem)
+
+
+def _parse_line(raw: str, number: int, index: int) -> tuple[str, TrajectoryCall | None]:
+    try:
+        item = strict_json.loads(raw)
+    except strict_json.StrictJSONError as exc:
+        return exc.message, None
+    if not isinstance(item, dict):
+        return "each line must be a JSON object", None
+    name, arguments, expect = item.get("name"), item.get("arguments", {}), item.get("expect")
+    requestor = item.get("requestor", "assistant")
+    if not isinstance(name, str) or not name:
+        return "missing string field 'name'", None
+    if not isinstance(arguments, dict):
+        return "'arguments' must be a JSON object", None
+    if expect is not None and expect not in VERDICTS:
+        return f"'expect' must be one of {', '.join(VERDICTS)}, got {expect!r}", None
+    if requestor not in REQUESTORS:
+        return f"'requestor' must be one of {', '.join(REQUESTORS)}, got {requestor!r}", None
+    unknown = sorted(set(item) - {"name", "arguments", "expect", "note", "requestor"})
+    if unknown:
+        return f"unknown field(s): {', '.join(unknown)}", None
+    return "", TrajectoryCall(index, number, name, arguments, expect, requestor)
 
 
 class Checker:
@@ -120,11 +134,12 @@ class Checker:
                  disabled: frozenset[str] = frozenset()) -> None:
         self.domain = domain
         self.backend = backend
-        self.bus = bus or EventBus()
+        self.bus = bus or EventBus(keep_history=False)  # a 600k-call file must not keep 600k events
         self.ledger = Ledger(domain.path_map)
         self.gate = PolicyGate(domain.predicates, path_map=domain.path_map, disabled=disabled)
         self.executor = CallExecutor(domain, backend, self.bus, ledger=self.ledger, gate=self.gate)
         self._synced = False
+        self._since_trim = 0
 
     async def check(self, call: TrajectoryCall) -> CheckResult:
         if not self._synced:  # a session syncs once when it starts; so does a replay
@@ -132,6 +147,12 @@ class Checker:
             self._synced = True
         tool_call = ToolCall(f"call_{call.index}", call.name, call.arguments, requestor=Requestor(call.requestor))
         outcome = await self.executor.execute(tool_call, call.index + 1)
+        self._since_trim += 1
+        if self._since_trim >= TRIM_EVERY:  # check never goes back in time: let the backend forget its undo log
+            self._since_trim = 0
+            discard = getattr(self.backend, "discard_history", None)
+            if discard is not None:
+                await discard()
         decision = outcome.decision
         failed = () if decision is None else tuple(r.predicate_id for r in decision.failed)
         if outcome.verdict == "ERROR":

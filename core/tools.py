@@ -7,11 +7,17 @@ argument instead of a stack-trace fragment, and a malformed call never reaches t
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from core.strict_json import StrictJSONError, printable, safe_dumps, value_problem
+from core.strict_json import loads as strict_loads
 
 JSON = Any
 
@@ -45,6 +51,16 @@ class ToolSpec:
     kind: ToolKind
     requestor: Requestor = Requestor.ASSISTANT
 
+    def __post_init__(self) -> None:
+        problems = _schema_problems(self.parameters, self.name)
+        if problems:
+            raise SchemaError("; ".join(problems))
+
+    @property
+    def schema_json(self) -> str:
+        """The parameter schema as canonical text: the key the compiled validator is cached under."""
+        return json.dumps(self.parameters, sort_keys=True)
+
     def openai_schema(self) -> dict[str, Any]:
         return {
             "type": "function",
@@ -74,14 +90,31 @@ class ToolCall:
         if raw.strip() == "":
             return cls(id=call_id, name=name, arguments={}, raw_arguments=raw)
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return cls(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                       parse_error=f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+            value = strict_loads(raw)
+        except StrictJSONError as exc:
+            return cls(id=call_id, name=name, arguments={}, raw_arguments=printable(raw),
+                       parse_error=f"arguments are not valid JSON: {exc.message}")
         if not isinstance(value, dict):
             return cls(id=call_id, name=name, arguments={}, raw_arguments=raw,
                        parse_error=f"arguments must be a JSON object, got {type(value).__name__}")
         return cls(id=call_id, name=name, arguments=value, raw_arguments=raw)
+
+    def hardened(self) -> ToolCall:
+        """This call, or, when its name or arguments hold something no JSON document may hold (NaN, a lone
+        surrogate, nesting too deep), the same call refused as unparseable: arguments empty, the offending
+        input kept as escaped text in `raw_arguments` and the reason in `parse_error`. So the trace records
+        exactly what was asked (not NaN silently written as null), and no predicate ever sees it."""
+        name, call_id = printable(self.name), printable(self.id)
+        if self.parse_error is not None:
+            raw = None if self.raw_arguments is None else printable(self.raw_arguments)
+            if name == self.name and call_id == self.id and raw == self.raw_arguments:
+                return self
+            return replace(self, id=call_id, name=name, raw_arguments=raw)
+        problem = value_problem(self.arguments)
+        if problem is None:
+            return self if name == self.name and call_id == self.id else replace(self, id=call_id, name=name)
+        return replace(self, id=call_id, name=name, arguments={}, raw_arguments=safe_dumps(dict(self.arguments)),
+                       parse_error=f"arguments are not valid JSON: {problem}")
 
     def arguments_json(self) -> str:
         """Canonical argument text: the same call always serialises the same way."""
@@ -108,28 +141,41 @@ class ToolBackend(Protocol):
     async def call(self, name: str, arguments: Mapping[str, Any]) -> JSON: ...
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
+# The keywords the tool schemas may use. A spec with any other keyword is refused when it is built: the
+# validator would enforce it but the messages below would not explain it, and a keyword nobody meant to
+# enforce (a typo such as `"requried"`) must not pass silently.
+SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum",
+                             "description", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                             "minItems", "maxItems", "minLength", "maxLength"})
+_SUBSCHEMA_KEYS = ("items", "additionalProperties")
 
 
-def _type_ok(value: Any, expected: str | list[str]) -> bool:
-    names = [expected] if isinstance(expected, str) else list(expected)
-    for name in names:
-        types = _JSON_TYPES.get(name)
-        if types is None:
-            return True
-        if isinstance(value, bool) and name in ("integer", "number"):
-            continue
-        if isinstance(value, types):
-            return True
-    return False
+class SchemaError(ValueError):
+    """A tool spec whose parameter schema the validator cannot enforce as written."""
+
+
+def _schema_problems(schema: Any, where: str) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return [f"{where}: a schema must be an object, got {type(schema).__name__}"]
+    problems = [f"{where}: unsupported schema keyword {key!r}" for key in schema if key not in SCHEMA_KEYWORDS]
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        problems.append(f"{where}: 'properties' must be an object")
+    else:
+        for name, sub in properties.items():
+            problems += _schema_problems(sub, f"{where}.{name}")
+    for key in _SUBSCHEMA_KEYS:
+        sub = schema.get(key)
+        if isinstance(sub, Mapping):
+            problems += _schema_problems(sub, f"{where}[{key}]")
+    return problems
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Draft202012Validator:
+    schema = json.loads(schema_json)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
 
 
 def _describe(value: Any) -> str:
@@ -140,43 +186,60 @@ def _describe(value: Any) -> str:
     )
 
 
-def _check_value(value: Any, schema: Mapping[str, Any], path: str, errors: list[str]) -> None:
-    expected = schema.get("type")
-    if expected is not None and not _type_ok(value, expected):
+def _path(parts: Iterable[str | int]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)[:60]
+
+
+def _messages(error: ValidationError) -> list[str]:
+    """Today's messages, written for a model to act on, for each jsonschema error."""
+    path = _path(error.absolute_path)
+    prefix = f"{path}." if path else ""
+    instance: Any = error.instance
+    if error.validator == "required":
+        return [f"missing required argument '{prefix}{name}'" for name in error.validator_value
+                if isinstance(instance, dict) and name not in instance]
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        return [f"unexpected argument '{prefix}{name}'" for name in instance if name not in known]
+    if error.validator == "type":
+        expected = error.validator_value
         shown = expected if isinstance(expected, str) else " or ".join(expected)
-        errors.append(f"argument '{path}' must be {shown}, got {_describe(value)} {json.dumps(value)[:60]}")
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"argument '{path}' must be one of {json.dumps(schema['enum'])}, got {json.dumps(value)}")
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            _check_value(item, schema["items"], f"{path}[{index}]", errors)
-    if isinstance(value, dict) and "properties" in schema:
-        _check_object(value, schema, f"{path}.", errors)
+        return [f"argument '{path}' must be {shown}, got {_describe(instance)} {_shown(instance)}"]
+    if error.validator == "enum":
+        return [f"argument '{path}' must be one of {_shown(error.validator_value)}, got {_shown(instance)}"]
+    return [f"argument '{path}': {error.message}"]
 
 
-def _check_object(value: Mapping[str, Any], schema: Mapping[str, Any], prefix: str, errors: list[str]) -> None:
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    for name in schema.get("required", []):
-        if name not in value:
-            errors.append(f"missing required argument '{prefix}{name}'")
-    if schema.get("additionalProperties", True) is False:
-        for name in value:
-            if name not in properties:
-                errors.append(f"unexpected argument '{prefix}{name}'")
-    for name, sub in properties.items():
-        if name in value:
-            _check_value(value[name], sub, f"{prefix}{name}", errors)
+def _order(error: ValidationError) -> tuple[int, tuple[str, ...], int]:
+    # Per object: missing arguments first, then unexpected ones, then each argument's own problems.
+    rank = {"required": 0, "additionalProperties": 1}.get(str(error.validator), 2)
+    return (len(error.absolute_path), tuple(str(p) for p in error.absolute_path), rank)
 
 
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> list[str]:
     """Return every way `arguments` disagrees with the spec's schema (empty list: valid).
 
-    A deliberately small subset of JSON Schema (type, enum, required, properties, items,
-    additionalProperties): exactly what tool schemas use, with messages written for a model to act on.
+    The schema is enforced by `jsonschema` (Draft 2020-12); the messages name the argument so a model can
+    act on them. Values no JSON document may hold (NaN, Infinity, a lone surrogate, nesting deeper than
+    `core.strict_json.MAX_DEPTH`) are refused first: the schema's "number" would accept NaN, and the model,
+    `check`, the edit modal and the agent-seat form all come through here.
     """
+    problem = value_problem(dict(arguments))
+    if problem is not None:
+        return [f"invalid value: {problem}"]
+    validator = _validator(spec.schema_json)
     errors: list[str] = []
-    _check_object(arguments, spec.parameters, "", errors)
+    for error in sorted(validator.iter_errors(dict(arguments)), key=_order):
+        for message in _messages(error):
+            if message not in errors:
+                errors.append(message)
     return errors
 
 

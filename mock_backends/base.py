@@ -14,15 +14,16 @@ import contextlib
 import inspect
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-from core.tools import ToolBackend, ToolError, ToolKind
-from mock_backends.store import JSON, Collection, DocumentStore, Snapshot, Transaction
+from core.tools import ToolBackend, ToolError, ToolKind, ToolSpec
+from mock_backends.store import JSON, Collection, DocumentStore, NonFiniteNumber, Snapshot, Transaction
 
 ToolMethod = Callable[..., Awaitable[JSON]]
 F = TypeVar("F", bound=ToolMethod)
@@ -71,6 +72,28 @@ def _entry(name: str, fn: ToolMethod, kind: ToolKind) -> ToolEntry:
     )
 
 
+def spec_mismatches(specs: Iterable[ToolSpec], tools: Mapping[str, ToolEntry]) -> list[str]:
+    """Every way the specs and the tool methods disagree (empty: they match)."""
+    problems: list[str] = []
+    named = {spec.name: spec for spec in specs}
+    for name, spec in named.items():
+        entry = tools.get(name)
+        if entry is None:
+            problems.append(f"spec {name} has no tool method")
+            continue
+        if entry.kind is not spec.kind:
+            problems.append(f"{name} is a {entry.kind.value} method but a {spec.kind.value} spec")
+        properties = set(spec.parameters.get("properties", {}))
+        if properties != set(entry.parameters):
+            problems.append(f"{name} parameters differ: spec {sorted(properties)}, method {sorted(entry.parameters)}")
+        required = set(spec.parameters.get("required", []))
+        if required != entry.required:
+            problems.append(f"{name} required parameters differ: spec {sorted(required)}, "
+                            f"method {sorted(entry.required)}")
+    problems += [f"tool method {name} has no spec" for name in tools if name not in named]
+    return problems
+
+
 def _message(exc: BaseException) -> str:
     text = str(exc)
     return text if text else type(exc).__name__
@@ -80,6 +103,10 @@ class SQLiteToolBackend:
     """Dispatches tool calls by name to decorated async methods over a `DocumentStore`."""
 
     collections: ClassVar[tuple[Collection, ...]] = ()
+    # The domain's hand-written tool specs (the layer contract and the prompt bytes). A subclass that sets
+    # them is checked when the class is created: every spec has a tool method of the same kind, parameters
+    # and required set, and every tool method has a spec, so specs and backend cannot drift apart.
+    specs: ClassVar[tuple[ToolSpec, ...]] = ()
     _tools: ClassVar[dict[str, ToolEntry]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -91,6 +118,10 @@ class SQLiteToolBackend:
                 if isinstance(kind, ToolKind):
                     tools[name] = _entry(name, attr, kind)
         cls._tools = tools
+        if "specs" in vars(cls):
+            problems = spec_mismatches(cls.specs, tools)
+            if problems:
+                raise TypeError(f"{cls.__name__}: tool specs and tool methods disagree: " + "; ".join(problems))
 
     def __init__(self, store: DocumentStore) -> None:
         self.store = store
@@ -124,8 +155,9 @@ class SQLiteToolBackend:
 
     @classmethod
     async def attach(cls: type[B], path: Path | str) -> B:
-        """Open an existing database file, e.g. a session copy made with `store.backup_to`."""
-        return cls(await DocumentStore.open(path, cls.collections))
+        """Open an existing database file, e.g. a session copy made with `store.backup_to`. Its integrity
+        and schema are checked first: a damaged or foreign file raises `StoreError`, nothing is written."""
+        return cls(await DocumentStore.open(path, cls.collections, existing=True))
 
     # ----------------------------------------------------------------------------------- dispatch
 
@@ -181,6 +213,14 @@ class SQLiteToolBackend:
                 return await method(**kwargs)
         except ToolError:
             raise
+        except NonFiniteNumber as exc:
+            raise ToolError(f"{name} could not be completed: {exc}; nothing was changed") from exc
+        except (sqlite3.Error, UnicodeError, RecursionError) as exc:
+            # The storage layer's words ("malformed JSON", a codec error) mean nothing to the model or the
+            # operator: say what happened in the tool's terms. A write changed nothing (its transaction
+            # rolled back). The domain's own checks run first, so their messages win where they exist.
+            raise ToolError(f"{name} could not be completed: the request holds data the database cannot "
+                            f"store; nothing was changed") from exc
         except Exception as exc:
             raise ToolError(_message(exc)) from exc
 
@@ -197,6 +237,10 @@ class SQLiteToolBackend:
 
     async def restore(self, snapshot: Snapshot) -> None:
         await self.store.restore(snapshot)
+
+    async def discard_history(self) -> None:
+        """Forget the undo log (and every snapshot): for long runs that never go back, such as `check`."""
+        await self.store.discard_history()
 
     async def close(self) -> None:
         await self.store.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mock_backends.base import SQLiteToolBackend
+from mock_backends.store import StoreError
 
 
 class BackendSourceError(ValueError):
@@ -36,6 +37,26 @@ def backend_class(domain: str) -> type[SQLiteToolBackend]:
     return _parts(domain)[0]
 
 
+def _copy_sqlite(source: Path, target: Path) -> None:
+    """Copy with SQLite's backup API, not byte by byte: a source in WAL mode keeps its latest commits in
+    its -wal file, which a plain file copy would miss. The source is opened read-only."""
+    try:
+        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise BackendSourceError(f"{source}: cannot open it as SQLite ({exc})") from exc
+    try:
+        dest = sqlite3.connect(str(target))
+        try:
+            src.backup(dest)
+        finally:
+            dest.close()
+    except sqlite3.DatabaseError as exc:
+        target.unlink(missing_ok=True)
+        raise BackendSourceError(f"{source}: not a usable SQLite database ({exc})") from exc
+    finally:
+        src.close()
+
+
 async def open_backend(domain: str, db_path: Path, source: Path | None = None) -> SQLiteToolBackend:
     """A fresh session database at `db_path`.
 
@@ -51,8 +72,11 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
         raise BackendSourceError(f"no such database file: {source}")
     if source.is_file() and source.suffix in (".sqlite", ".db", ".sqlite3"):
         if source.resolve() != db_path.resolve():
-            shutil.copyfile(source, db_path)
-        return await cls.attach(db_path)
+            _copy_sqlite(source, db_path)
+        try:
+            return await cls.attach(db_path)
+        except StoreError as exc:
+            raise BackendSourceError(f"{source}: {exc.reason} (a {domain} session database was expected)") from exc
     try:
         data = cls.read_source(source)
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, OSError) as exc:
@@ -60,5 +84,5 @@ async def open_backend(domain: str, db_path: Path, source: Path | None = None) -
     try:
         # `create` normalises the raw data through the domain's models exactly once.
         return await cls.create(db_path, data)
-    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+    except (ValidationError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BackendSourceError(f"{source}: not a tau2 {domain} database: {str(exc).splitlines()[0]}") from exc

@@ -10,6 +10,20 @@ roll back) on databases of thousands of documents. Copying the database costs O(
 filled by triggers costs O(changes since the snapshot), so restore stays fast however big the data is.
 The log and its triggers live in the connection's TEMP schema: they never bloat the session file and
 `backup_to` copies only the data.
+
+Why WAL with synchronous=NORMAL: a process killed mid-write (kill -9, a crash, the OOM killer) must leave a
+database that opens, passes `PRAGMA integrity_check` and answers correctly. With the rollback journal in
+memory and no syncs (the old setting) 331 kills gave one corrupted index. In WAL mode a commit is one append
+to the -wal file, with no fsync at NORMAL: after a process crash every committed transaction is there, a
+half-written one is ignored, and a write costs about what it did. Only a power cut may lose the last
+commits, never the file's consistency.
+
+Why only built-in SQL in the schema: the file is the session's record, and an operator opens it with the
+stock `sqlite3` shell or any other tool. An expression index over a Python function (the old
+`ledger_lower()`) makes every such tool fail, even `PRAGMA integrity_check`. The case-insensitive index is
+`lower(replace(x, 'K', 'k'))`, which equals Python's `str.lower` whenever the result is ASCII (the
+KELVIN SIGN is the one non-ASCII character Python lowers to ASCII); a non-ASCII search text falls back to a
+scan with Python's lower, registered on the connection but never stored in the schema.
 """
 
 from __future__ import annotations
@@ -35,7 +49,9 @@ Doc = dict[str, Any]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # `$.a.b` or `$.a."any label"`: everything the domains need, nothing that could break out of a literal.
 _PATH = re.compile(r'^\$(\.([A-Za-z_][A-Za-z0-9_ ]*|"[^"\\]*"))+$')
-_LOWER = "ledger_lower"
+_LOWER = "ledger_lower"  # Python's str.lower for queries only: never in the schema (see the module doc)
+_KELVIN = "char(8490)"
+_COLUMNS = ("key", "ord", "doc")
 _STORE_IDS = itertools.count(1)
 
 
@@ -45,7 +61,16 @@ def _lower(value: object) -> object:
 
 
 def _encode(doc: Mapping[str, JSON]) -> str:
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    # allow_nan=False: a document never holds NaN/Infinity (newer SQLite would store and index it; the
+    # caller gets a ValueError, which a tool call reports as a tool error and `--db` as a bad source).
+    try:
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise NonFiniteNumber("a number is not finite (NaN or Infinity) and cannot be stored") from None
+
+
+class NonFiniteNumber(ValueError):
+    """A document holding NaN or Infinity: refused before it reaches SQLite."""
 
 
 def _quote_path(path: str) -> str:
@@ -58,7 +83,16 @@ def _extract(path: str, ignore_case: bool = False) -> str:
     """The SQL expression for a document field. Index and query use this one function, because
     SQLite only uses an expression index when the query spells the expression identically."""
     expr = f"json_extract(doc, {_quote_path(path)})"
-    return f"{_LOWER}({expr})" if ignore_case else expr
+    return f"lower(replace({expr}, {_KELVIN}, 'k'))" if ignore_case else expr
+
+
+class StoreError(ValueError):
+    """A database file that cannot be used: not SQLite, damaged, or not this domain's. One-line message;
+    `reason` is the message without the file's path (a caller that copied the file names the original)."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -144,6 +178,36 @@ def _collection_sql(spec: Collection) -> _Sql:
     )
 
 
+async def _check_existing(db: aiosqlite.Connection, path: Path | str, specs: Sequence[Collection]) -> None:
+    """Refuse a file that is not SQLite, is damaged, or holds another schema, before anything writes to it."""
+    try:
+        rows = list(await db.execute_fetchall("PRAGMA integrity_check"))
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
+    verdict = "; ".join(str(row[0]) for row in rows[:3])
+    if verdict != "ok":
+        raise StoreError(path, f"the database is damaged (integrity check: {verdict})")
+    tables = {str(name) for (name,) in await db.execute_fetchall(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [spec.name for spec in specs if spec.name not in tables]
+    if missing:
+        what = "an empty database" if not tables else f"tables {', '.join(sorted(tables)[:6])}"
+        raise StoreError(path, f"not a database of this domain (it has {what}; missing {', '.join(missing)})")
+    for spec in specs:
+        columns = tuple(str(row[1]) for row in await db.execute_fetchall(f'PRAGMA table_info("{spec.name}")'))
+        if columns != _COLUMNS:
+            raise StoreError(path, f"table {spec.name} has columns {', '.join(columns)}, expected "
+                                   f"{', '.join(_COLUMNS)}")
+
+
+async def _drop_legacy_indexes(db: aiosqlite.Connection) -> None:
+    """Files written before the built-in-SQL indexes: drop the `ledger_lower()` ones (recreated below)."""
+    rows = await db.execute_fetchall(
+        f"SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%{_LOWER}(%'")
+    for (name,) in rows:
+        await db.execute(f'DROP INDEX main."{name}"')
+
+
 class Transaction:
     """Write access, valid only inside `store.transaction()`; reads see the transaction's own writes."""
 
@@ -190,7 +254,11 @@ class DocumentStore:
     # ----------------------------------------------------------------------------------- lifecycle
 
     @classmethod
-    async def open(cls, path: Path | str, collections: Sequence[str | Collection]) -> DocumentStore:
+    async def open(cls, path: Path | str, collections: Sequence[str | Collection], *,
+                   existing: bool = False) -> DocumentStore:
+        """Open (creating when needed) the store at `path`. With `existing=True` the file must already be a
+        sound database of exactly these collections: its integrity and schema are checked first and a bad
+        file raises StoreError (a session's own db.sqlite, or one given with `--db`)."""
         specs = [c if isinstance(c, Collection) else Collection(c) for c in collections]
         for spec in specs:
             if not _NAME.match(spec.name) or spec.name.lower().startswith("sqlite"):
@@ -200,12 +268,13 @@ class DocumentStore:
         db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
             await db.create_function(_LOWER, 1, _lower, deterministic=True)
-            # A mock database: losing the last writes on a power cut is harmless, the trace on disk is
-            # the record. So no fsync (synchronous=OFF) and the rollback journal kept in memory (no
-            # -journal/-wal files per session); rollback of a failed transaction still works.
-            for pragma in ("journal_mode = MEMORY", "synchronous = OFF", "temp_store = MEMORY",
+            if existing:
+                await _check_existing(db, path, specs)
+            # Crash-safe (see the module doc): WAL, synced at checkpoints only.
+            for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "temp_store = MEMORY",
                            "cache_size = -16000", "foreign_keys = OFF"):
                 await db.execute(f"PRAGMA {pragma}")
+            await _drop_legacy_indexes(db)
             script = [
                 "CREATE TEMP TABLE IF NOT EXISTS _undo "
                 "(seq INTEGER PRIMARY KEY, coll TEXT NOT NULL, key TEXT NOT NULL, ord INTEGER, doc TEXT)"
@@ -213,6 +282,9 @@ class DocumentStore:
             for spec in specs:
                 script += _collection_sql(spec).ddl
             await db.executescript("BEGIN;\n" + ";\n".join(script) + ";\nCOMMIT;")
+        except sqlite3.DatabaseError as exc:
+            await db.close()
+            raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
         except BaseException:
             await db.close()
             raise
@@ -293,8 +365,13 @@ class DocumentStore:
                 clauses.append(f"{_extract(path)} = ?")
                 params.append(int(value) if isinstance(value, bool) else value)
         for path, text in iequals.items():
-            clauses.append(f"{_extract(path, ignore_case=True)} = ?")
-            params.append(text.lower())
+            wanted = text.lower()
+            if wanted.isascii():  # the index gives exactly Python's answer (see the module doc)
+                clauses.append(f"{_extract(path, ignore_case=True)} = ? "
+                               f"AND json_type(doc, {_quote_path(path)}) = 'text'")
+            else:
+                clauses.append(f"{_LOWER}({_extract(path)}) = ?")
+            params.append(wanted)
         for path in exists:
             clauses.append(f"json_type(doc, {_quote_path(path)}) IS NOT NULL")
         return (" AND ".join(clauses) or "1"), params

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from core.strict_json import printable
 from core.tools import ToolCall
 
 Message = Mapping[str, Any]
@@ -33,6 +34,14 @@ class AssistantTurn:
     usage: Usage = Usage()
     model: str = ""
     finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        # Garbage from the model goes back to the model: a lone surrogate in the text is kept escaped and a
+        # call whose arguments JSON cannot hold becomes an unparseable call (a tool error), so neither the
+        # trace writer nor the next request to the model chokes on it.
+        if self.text is not None:
+            object.__setattr__(self, "text", printable(self.text))
+        object.__setattr__(self, "tool_calls", tuple(call.hardened() for call in self.tool_calls))
 
 
 class ModelError(Exception):

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.tools import Requestor, ToolKind, ToolSpec
-from core.tools import closed_object as _parameters
+from core.tools import Requestor, ToolKind, ToolSpec, closed_object
 from core.tools import string_arg as _string
 from domains.telecom.vocabulary import MAX_REFUEL_GB, SUSPENSION_REASONS
 
 _CUSTOMER_ID = _string("The customer id, e.g. 'C1001' (from a customer lookup).")
 _LINE_ID = _string("The line id, e.g. 'L1002' (from the customer's line_ids).")
 _BILL_ID = _string("The bill id, e.g. 'B1005' (from the customer's bill_ids).")
-_NO_ARGUMENTS = _parameters({})
+_NO_ARGUMENTS = closed_object({})
 
 
 def _agent(name: str, description: str, parameters: dict[str, Any], kind: ToolKind) -> ToolSpec:
@@ -45,66 +44,66 @@ AGENT_TOOLS: tuple[ToolSpec, ...] = (
     _agent("get_customer_by_phone",
            "Find a customer by a phone number: their primary contact number or the number of any of their "
            "lines (punctuation is ignored). A successful lookup identifies the customer for this conversation.",
-           _parameters({"phone_number": _string("The phone number, e.g. '555-123-2002'.")}), ToolKind.READ),
+           closed_object({"phone_number": _string("The phone number, e.g. '555-123-2002'.")}), ToolKind.READ),
     _agent("get_customer_by_id",
            "Read a customer by id: name, date of birth, contact details, address, account status, payment "
            "methods, line_ids and bill_ids. A successful lookup identifies the customer for this conversation.",
-           _parameters({"customer_id": _CUSTOMER_ID}), ToolKind.READ),
+           closed_object({"customer_id": _CUSTOMER_ID}), ToolKind.READ),
     _agent("get_customer_by_name",
            "Search customers by full name (not case-sensitive) AND date of birth. Returns a list (possibly "
            "empty); exactly one match identifies the customer for this conversation.",
-           _parameters({"full_name": _string("The customer's full name, e.g. 'John Smith'."),
+           closed_object({"full_name": _string("The customer's full name, e.g. 'John Smith'."),
                         "dob": _string("Date of birth as YYYY-MM-DD, e.g. '1985-06-15'.")}), ToolKind.READ),
     # ----------------------------------------------------------------------------------- records
     _agent("get_details_by_id",
            "Read one record by id; the first letter says which kind: L line (status, plan, data used and "
            "refuelled, roaming, contract end), D device, B bill (status, amount, due date, line items), "
            "C customer, P plan (data limit, monthly price, refuel price per GB).",
-           _parameters({"id": _string("A line, device, bill, customer or plan id, e.g. 'L1002' or 'P1002'.")}),
+           closed_object({"id": _string("A line, device, bill, customer or plan id, e.g. 'L1002' or 'P1002'.")}),
            ToolKind.READ),
     _agent("get_bills_for_customer",
            "List a customer's bills, newest issue date first, with their status (Draft, Issued, Awaiting "
            "Payment, Paid, Overdue, Disputed), amounts and due dates.",
-           _parameters({"customer_id": _CUSTOMER_ID},
+           closed_object({"customer_id": _CUSTOMER_ID},
                        {"limit": {"type": "integer", "description": "At most this many bills; 12 when omitted."}}),
            ToolKind.READ),
     _agent("get_data_usage",
            "Read a line's data usage this billing cycle: GB used, the plan's GB limit, GB refuelled this cycle "
            "and the cycle's end date. Mobile data stops once usage reaches limit plus refuel.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.READ),
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.READ),
     # ----------------------------------------------------------------------------------- writes
     _agent("suspend_line",
            "Suspend an Active line (a $5/month holding fee applies while suspended). Give the reason as one of "
            f"{', '.join(repr(r) for r in SUSPENSION_REASONS)}, optionally followed by ':' and details.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID,
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID,
                         "reason": _string("Why the line is suspended, e.g. 'overdue bill: B1005'.")}),
            ToolKind.WRITE),
     _agent("resume_line",
            "Resume a Suspended line. Only when the customer's overdue bills are paid and the line's contract "
            "has not ended. The customer must restart their phone afterwards.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
     _agent("send_payment_request",
            "Send the customer a payment request for one bill; the bill becomes 'Awaiting Payment' and the "
            "customer pays it on their phone (check_payment_request, make_payment). It does not check that the "
            "bill is overdue: read it first. Refused while another bill of theirs is awaiting payment.",
-           _parameters({"customer_id": _CUSTOMER_ID, "bill_id": _BILL_ID}), ToolKind.WRITE),
+           closed_object({"customer_id": _CUSTOMER_ID, "bill_id": _BILL_ID}), ToolKind.WRITE),
     _agent("enable_roaming",
            "Turn on international roaming for a line (free of charge). The customer must also turn on Data "
            "Roaming in their phone's settings.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
     _agent("disable_roaming",
            "Turn off international roaming for a line.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID}), ToolKind.WRITE),
     _agent("refuel_data",
            f"Add data to a line for this billing cycle, at most {MAX_REFUEL_GB} GB at a time. The charge (GB "
            "times the plan's refuel price per GB) goes on the customer's next (Draft) bill. Only after the "
            "customer confirmed the amount and the price.",
-           _parameters({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID,
+           closed_object({"customer_id": _CUSTOMER_ID, "line_id": _LINE_ID,
                         "gb_amount": {"type": "number", "description": "GB to add, e.g. 2.0."}}), ToolKind.WRITE),
     _agent("transfer_to_human_agents",
            "Hand the customer to a human agent with a summary. Only when they ask for one, or when the issue "
            "cannot be solved with these tools within the policy after troubleshooting.",
-           _parameters({"summary": _string("Who the customer is, what is wrong and what was tried.")}),
+           closed_object({"summary": _string("Who the customer is, what is wrong and what was tried.")}),
            ToolKind.GENERIC),
 )
 
@@ -140,10 +139,10 @@ USER_TOOLS: tuple[ToolSpec, ...] = (
            "List the apps installed on your phone.", ToolKind.READ),
     _phone("check_app_status",
            "Look at one app's details, including the permissions it has.", ToolKind.READ,
-           _parameters({"app_name": _APP_NAME})),
+           closed_object({"app_name": _APP_NAME})),
     _phone("check_app_permissions",
            "See which permissions one app has (e.g. sms, storage, phone, network).", ToolKind.READ,
-           _parameters({"app_name": _APP_NAME})),
+           closed_object({"app_name": _APP_NAME})),
     _phone("can_send_mms",
            "Check whether your messaging app can send picture messages (MMS).", ToolKind.READ),
     _phone("check_payment_request",
@@ -152,7 +151,7 @@ USER_TOOLS: tuple[ToolSpec, ...] = (
     _phone("set_network_mode_preference",
            "Choose which kind of cellular network your phone prefers: '4g_5g_preferred', '4g_only', "
            "'3g_only' or '2g_only'.", ToolKind.WRITE,
-           _parameters({"mode": _string("One of '4g_5g_preferred', '4g_only', '3g_only', '2g_only'.")})),
+           closed_object({"mode": _string("One of '4g_5g_preferred', '4g_only', '3g_only', '2g_only'.")})),
     _phone("toggle_airplane_mode",
            "Turn airplane mode on or off (on cuts every radio: cellular, Wi-Fi, Bluetooth).", ToolKind.WRITE),
     _phone("reseat_sim_card",
@@ -166,7 +165,7 @@ USER_TOOLS: tuple[ToolSpec, ...] = (
            "Turn Data Saver mode on or off (on uses less data and makes it slower).", ToolKind.WRITE),
     _phone("set_apn_settings",
            "Type in new APN settings (only when the carrier tells you exactly what to enter).", ToolKind.WRITE,
-           _parameters({"apn_settings": {
+           closed_object({"apn_settings": {
                "type": "object",
                "description": ("The settings: apn_name ('internet'), and optionally reset_at_reboot, mms_apn, "
                                "mmsc_url, mms_proxy, mms_port."),
@@ -184,7 +183,7 @@ USER_TOOLS: tuple[ToolSpec, ...] = (
            "Disconnect your VPN.", ToolKind.WRITE),
     _phone("grant_app_permission",
            "Give one app a permission (e.g. storage or sms).", ToolKind.WRITE,
-           _parameters({"app_name": _APP_NAME,
+           closed_object({"app_name": _APP_NAME,
                         "permission": _string("The permission, in lowercase, e.g. 'storage'.")})),
     _phone("reboot_device",
            "Restart your phone.", ToolKind.WRITE),

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.tools import ToolKind, ToolSpec
-from core.tools import closed_object as _parameters
+from core.tools import ToolKind, ToolSpec, closed_object
 from core.tools import string_arg as _string
 
 
@@ -42,7 +41,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="find_patient_by_email",
         description=("Find a patient's id from the email address on their profile (not case-sensitive). A "
                      "successful lookup authenticates the patient for this conversation."),
-        parameters=_parameters({"email": _string("The patient's email address.")}),
+        parameters=closed_object({"email": _string("The patient's email address.")}),
         kind=ToolKind.READ,
     ),
     ToolSpec(
@@ -50,7 +49,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Find a patient's id from their first name, last name and date of birth, when they "
                      "cannot give their email. A successful lookup authenticates the patient for this "
                      "conversation."),
-        parameters=_parameters({
+        parameters=closed_object({
             "first_name": _string("First name, e.g. 'Sarah'."),
             "last_name": _string("Last name, e.g. 'Johnson'."),
             "date_of_birth": _string("Date of birth in YYYY-MM-DD format, e.g. '1985-03-15'."),
@@ -62,7 +61,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Read a patient's profile: name, date of birth, contact details, address, insurance "
                      "(primary care and specialist copays), medical history with current medications, and "
                      "emergency contact."),
-        parameters=_parameters({"patient_id": _PATIENT_ID}),
+        parameters=closed_object({"patient_id": _PATIENT_ID}),
         kind=ToolKind.READ,
     ),
     # ----------------------------------------------------------------------------------- scheduling
@@ -71,7 +70,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Read one provider: name and credentials, specialty, years of experience, languages, "
                      "consultation fee, contact, and the weekly schedule (weekday -> bookable start times). "
                      "A provider can only be booked at a listed time on a listed weekday."),
-        parameters=_parameters({"provider_id": _PROVIDER_ID}),
+        parameters=closed_object({"provider_id": _PROVIDER_ID}),
         kind=ToolKind.READ,
     ),
     ToolSpec(
@@ -79,7 +78,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("List providers, optionally of one specialty (e.g. 'Cardiology', 'Primary Care'): id, "
                      "name, specialty, experience, languages, fee and phone. It does not show schedules; "
                      "read get_provider_details for that."),
-        parameters=_parameters({}, {"specialty": _optional("string", "A specialty name; all providers when "
+        parameters=closed_object({}, {"specialty": _optional("string", "A specialty name; all providers when "
                                                                      "omitted.")}),
         kind=ToolKind.READ,
     ),
@@ -88,7 +87,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Read one appointment: patient, provider, date, time, duration, type, status "
                      "(scheduled, pending_approval, completed or cancelled), billing (copay, authorization) "
                      "and meeting link. Read it again after changing it."),
-        parameters=_parameters({"appointment_id": _APPOINTMENT_ID}),
+        parameters=closed_object({"appointment_id": _APPOINTMENT_ID}),
         kind=ToolKind.READ,
     ),
     ToolSpec(
@@ -96,7 +95,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("List a patient's appointments with their dates, times, durations, providers, types and "
                      "statuses, optionally only those of one status. List them without a status filter "
                      "before booking or moving an appointment, to see every possible clash."),
-        parameters=_parameters({"patient_id": _PATIENT_ID}, {
+        parameters=closed_object({"patient_id": _PATIENT_ID}, {
             "status_filter": _optional("string", "Only appointments with this status: 'scheduled', "
                                                  "'pending_approval', 'completed' or 'cancelled'."),
         }),
@@ -108,7 +107,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Read one medical record by its id or by the appointment it documents: visit notes "
                      "(subjective, objective, assessment, plan) and prescriptions with their pharmacy and "
                      "supplier. Do not interpret it for the patient."),
-        parameters=_parameters({}, {
+        parameters=closed_object({}, {
             "record_id": _optional("string", "The record id, e.g. 'REC008'."),
             "appointment_id": _optional("string", "The appointment the record documents, e.g. 'APPT023'."),
         }),
@@ -118,7 +117,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="list_patient_medical_records",
         description=("List a patient's medical records, newest first: record id, date, type, appointment, "
                      "provider and the medications prescribed."),
-        parameters=_parameters({"patient_id": _PATIENT_ID}, {"limit": _LIMIT}),
+        parameters=closed_object({"patient_id": _PATIENT_ID}, {"limit": _LIMIT}),
         kind=ToolKind.READ,
     ),
     ToolSpec(
@@ -126,7 +125,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("List the catalogue's suppliers of one medication, cheapest first: company, country, "
                      "brand and price in USD; optionally only one country's, and at most `limit` of them. "
                      "A supplier change must use a company, brand and price from this list."),
-        parameters=_parameters({"medication": _string("The medication name as in the catalogue, e.g. "
+        parameters=closed_object({"medication": _string("The medication name as in the catalogue, e.g. "
                                                       "'Atorvastatin'.")}, {
             "country_filter": _optional("string", "Only suppliers from this country, e.g. 'India'."),
             "limit": _LIMIT,
@@ -139,7 +138,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                      "severity, risk score, overlap window, recommended action, medications to hold and "
                      "whether it needs emergency escalation. Do not give medical advice from it; a "
                      "high-severity result goes to the patient's provider."),
-        parameters=_parameters({
+        parameters=closed_object({
             "primary_medication": _string("The medication to check, e.g. 'Warfarin'."),
             "current_medications": {"type": "array", "items": {"type": "string"},
                                     "description": "The other medications, e.g. ['Aspirin', 'Sertraline']."},
@@ -150,7 +149,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="get_regimen_options",
         description=("Read a patient's current medication regimen (doses, brands, suppliers, unit costs, pill "
                      "burden) and the optimized alternatives on file."),
-        parameters=_parameters({"patient_id": _PATIENT_ID}),
+        parameters=closed_object({"patient_id": _PATIENT_ID}),
         kind=ToolKind.READ,
     ),
     # ----------------------------------------------------------------------------------- telemetry
@@ -158,7 +157,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="list_telemetry_devices",
         description=("List telemetry devices (device id, type, status, last audit date, notes), sorted by id, "
                      "optionally only those with one status such as 'available' or 'missing_overdue'."),
-        parameters=_parameters({}, {
+        parameters=closed_object({}, {
             "status_filter": _optional("string", "Only devices with this status, e.g. 'available'."),
             "limit": _LIMIT,
         }),
@@ -167,7 +166,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_telemetry_uploads",
         description="List a device's daily telemetry uploads, oldest first, optionally within a date window.",
-        parameters=_parameters({"device_id": _string("The device id, e.g. 'VC-449'.")}, {
+        parameters=closed_object({"device_id": _string("The device id, e.g. 'VC-449'.")}, {
             "start_date": _optional("string", "First day to include, YYYY-MM-DD."),
             "end_date": _optional("string", "Last day to include, YYYY-MM-DD."),
             "limit": _LIMIT,
@@ -177,7 +176,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_telemetry_upload",
         description="Read one device's telemetry upload for one day.",
-        parameters=_parameters({"device_id": _string("The device id, e.g. 'VC-449'."), "date": _DATE}),
+        parameters=closed_object({"device_id": _string("The device id, e.g. 'VC-449'."), "date": _DATE}),
         kind=ToolKind.READ,
     ),
     # ----------------------------------------------------------------------------------- writes
@@ -189,7 +188,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "care copay for Primary Care, specialist copay otherwise). With bill_insurance false the visit "
             "is self-pay, or paid by a telehealth voucher when voucher_id is given. Only after the patient "
             "explicitly confirmed the details."),
-        parameters=_parameters({
+        parameters=closed_object({
             "patient_id": _PATIENT_ID,
             "provider_id": _PROVIDER_ID,
             "date": _DATE,
@@ -209,14 +208,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="reschedule_appointment",
         description=("Move a scheduled or pending_approval appointment to another date and time listed in the "
                      "same provider's schedule. Only after the patient explicitly confirmed the new time."),
-        parameters=_parameters({"appointment_id": _APPOINTMENT_ID, "new_date": _DATE, "new_time": _TIME}),
+        parameters=closed_object({"appointment_id": _APPOINTMENT_ID, "new_date": _DATE, "new_time": _TIME}),
         kind=ToolKind.WRITE,
     ),
     ToolSpec(
         name="cancel_appointment",
         description=("Cancel a scheduled or pending_approval appointment; completed and already cancelled "
                      "appointments cannot be cancelled. Only after the patient explicitly confirmed."),
-        parameters=_parameters({"appointment_id": _APPOINTMENT_ID}),
+        parameters=closed_object({"appointment_id": _APPOINTMENT_ID}),
         kind=ToolKind.WRITE,
     ),
     ToolSpec(
@@ -224,7 +223,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Set the supplier of one prescription in a medical record: the company, brand and USD "
                      "price exactly as list_medication_suppliers shows them for that medication. Returns "
                      "the updated record. Only after the patient explicitly confirmed."),
-        parameters=_parameters({
+        parameters=closed_object({
             "record_id": _RECORD_ID,
             "medication": _string("The prescription's medication, exactly as named in the record."),
             "supplier_company": _string("The supplier company as listed, e.g. 'Lotus Respiratory'."),
@@ -237,7 +236,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="update_medical_record_note",
         description=("Append a note (and optional structured metadata) to a medical record, e.g. to document "
                      "a completed checklist. Returns the updated record."),
-        parameters=_parameters({"record_id": _RECORD_ID, "note": _string("The note text to append.")},
+        parameters=closed_object({"record_id": _RECORD_ID, "note": _string("The note text to append.")},
                                {"metadata": {"type": ["object", "null"],
                                              "description": "Optional structured data kept with the note."}}),
         kind=ToolKind.WRITE,
@@ -247,14 +246,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="calculate",
         description=("Evaluate an arithmetic expression (numbers, + - * / and parentheses), e.g. to add up "
                      "copays. Returns the result rounded to 2 decimals."),
-        parameters=_parameters({"expression": _string("The expression, e.g. '45 + 20'.")}),
+        parameters=closed_object({"expression": _string("The expression, e.g. '45 + 20'.")}),
         kind=ToolKind.GENERIC,
     ),
     ToolSpec(
         name="think",
         description=("Write down your reasoning (for example a plan for a multi-step request). Changes nothing "
                      "and returns nothing."),
-        parameters=_parameters({"note": _string("Your reasoning.")}),
+        parameters=closed_object({"note": _string("Your reasoning.")}),
         kind=ToolKind.GENERIC,
     ),
     ToolSpec(
@@ -262,7 +261,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=("Hand the conversation to a human support agent, with the reason. Use it only when the "
                      "request cannot be handled with these tools within the policy (including technical "
                      "problems with the telehealth platform), or when the policy says to escalate."),
-        parameters=_parameters({"reason": _string("Who the patient is and what they need.")}),
+        parameters=closed_object({"reason": _string("Who the patient is and what they need.")}),
         kind=ToolKind.GENERIC,
     ),
 )

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
+from domains.airline.tools import TOOLS
 from mock_backends.airline.data import load_seed
 from mock_backends.airline.models import (
     CABINS,
@@ -96,6 +97,7 @@ class AirlineBackend(SQLiteToolBackend):
     """The airline mock. Reads return stored documents as they are (already normalised); writes parse them
     into the tau2 models, mutate exactly as tau2 does, and store the dumps in one transaction."""
 
+    specs = TOOLS  # checked against the tool methods when the class is created
     collections = (
         # Searches filter on origin and destination; an index turns a 300-document scan into a lookup.
         Collection(FLIGHTS, (Index("$.origin"), Index("$.destination"))),

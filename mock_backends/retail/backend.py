@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from domains.retail.tools import TOOLS
 from mock_backends.base import SQLiteToolBackend, generic_tool, read_tool, write_tool
 from mock_backends.calculator import calculate as _calculate
 from mock_backends.retail.data import load_seed
@@ -39,6 +40,7 @@ class RetailBackend(SQLiteToolBackend):
     """The retail mock. Reads return stored documents as they are (already normalised); writes parse
     them into the tau2 models, mutate exactly as tau2 does, and store the dump."""
 
+    specs = TOOLS  # checked against the tool methods when the class is created
     collections = (
         Collection(PRODUCTS),
         Collection(USERS, (Index("$.email", ignore_case=True), Index("$.address.zip"))),

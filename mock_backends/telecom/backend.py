@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.tools import ToolError
+from domains.telecom.tools import TOOLS
 from domains.telecom.vocabulary import REFERENCE_DATE
 from mock_backends.base import SQLiteToolBackend, generic_tool, read_tool, write_tool
 from mock_backends.store import JSON, Collection, Index
@@ -92,6 +93,7 @@ class TelecomBackend(SQLiteToolBackend):
     """The telecom mock. Agent reads return stored records; writes validate the changed record through the
     models before storing it. Phone tools return the phone's text, as tau2's do."""
 
+    specs = TOOLS  # checked against the tool methods when the class is created
     collections = (
         Collection(PLANS),
         Collection(CUSTOMERS),

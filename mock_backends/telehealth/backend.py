@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
+from domains.telehealth.tools import TOOLS
 from domains.telehealth.vocabulary import (
     ACTIONABLE_STATUSES,
     CANCELLATION_REASON,
@@ -106,6 +107,7 @@ class TelehealthBackend(SQLiteToolBackend):
     """The telehealth mock. Reads return stored documents (with display names where tau-Trait showed
     them); writes validate the changed record through the models before storing it."""
 
+    specs = TOOLS  # checked against the tool methods when the class is created
     collections = (
         Collection(PATIENTS, (Index("$.demographics.email", ignore_case=True),
                               Index("$.demographics.date_of_birth"))),

@@ -45,7 +45,7 @@ def test_broken_json_line_is_reported_with_its_number_and_the_rest_still_runs(
         env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [json.dumps(r) for r in GOOD_BEFORE] + [BROKEN] + [json.dumps(r) for r in GOOD_AFTER]
     path = _write(env / "broken.jsonl", rows)
-    code = main(["check", str(path), "--domain", "retail", "--json", "--out", str(env)])
+    code = main(["check", str(path), "--domain", "retail", "--json", "--out", str(env / "out")])
     captured = capsys.readouterr()
     assert code == 1
     assert f"{path}:3: not valid JSON" in captured.err
@@ -62,10 +62,10 @@ def test_broken_json_line_is_reported_with_its_number_and_the_rest_still_runs(
     ]
     assert results[-1]["predicates"] == ["retail.order_owned_by_customer"]
     assert all(r["met"] is True for r in results)
-    assert (env / "db.sqlite").is_file() and not (env / "home").exists()
+    assert (env / "out" / "db.sqlite").is_file() and not (env / "home").exists()
 
 
 def test_same_file_without_the_broken_line_exits_0(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(env / "clean.jsonl", [json.dumps(r) for r in [*GOOD_BEFORE, *GOOD_AFTER]])
-    assert main(["check", str(path), "--domain", "retail", "--json", "--out", str(env)]) == 0
+    assert main(["check", str(path), "--domain", "retail", "--json", "--out", str(env / "out")]) == 0
     assert capsys.readouterr().err == ""

@@ -38,7 +38,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_check_over_the_seed(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = env / "julia.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in LINES), encoding="utf-8")
-    code = main(["check", str(path), "--domain", "airline", "--json", "--out", str(env)])
+    code = main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out")])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     rows = [json.loads(row) for row in captured.out.splitlines()]
@@ -58,12 +58,12 @@ def test_check_over_the_seed(env: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert rows[6]["predicates"] == ["airline.reservation_owned_by_customer"]
     assert "Flight HAT142 not found on date 2024-13-45" in rows[8]["reason"]
     assert all(r["met"] is not False for r in rows)
-    assert (env / "db.sqlite").is_file() and not (env / "home").exists()
+    assert (env / "out" / "db.sqlite").is_file() and not (env / "home").exists()
 
 
 def test_an_unmet_expectation_exits_1_and_names_the_line(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = env / "wrong.jsonl"
     lines = [*LINES[:2], {**LINES[2], "expect": "ALLOW"}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    assert main(["check", str(path), "--domain", "airline", "--json", "--out", str(env)]) == 1
+    assert main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out")]) == 1
     assert f"{path}:3: cancel_reservation expected ALLOW, got REVISE" in capsys.readouterr().err

@@ -135,7 +135,7 @@ async def test_find_and_values_use_fields(store: DocumentStore) -> None:
 async def test_field_lookups_use_the_declared_indexes(store: DocumentStore) -> None:
     plan = await store._db.execute_fetchall(
         "EXPLAIN QUERY PLAN SELECT key FROM main.\"users\" "
-        "WHERE ledger_lower(json_extract(doc, '$.email')) = ? ORDER BY ord", ("x",))
+        "WHERE lower(replace(json_extract(doc, '$.email'), char(8490), 'k')) = ? ORDER BY ord", ("x",))
     assert any("users__ix0" in str(row) for row in plan)
 
 

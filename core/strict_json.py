@@ -1,0 +1,144 @@
+"""Strict JSON in, finite numbers everywhere: the one guard between hostile text and the gate.
+
+Why a module of its own: Python's `json` accepts `NaN`, `Infinity` and `1e999` (as inf), and keeps lone
+surrogates (`"\\ud800"`) in strings. A NaN amount makes every `<=`/`>` comparison False, so a predicate such
+as "amount must not exceed the cap" passes it; a lone surrogate cannot be encoded as UTF-8, so it crashes
+the trace writer and SQLite later. Deep nesting raises `RecursionError` in the parser and in every recursive
+walk after it. So every place that turns outside text into values (the model's tool arguments, `check`'s
+trajectory lines, a tau2 `db.json`) parses through `loads`, and every place that accepts values that did
+not come through it (an operator's edited arguments, the agent-seat form, the gate itself) runs
+`value_problem`. Both give one message naming where the problem is, written for a model or an operator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_DEPTH = 64  # tool arguments and trajectory lines are shallow; tau2's deepest are 4 levels
+JSON = Any
+
+
+class StrictJSONError(ValueError):
+    """Text that is not strict JSON, or a value no JSON document may hold. `message` is one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _reject_constant(name: str) -> Any:
+    raise StrictJSONError(f"{name} is not a JSON number (only finite numbers are allowed)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise StrictJSONError(f"number {text[:40]} is out of range (only finite numbers are allowed)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _lone_surrogate(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(text[exc.start]):04x}"
+    return None
+
+
+def _where(path: str) -> str:
+    if len(path) > 80:
+        path = path[:77] + "..."
+    return f" at {path}" if path else ""
+
+
+def value_problem(value: JSON, *, max_depth: int = MAX_DEPTH, root: str = "") -> str | None:
+    """What makes `value` unfit to be a JSON document, or None: a non-finite number, a lone surrogate in a
+    string or key, nesting deeper than `max_depth`, or a non-JSON type. Iterative, so any depth is safe.
+
+    `root` prefixes the reported path (`amount`, `items[2].price`), so messages name the argument.
+    """
+    stack: list[tuple[JSON, str, int]] = [(value, root, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if isinstance(item, bool) or item is None or isinstance(item, int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{item!r} is not a finite number{_where(path)}"
+            continue
+        if isinstance(item, str):
+            bad = _lone_surrogate(item)
+            if bad is not None:
+                return f"a lone surrogate {bad} is not valid text{_where(path)}"
+            continue
+        if isinstance(item, dict | list | tuple):
+            if depth >= max_depth:
+                return f"nested deeper than {max_depth} levels{_where(path)}"
+            if isinstance(item, dict):
+                for key, sub in item.items():
+                    if not isinstance(key, str):
+                        return f"object key {key!r} is not a string{_where(path)}"
+                    bad = _lone_surrogate(key)
+                    if bad is not None:
+                        return f"a lone surrogate {bad} is not valid text in a key{_where(path)}"
+                    stack.append((sub, f"{path}.{key}" if path else key, depth + 1))
+            else:
+                for index, sub in enumerate(item):
+                    stack.append((sub, f"{path}[{index}]", depth + 1))
+            continue
+        return f"a {type(item).__name__} is not a JSON value{_where(path)}"
+    return None
+
+
+def check_value(value: JSON, *, max_depth: int = MAX_DEPTH, root: str = "") -> JSON:
+    """`value` itself when `value_problem` finds nothing; else StrictJSONError with its message."""
+    problem = value_problem(value, max_depth=max_depth, root=root)
+    if problem is not None:
+        raise StrictJSONError(problem)
+    return value
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JSON:
+    """Parse one JSON document strictly: no NaN/Infinity/out-of-range numbers, no lone surrogates, at most
+    `max_depth` levels of nesting, UTF-8 only. Raises StrictJSONError with a one-line message."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StrictJSONError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                                  f"{exc.start})") from None
+    try:
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        raise StrictJSONError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:  # the C scanner's own guard: far deeper than max_depth
+        raise StrictJSONError(f"nested deeper than {max_depth} levels") from None
+    return check_value(value, max_depth=max_depth)
+
+
+def dumps(value: JSON, **kwargs: Any) -> str:
+    """`json.dumps` that refuses NaN/Infinity instead of writing them (`allow_nan=False`)."""
+    try:
+        return json.dumps(value, allow_nan=False, **kwargs)
+    except ValueError as exc:
+        raise StrictJSONError(str(exc)) from None
+
+
+def safe_dumps(value: JSON, limit: int = 2000) -> str:
+    """`value` as ASCII JSON text for the record, whatever it holds: NaN stays `NaN`, a lone surrogate
+    stays `\\ud800` (escaped), nesting too deep for `json` becomes a short note. Never raises."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+    except (RecursionError, ValueError, TypeError):
+        text = f"<{type(value).__name__} nested too deep to write>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udxxx`, so it can be shown, logged and stored as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
