@@ -199,14 +199,17 @@ class Predicate:
         return HOUSE_RULE if self.house_rule else POLICY_SOURCE
 
 
-def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str,
-              house_rule: bool = False) -> Callable[[CheckFn], Predicate]:
+def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str, house_rule: bool = False,
+              enabled: bool = True) -> Callable[[CheckFn], Predicate]:
     """Declare a predicate next to its function so id, scope, severity and policy sit with the logic.
 
     `policy` quotes the sentence of policy.md the rule encodes; for a house rule it says what we add, and
-    the "house rule:" label is prefixed here so no display can drop it."""
+    the "house rule:" label is prefixed here so no display can drop it. `enabled=False` (house rules only)
+    declares a rule that gates start with switched off; an operator can switch it on."""
     if severity not in (Verdict.REVISE, Verdict.BLOCK):
         raise ValueError(f"predicate {id}: severity must be REVISE or BLOCK")
+    if not enabled and not house_rule:
+        raise ValueError(f"predicate {id}: only a house rule can be off by default")
     if house_rule and _RANK[severity] > _RANK[HOUSE_RULE_MAX_SEVERITY]:
         raise ValueError(f"predicate {id}: a house rule is at most {HOUSE_RULE_MAX_SEVERITY.value}, never "
                          f"{severity.value}")
@@ -218,7 +221,7 @@ def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str,
         except (OSError, TypeError):
             location = getattr(fn, "__module__", "")
         return Predicate(id=id, tools=frozenset(tools), severity=severity, policy=text, check=fn,
-                         location=location, house_rule=house_rule)
+                         location=location, house_rule=house_rule, switched_off=not enabled)
 
     return wrap
 

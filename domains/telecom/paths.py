@@ -34,7 +34,8 @@ Staleness from the sync. The sync changes records nobody wrote: paying on the ph
 the policy asks ("verify the bill is Paid").
 
 Identity rule. A customer is identified by a successful get_customer_by_phone, get_customer_by_id (or
-get_details_by_id with a customer id: the same lookup through another tool), or a get_customer_by_name that found exactly one customer (name AND date of birth). The FIRST one wins for the
+get_details_by_id with a customer id: the same lookup through another tool), or a get_customer_by_name
+that found exactly one customer (name AND date of birth). The FIRST one wins for the
 whole conversation: a later lookup of someone else is kept at `customers.<id>` but does not change whose
 account may be changed. `identify` reads the identified customer's id from `customer`.
 
