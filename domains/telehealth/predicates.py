@@ -46,6 +46,7 @@ from core.gate import (
     predicate,
     requires_customer,
 )
+from core.money import cents
 from core.tools import ToolCall, call_text
 from domains.telehealth.paths import AUTH_PATH, PROFILE_PATH
 from domains.telehealth.vocabulary import (
@@ -75,7 +76,6 @@ ALL_WRITES = (SCHEDULE, RESCHEDULE, CANCEL, SUPPLIER, NOTE)
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^(\d{2}):(\d{2})$")
-_PRICE_TOLERANCE = 0.005  # prices are quoted to the cent
 
 Record = Mapping[str, Any]
 
@@ -557,7 +557,7 @@ def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Out
     offer = matching[0]
     listed = offer.get("price_usd")
     if not isinstance(price, int | float) or not isinstance(listed, int | float) or \
-            abs(float(price) - float(listed)) > _PRICE_TOLERANCE:
+            isinstance(price, bool) or cents(price) != cents(listed):
         return Violation(f"price {price!r} was not observed: {path} lists {_offer_text(offer)} "
                          f"({path}.suppliers[{offers.index(offer)}].price_usd)")
     if str(currency).upper() != "USD":

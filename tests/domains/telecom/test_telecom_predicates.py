@@ -537,7 +537,8 @@ def test_house_rules_are_labelled_revise_at_most_and_switch_off_with_the_domain(
     gate = PolicyGate(off_domain.predicates, path_map=off_domain.path_map)
     decision = gate.evaluate(on.call, session.ledger, session.context())
     assert decision.verdict is Verdict.ALLOW
-    assert result_of(decision, "telecom.roaming_not_already_enabled").reason == "house rule switched off for this domain"
+    off = result_of(decision, "telecom.roaming_not_already_enabled")
+    assert off.reason == "house rule switched off for this domain"
 
 
 def test_a_house_rule_never_escalates_to_block() -> None:
