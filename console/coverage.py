@@ -151,10 +151,10 @@ def coverage(domain: Domain, tests_root: Path | None = TESTS_ROOT) -> CoverageRe
     index = _test_index(folder) if found and folder is not None else {}
     named = {i for _, ids in policy_rows + house_rows for i in ids}
     problems: list[str] = []
-    for sentence, ids in house_rows:
+    for _sentence, ids in house_rows:
         problems += [f"{i} is listed as a house rule but not declared house_rule=True" for i in ids
                      if i in by_id and not by_id[i].house_rule]
-    for sentence, ids in policy_rows:
+    for _sentence, ids in policy_rows:
         problems += [f"{i} is declared a house rule but listed under a policy sentence" for i in ids
                      if i in by_id and by_id[i].house_rule]
     return CoverageReport(
@@ -167,3 +167,40 @@ def coverage(domain: Domain, tests_root: Path | None = TESTS_ROOT) -> CoverageRe
         tests_found=found,
         problems=tuple(problems),
     )
+
+
+def print_report(report: CoverageReport, *, as_json: bool = False) -> None:
+    """The report as a terminal table (or one JSON object), for `ledgeragent predicates --coverage`."""
+    import json
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    if as_json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+
+    def table(title: str, rows: tuple[Covered, ...]) -> Table:
+        out = Table(title=title, show_lines=True)
+        for name in ("sentence", "predicate", "on failure", "tests"):
+            out.add_column(name, overflow="fold")
+        for row in rows:
+            for index, (pid, severity, tests) in enumerate(zip(row.predicate_ids, row.severities, row.tests,
+                                                                strict=True)):
+                shown = "\n".join(escape(t) for t in tests) if tests else (
+                    "[bold red]none found[/]" if report.tests_found else "(tests not installed)")
+                out.add_row(escape(row.sentence) if index == 0 else "", pid, severity, shown)
+        return out
+
+    console.print(table(f"{report.domain}: policy sentences -> predicates -> tests", report.policy))
+    console.print(table(f"{report.domain}: house rules (labelled, REVISE at most, switchable off)",
+                        report.house_rules) if report.house_rules else f"{report.domain}: no house rules")
+    console.print("[bold]Not checkable by any predicate[/] (the records do not show it):")
+    for sentence in report.unchecked:
+        console.print(f"  - {escape(sentence)}")
+    for label, items in (("predicates no sentence names", report.unmapped),
+                         ("ids named that no predicate has", report.unknown), ("problems", report.problems)):
+        if items:
+            console.print(f"[bold red]{label}:[/] {escape(', '.join(items))}")
