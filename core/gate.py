@@ -216,8 +216,9 @@ def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str, 
     text = HOUSE_RULE_PREFIX + policy if house_rule and not policy.startswith(HOUSE_RULE_PREFIX) else policy
 
     def wrap(fn: CheckFn) -> Predicate:
+        body = inspect.unwrap(fn)  # a @for_customer rule is located at its body, not at the wrapper
         try:
-            location = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+            location = f"{inspect.getsourcefile(body)}:{inspect.getsourcelines(body)[1]}"
         except (OSError, TypeError):
             location = getattr(fn, "__module__", "")
         return Predicate(id=id, tools=frozenset(tools), severity=severity, policy=text, check=fn,
