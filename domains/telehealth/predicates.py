@@ -11,11 +11,11 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   data: it names what the records read so far show, nothing more.
 - House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): the age limits of
   a dependant (a child under 18, a parent 65 or older), the specialised appointment types by specialty,
-  and the severe-interaction hold on a prescription change. The last one is also off by default: tau-Trait's
-  own gold changes Sertraline's supplier for a patient on Warfarin (a high-severity pair), and, judged only
-  on checks the agent happened to run, it made the same switch legal or not depending on what was read
-  first. Switched on, it asks for the check of the medication being changed and judges that one check,
-  so the verdict no longer depends on the order of reads.
+  and the severe-interaction hold on a prescription change. The hold judges one check only, the one with
+  the medication being changed as primary, when it was run: checks of the patient's other drugs no longer
+  decide it, so reading them (in any order) never changes the verdict. It does not demand the check:
+  tau-Trait's own gold changes Sertraline's supplier for a patient on Warfarin (a high-severity pair)
+  without one, and the upstream policy allows that.
 - Before a patient is authenticated only `telehealth.authenticated` complains; rules that need to know
   the patient pass with a note instead of piling up the same complaint.
 - Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
@@ -594,20 +594,15 @@ def _severe_pairs(check: Record, medication: str) -> Iterable[str]:
     policy="Before changing a prescription's supplier, check the medication's interactions with the patient's "
            "other medications; hold the change when that check shows a high-severity or emergency interaction.",
     house_rule=True,
-    enabled=False,
 )
 def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    """One check decides: the one with the medication being changed as primary. Consulting whatever other
-    checks happened to be run made the verdict depend on the order of reads."""
+    """One check decides: the one with the medication being changed as primary, when it was run. Consulting
+    whatever other checks happened to be run made the verdict depend on which of them were read."""
     medication = str(call.arguments.get("medication", "")).strip()
-    record_id, record = _record(view, call)
-    owner = str(record.get("patient_id"))
-    profile = view.get(f"patients.{owner}")
-    others = [m for m in _medications_of(record, profile if isinstance(profile, Mapping) else None)
-              if m.lower() != medication.lower()]
-    check = _mapping(view.need(f"interactions.{medication}",
-                               call_text("check_drug_interactions", primary_medication=medication,
-                                         current_medications=others)))
+    _record(view, call)
+    check = view.get(f"interactions.{medication}")
+    if not isinstance(check, Mapping):
+        return Pass(f"no interaction check of {medication} in this conversation")
     severe = list(_severe_pairs(check, medication))
     if severe:
         return Violation(f"the interaction check shows {'; '.join(severe)} (interactions.{medication}); hold the "

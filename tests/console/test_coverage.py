@@ -67,4 +67,5 @@ def test_cli_listing_shows_each_predicates_source(capsys: pytest.CaptureFixture[
     assert by_id["telehealth.dependant_age"]["source"] == "house rule"
     assert by_id["telehealth.dependant_age"]["policy"].startswith("house rule: ")
     assert by_id["telehealth.authenticated"]["source"] == "policy"
-    assert by_id["telehealth.no_severe_interaction"]["enabled"] is False
+    assert by_id["telehealth.no_severe_interaction"]["enabled"] is True
+    assert by_id["telehealth.no_severe_interaction"]["source"] == "house rule"

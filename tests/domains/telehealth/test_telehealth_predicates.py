@@ -276,10 +276,19 @@ REJECTED: list[Rejected] = [
              change_supplier(currency="EUR"), ("currency 'EUR'", "in USD"), ("suppliers.Atorvastatin",)),
 ]
 
+REJECTED.append(
+    Rejected("Warfarin after a high-severity Warfarin check", "telehealth.no_severe_interaction", Verdict.REVISE,
+             marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True),
+             change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1),
+             ("Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)", "provider has reviewed it"),
+             ("records.REC003", "interactions.Warfarin")))
+
 ALLOWED: list[Allowed] = [
     Allowed("cancel own scheduled appointment", "telehealth.authenticated", priya_appointments, cancel(),
             also=("telehealth.appointment_belongs_to_patient", "telehealth.appointment_actionable")),
     Allowed("book for oneself", "telehealth.schedule_for_patient", booking_session, schedule()),
+    Allowed("no interaction check of the medication was run", "telehealth.no_severe_interaction",
+            marcus_supplier_session, change_supplier()),
     Allowed("a mother books for her 8-year-old (age house rule)", "telehealth.dependant_age",
             hana_books_for(KENJI, PETROV), schedule(KENJI, PETROV)),
     Allowed("a mother books for her 8-year-old", "telehealth.schedule_for_patient", hana_books_for(KENJI, PETROV),
@@ -557,58 +566,43 @@ def test_a_dependants_profile_does_not_become_the_patient() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13: the severe-interaction house rule (off by default; order of reads does not matter when on).
-
-
-def _interaction_gate(enabled: bool) -> PolicyGate:
-    gate = PolicyGate(PREDICATES, path_map=DOMAIN.path_map)
-    if enabled:
-        gate.set_enabled("telehealth.no_severe_interaction", True)
-    return gate
-
-
-def _judge(session: TelehealthSession, call: Call, enabled: bool = True) -> GateDecision:
-    tool, arguments = call
-    return _interaction_gate(enabled).evaluate(ToolCall(id="p", name=tool, arguments=arguments), session.ledger,
-                                               session.context())
+# Issue 13: the severe-interaction house rule judges one check, so the order of reads does not matter.
 
 
 WARFARIN_SWITCH = change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1)
 
 
-def test_the_interaction_rule_is_a_house_rule_gates_start_with_off() -> None:
+def test_the_interaction_hold_is_a_house_rule_that_revises() -> None:
     [rule] = [p for p in PREDICATES if p.id == "telehealth.no_severe_interaction"]
-    assert rule.house_rule and rule.switched_off and rule.severity is Verdict.REVISE
+    assert rule.house_rule and not rule.switched_off and rule.severity is Verdict.REVISE
     decision = propose(marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True)(), WARFARIN_SWITCH)
-    assert decision.verdict is Verdict.ALLOW
-    result = result_of(decision, "telehealth.no_severe_interaction")
-    assert result.status is Status.DISABLED and result.reason == "house rule switched off for this domain"
-
-
-def test_switched_on_it_asks_for_the_check_of_the_medication_being_changed() -> None:
-    session = marcus_supplier_session()
-    session.read_suppliers(suppliers("Warfarin"))
-    decision = _judge(session, WARFARIN_SWITCH)
-    assert decision.verdict is Verdict.REVISE
-    result = result_of(decision, "telehealth.no_severe_interaction")
-    assert result.status is Status.MISSING and 'check_drug_interactions(primary_medication="Warfarin"' in result.reason
-
-
-def test_switched_on_a_severe_pair_in_that_check_holds_the_change_as_revise() -> None:
-    decision = _judge(marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True)(), WARFARIN_SWITCH)
-    assert decision.verdict is Verdict.REVISE
+    assert decision.verdict is Verdict.REVISE and not decision.escalated
     reason = result_of(decision, "telehealth.no_severe_interaction").reason
     assert "Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)" in reason
+    assert "house rule:" in decision.feedback
+
+
+def test_without_house_rules_the_switch_is_allowed() -> None:
+    session = marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True)()
+    off = DOMAIN.without_house_rules()
+    tool, arguments = WARFARIN_SWITCH
+    decision = PolicyGate(off.predicates, path_map=off.path_map).evaluate(
+        ToolCall(id="p", name=tool, arguments=arguments), session.ledger, session.context())
+    assert decision.verdict is Verdict.ALLOW
 
 
 @pytest.mark.parametrize("other_first", [True, False])
 def test_reading_another_drugs_check_does_not_change_the_verdict(other_first: bool) -> None:
-    """Issue 13 class 5: the same legal switch stays legal whatever else was read, in either order."""
+    """Issue 13 class 5: Metformin's check names Warfarin as an emergency partner; the switch of Warfarin is
+    judged by Warfarin's own check only, so it stays legal whatever else was read, in either order."""
     session = marcus_supplier_session()
     session.read_suppliers(suppliers("Warfarin"))
     checks = [interaction_check("Metformin", "moderate", "Warfarin", emergency=True),
               interaction_check("Warfarin", "moderate", "Atorvastatin")]
-    for check in (checks if other_first else reversed(checks)):
+    for check in (checks if other_first else list(reversed(checks))):
         session.read_interactions(check)
-    assert _judge(session, WARFARIN_SWITCH).verdict is Verdict.ALLOW
     assert propose(session, WARFARIN_SWITCH).verdict is Verdict.ALLOW
+    only_other = marcus_supplier_session()
+    only_other.read_suppliers(suppliers("Warfarin"))
+    only_other.read_interactions(checks[0])
+    assert propose(only_other, WARFARIN_SWITCH).verdict is Verdict.ALLOW
