@@ -141,10 +141,16 @@ async def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_predicates(args: argparse.Namespace) -> int:
     domain = _domain(args.domain)
+    if args.coverage:
+        from console.coverage import coverage, print_report
+
+        print_report(coverage(domain), as_json=args.json)
+        return 0
     if args.json:
         for p in domain.predicates:
             print(json.dumps({"id": p.id, "tools": sorted(p.tools), "severity": p.severity.value,
-                              "policy": p.policy, "source": p.source}))
+                              "policy": p.policy, "source": p.source, "location": p.location,
+                              "enabled": not p.switched_off}))
         return 0
     table = Table("id", "tools", "severity", "policy", title=f"{domain.title}: {len(domain.predicates)} predicates")
     for p in domain.predicates:
@@ -256,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     preds = sub.add_parser("predicates", help="list a domain's predicates")
     preds.add_argument("--domain", default="retail", choices=DOMAINS)
     preds.add_argument("--json", action="store_true")
+    preds.add_argument("--coverage", action="store_true",
+                       help="each policy sentence -> its predicates -> their tests; house rules and what no "
+                            "predicate can check listed apart")
     preds.set_defaults(handler=cmd_predicates)
 
     scen = sub.add_parser("scenarios", help="list the scripted scenarios")

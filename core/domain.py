@@ -13,7 +13,7 @@ path map breaks this is refused when it is built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +25,24 @@ IdentityRule = Callable[[LedgerReader], str | None]
 
 
 DEVICE_NAMESPACE = "device"
+
+# policy.md = the policy the model reads, then this section (for the operator): which predicate encodes
+# which sentence, which rules are house rules, and what no predicate can see. It becomes `policy_notes`.
+NOTES_HEADING = "## What the gate checks and what it cannot"
+
+
+def split_policy(text: str, *, required: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(the policy the model reads, the operator's notes) of a policy.md.
+
+    The model's text is the same whether or not the gate is on, so a baseline run and a LedgerAgent run get
+    identical instructions. `required` lists marks the model's text must contain (airline's `{now}`)."""
+    policy, heading, notes = text.partition(NOTES_HEADING)
+    if not heading:
+        raise ValueError(f"policy.md has no '{NOTES_HEADING}' section")
+    for mark in required:
+        if mark not in policy:
+            raise ValueError(f"policy.md does not contain {mark!r} before its notes")
+    return policy.rstrip() + "\n", (heading + notes).strip() + "\n"
 
 
 def _nobody(_ledger: LedgerReader) -> str | None:
@@ -57,11 +75,21 @@ class Domain:
     scenarios_dir: Path | None = None
     policy_notes: str = ""
     extras: dict[str, object] = field(default_factory=dict)
+    # House rules (rules our policy adds, labelled "house rule", REVISE at most) are on unless a domain is
+    # built with this off; then every gate over it starts with them disabled, shown as switched off.
+    house_rules: bool = True
 
     def __post_init__(self) -> None:
         problems = _namespace_problems(self.tools, self.path_map)
         if problems:
             raise ValueError(f"domain {self.name}: " + "; ".join(problems))
+        if not self.house_rules:
+            object.__setattr__(self, "predicates", tuple(
+                replace(p, switched_off=True) if p.house_rule else p for p in self.predicates))
+
+    def without_house_rules(self) -> Domain:
+        """This domain with its house rules switched off (the upstream policy's rules only)."""
+        return replace(self, house_rules=False)
 
     def tool(self, name: str) -> ToolSpec | None:
         for spec in self.tools:

@@ -177,7 +177,7 @@ class CallExecutor:
                                                 added=list(absorbed.added), changed=list(absorbed.changed),
                                                 refreshed=list(absorbed.refreshed), version=self.ledger.version))
             elif kind is ToolKind.WRITE:
-                staled = self.ledger.mark_stale(call, step)
+                staled = self.ledger.mark_stale(call, step, result=result)
                 if staled:
                     self.bus.emit(LedgerStaled(step=step, call_id=call.id, tool=call.name, paths=staled,
                                                version=self.ledger.version))

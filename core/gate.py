@@ -8,11 +8,16 @@ Design choices worth knowing before reading the code:
   it by reading. Absence is not otherwise a violation.
 - The gate is stateful per session in two small ways that stop a model from looping: an identical call
   rejected before, with the ledger unchanged since, is rejected again without re-running the rules; and a
-  rule that REVISEs N times in a row escalates to BLOCK.
+  rule that REVISEs N times in a row escalates to BLOCK (never a house rule: those never BLOCK).
+- Every predicate declares its source: the policy sentence it encodes, or "house rule" (a rule our policy
+  adds and the upstream policy does not state). A house rule's `policy` text starts with "house rule:", so
+  the label travels with every verdict, event, feedback line and listing without anyone adding it; its
+  severity is capped at REVISE, and a domain can switch all its house rules off (`Domain.house_rules`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -21,7 +26,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from core.ledger import LedgerReader, PathMap
+from core.ledger import EFFECTS_NAMESPACE, Effect, LedgerReader, PathMap
 from core.strict_json import value_problem
 from core.tools import ToolCall
 
@@ -126,6 +131,26 @@ class LedgerView:
         """`require`, telling the model the exact read that fills the path (absent and stale alike)."""
         return self.require(path, hint=f"Read it with {read_call}{note}")
 
+    def observations(self, path: str) -> list[JSON]:
+        """Every value ever observed at `path`, oldest first, the current one last (stale or not).
+
+        For rules about what was true when it was read (a reservation held a delayed flight before our own
+        change removed it), not about the present: a past observation stays a fact after a write."""
+        self._note(path)
+        return [entry.value for entry in self._reader.observations(path)]
+
+    def observed_paths(self, pattern: str) -> list[str]:
+        """Paths matching `pattern` observed at any time in this session (current or superseded)."""
+        paths = self._reader.observed_paths(pattern)
+        if not paths:
+            self._note(pattern)
+        return paths
+
+    def effects(self, tool: str) -> tuple[Effect, ...]:
+        """What this session's executed `tool` calls returned (fed only by successful writes' returns)."""
+        self._note(f"{EFFECTS_NAMESPACE}.{tool}")
+        return self._reader.effects(tool)
+
     def glob(self, pattern: str) -> dict[str, JSON]:
         """Every fresh entry matching `pattern`; a stale match raises (never decide on stale data)."""
         matches = self._reader.glob(pattern)
@@ -138,37 +163,90 @@ class LedgerView:
 
 
 CheckFn = Callable[[ToolCall, LedgerView, GateContext], Outcome]
+CustomerCheckFn = Callable[[ToolCall, LedgerView, GateContext, str], Outcome]
+
+HOUSE_RULE = "house rule"
+POLICY_SOURCE = "policy"
+HOUSE_RULE_PREFIX = f"{HOUSE_RULE}: "
+# The strongest verdict a house rule may ask for: a rule the upstream policy does not state never refuses
+# an action outright; the model (or the operator) can always get past it.
+HOUSE_RULE_MAX_SEVERITY = Verdict.REVISE
+SWITCHED_OFF_REASON = "house rule switched off for this domain"
 
 
 @dataclass(frozen=True)
 class Predicate:
-    """One policy rule. `policy` is the sentence it encodes; `check` is a plain function over the ledger."""
+    """One policy rule. `policy` is the sentence it encodes; `check` is a plain function over the ledger.
+
+    `house_rule` marks a rule the upstream policy does not state (its `policy` starts with "house rule:");
+    `switched_off` is set by a domain built with its house rules off (the gate starts with it disabled).
+    `location` is where the check is defined (file:line), for the operator."""
 
     id: str
     tools: frozenset[str]
     severity: Verdict
     policy: str
     check: CheckFn
-    source: str = ""
+    location: str = ""
+    house_rule: bool = False
+    switched_off: bool = False
 
     def guards(self, tool: str) -> bool:
         return tool in self.tools
 
+    @property
+    def source(self) -> str:
+        """Where the rule comes from: "policy" (a sentence of policy.md) or "house rule"."""
+        return HOUSE_RULE if self.house_rule else POLICY_SOURCE
 
-def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str) -> Callable[[CheckFn], Predicate]:
-    """Declare a predicate next to its function so id, scope, severity and policy sit with the logic."""
+
+def predicate(*, id: str, tools: Iterable[str], severity: Verdict, policy: str, house_rule: bool = False,
+              enabled: bool = True) -> Callable[[CheckFn], Predicate]:
+    """Declare a predicate next to its function so id, scope, severity and policy sit with the logic.
+
+    `policy` quotes the sentence of policy.md the rule encodes; for a house rule it says what we add, and
+    the "house rule:" label is prefixed here so no display can drop it. `enabled=False` (house rules only)
+    declares a rule that gates start with switched off; an operator can switch it on."""
     if severity not in (Verdict.REVISE, Verdict.BLOCK):
         raise ValueError(f"predicate {id}: severity must be REVISE or BLOCK")
+    if not enabled and not house_rule:
+        raise ValueError(f"predicate {id}: only a house rule can be off by default")
+    if house_rule and _RANK[severity] > _RANK[HOUSE_RULE_MAX_SEVERITY]:
+        raise ValueError(f"predicate {id}: a house rule is at most {HOUSE_RULE_MAX_SEVERITY.value}, never "
+                         f"{severity.value}")
+    text = HOUSE_RULE_PREFIX + policy if house_rule and not policy.startswith(HOUSE_RULE_PREFIX) else policy
 
     def wrap(fn: CheckFn) -> Predicate:
+        body = inspect.unwrap(fn)  # a @for_customer rule is located at its body, not at the wrapper
         try:
-            source = f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+            location = f"{inspect.getsourcefile(body)}:{inspect.getsourcelines(body)[1]}"
         except (OSError, TypeError):
-            source = getattr(fn, "__module__", "")
-        return Predicate(id=id, tools=frozenset(tools), severity=severity, policy=policy, check=fn,
-                         source=source)
+            location = getattr(fn, "__module__", "")
+        return Predicate(id=id, tools=frozenset(tools), severity=severity, policy=text, check=fn,
+                         location=location, house_rule=house_rule, switched_off=not enabled)
 
     return wrap
+
+
+def requires_customer(identified_rule: str, customer: Callable[[LedgerView, GateContext], str | None],
+                      waiting: str = "no customer yet") -> Callable[[CustomerCheckFn], CheckFn]:
+    """A domain's `@for_customer`: rules that need to know who the customer is.
+
+    Before anyone is identified only the identity rule (`identified_rule`) complains; every other rule
+    passes with a note instead of piling up the same complaint. The decorator puts that dependency in the
+    rule's header and hands the body the customer's id, so the body reads as the policy sentence."""
+
+    def decorate(fn: CustomerCheckFn) -> CheckFn:
+        @functools.wraps(fn)
+        def check(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+            who = customer(view, ctx)
+            if who is None:
+                return Pass(f"{waiting} (see {identified_rule})")
+            return fn(call, view, ctx, who)
+
+        return check
+
+    return decorate
 
 
 @dataclass(frozen=True)
@@ -272,7 +350,8 @@ def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResul
     missing: dict[str, list[str]] = {}
     for result in results:
         if result.status is Status.MISSING:
-            missing.setdefault(result.reason, []).append(result.predicate_id)
+            label = f" ({HOUSE_RULE})" if result.policy.startswith(HOUSE_RULE_PREFIX) else ""
+            missing.setdefault(result.reason, []).append(result.predicate_id + label)
         elif result.failed:
             evidence = f" [state read: {', '.join(result.evidence)}]" if result.evidence else ""
             lines.append(f"- rule {result.predicate_id} ({result.policy}): {result.reason}{evidence}")
@@ -301,7 +380,9 @@ class PolicyGate:
         if max_revise_streak < 1:
             raise ValueError("max_revise_streak must be at least 1")
         self.max_revise_streak = max_revise_streak
-        self.disabled: set[str] = set(disabled)
+        self.disabled: set[str] = set(disabled) | {p.id for p in self.predicates if p.switched_off}
+        self._house_rules = {p.id for p in self.predicates if p.house_rule}
+        self._switched_off = {p.id for p in self.predicates if p.switched_off}
         self.path_map = path_map
         self._streak: dict[str, int] = {}
         self._rejected: dict[str, tuple[int, GateDecision]] = {}
@@ -340,7 +421,7 @@ class PolicyGate:
         for result in results:
             if result.status is Status.DISABLED:
                 continue
-            if result.failed and result.verdict is Verdict.REVISE:
+            if result.failed and result.verdict is Verdict.REVISE and result.predicate_id not in self._house_rules:
                 self._streak[result.predicate_id] = self._streak.get(result.predicate_id, 0) + 1
                 streak_reached |= self._streak[result.predicate_id] >= self.max_revise_streak
             elif not result.failed:
@@ -362,7 +443,7 @@ class PolicyGate:
             if not pred.guards(call.name):
                 continue
             if pred.id in self.disabled:
-                yield PredicateResult(pred.id, Status.DISABLED, Verdict.ALLOW, "disabled by the operator", (),
-                                      pred.policy)
+                why = SWITCHED_OFF_REASON if pred.id in self._switched_off else "disabled by the operator"
+                yield PredicateResult(pred.id, Status.DISABLED, Verdict.ALLOW, why, (), pred.policy)
                 continue
             yield _run_one(pred, call, ledger, ctx, self.path_map)

@@ -4,6 +4,19 @@ Only successful READ returns are absorbed (observe, don't assume). A successful 
 touches stale; a stale entry is still shown to the model but is never used as evidence by the gate until
 it has been read again. Every entry remembers which call put it there, so the console can show
 provenance and a verdict can cite exactly what it relied on.
+
+Two records sit beside the current entries, because some rules are about the past, not the present:
+
+- History: an entry replaced by a read that returned another value is kept (with its provenance) as a
+  superseded observation of that path. After our own write changed a reservation, the flight it used to
+  hold is still something we observed, and a rule may ask for it (`history`, `observations`).
+- Effects (`effects.<tool>.<n>`): what this session's executed writes returned, in order. Fed only by a
+  successful write's own return (`mark_stale(..., result=...)`), never by anything the model says, so a
+  rule can count what was already done (refuels on a line, certificates given) and a per-call limit
+  cannot be repeated around.
+
+Neither is rendered into the prompt: `render()` shows the current entries only (the write results are in
+the conversation already, and superseded values would only repeat what the model saw).
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ from typing import Any
 from core.tools import ToolCall, call_text
 
 JSON = Any
+_NO_RESULT: Any = object()  # mark_stale without a write result: stale the paths, record no effect
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
@@ -104,10 +118,47 @@ def path_matches(pattern: str, path: str) -> bool:
     return all(fnmatch.fnmatchcase(seg, pat) for pat, seg in zip(pattern_parts, path_parts, strict=True))
 
 
+EFFECTS_NAMESPACE = "effects"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one executed write returned: this session's own record of a change it made."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    result: JSON
+    provenance: Provenance
+    index: int  # 0-based position among this session's effects of the same tool
+
+    @property
+    def path(self) -> str:
+        return f"{EFFECTS_NAMESPACE}.{self.tool}.{self.index}"
+
+
 class LedgerReader:
     """Read-only access shared by the ledger and its snapshots."""
 
     _entries: Mapping[str, LedgerEntry]
+    _history: Mapping[str, tuple[LedgerEntry, ...]] = MappingProxyType({})
+    _effects: tuple[Effect, ...] = ()
+
+    def history(self, path: str) -> tuple[LedgerEntry, ...]:
+        """Superseded observations of `path`, oldest first (the current entry is not included)."""
+        return self._history.get(path, ())
+
+    def observations(self, path: str) -> tuple[LedgerEntry, ...]:
+        """Every observation of `path`, oldest first: the superseded ones, then the current one (stale or not)."""
+        current = self._entries.get(path)
+        return self.history(path) + ((current,) if current is not None else ())
+
+    def observed_paths(self, pattern: str) -> list[str]:
+        """Paths matching `pattern` that were ever observed (current or superseded)."""
+        return sorted(p for p in set(self._entries) | set(self._history) if path_matches(pattern, p))
+
+    def effects(self, tool: str | None = None) -> tuple[Effect, ...]:
+        """This session's executed writes (of `tool`, or all), in the order they ran."""
+        return tuple(e for e in self._effects if tool is None or e.tool == tool)
 
     def get(self, path: str) -> JSON:
         entry = self._entries.get(path)
@@ -240,8 +291,11 @@ def render_value(value: JSON) -> str:
 class LedgerSnapshot(LedgerReader):
     """An immutable view of the ledger at one moment (time travel, diffs, re-gating)."""
 
-    def __init__(self, entries: Mapping[str, LedgerEntry], version: int) -> None:
+    def __init__(self, entries: Mapping[str, LedgerEntry], version: int,
+                 history: Mapping[str, tuple[LedgerEntry, ...]] | None = None, effects: Iterable[Effect] = ()) -> None:
         self._entries = MappingProxyType(dict(entries))
+        self._history = MappingProxyType(dict(history or {}))
+        self._effects = tuple(effects)
         self.version = version
 
     def render(self) -> str:
@@ -291,10 +345,14 @@ class Ledger(LedgerReader):
     def __init__(self, path_map: PathMap) -> None:
         self.path_map = path_map
         self._entries: dict[str, LedgerEntry] = {}
+        self._history: dict[str, tuple[LedgerEntry, ...]] = {}
+        self._effects: tuple[Effect, ...] = ()
         self.version = 0
 
     def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
         previous = self._entries.get(path)
+        if previous is not None and previous.value != value:
+            self._history[path] = self._history.get(path, ()) + (previous,)
         self.version += 1
         entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
                             value_text=render_value(value))
@@ -340,8 +398,13 @@ class Ledger(LedgerReader):
         for item in items:
             yield fill_template(rule.path, call.arguments, result, item), item
 
-    def mark_stale(self, call: ToolCall, step: int) -> list[str]:
-        """After a successful write: every path it touches is stale until read again."""
+    def mark_stale(self, call: ToolCall, step: int, result: JSON = _NO_RESULT) -> list[str]:
+        """After a successful write: every path it touches is stale until read again.
+
+        Pass the write's own `result` to record it among the session's effects (every caller that ran the
+        write has it); a caller without it (a test staling paths by hand) records no effect."""
+        if result is not _NO_RESULT:
+            self._record_effect(call, result, step)
         staled: list[str] = []
         stale = Staleness(tool=call.name, call_id=call.id, step=step)
         for pattern in self.path_map.stale_patterns(call):
@@ -353,6 +416,12 @@ class Ledger(LedgerReader):
                     self._entries[path] = replace(updated, rendered=_render_entry(updated))
                     staled.append(path)
         return staled
+
+    def _record_effect(self, call: ToolCall, result: JSON, step: int) -> None:
+        index = sum(1 for e in self._effects if e.tool == call.name)
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step)
+        self._effects += (Effect(call.name, dict(call.arguments), result, provenance, index),)
+        self.version += 1
 
     def _matching(self, pattern: str) -> list[str]:
         """Paths matching `pattern`: a dict lookup for exact paths, a prefix-limited scan for globs."""
@@ -367,7 +436,7 @@ class Ledger(LedgerReader):
         return render_entries(self._entries)
 
     def snapshot(self) -> LedgerSnapshot:
-        return LedgerSnapshot(self._entries, self.version)
+        return LedgerSnapshot(self._entries, self.version, self._history, self._effects)
 
     def diff(self, older: LedgerReader) -> LedgerDiff:
         return diff_entries(older._entries, self._entries)
@@ -375,4 +444,6 @@ class Ledger(LedgerReader):
     def restore(self, snapshot: LedgerSnapshot) -> None:
         """Return to an earlier snapshot (used by replay and re-gating)."""
         self._entries = dict(snapshot._entries)
+        self._history = dict(snapshot._history)
+        self._effects = tuple(snapshot._effects)
         self.version = snapshot.version

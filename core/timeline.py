@@ -56,7 +56,7 @@ def _apply(ledger: Ledger, event: object) -> tuple[AbsorbResult | None, list[str
     if event.kind == "read":
         return ledger.absorb(event.call.to_call(), event.result, event.step), None
     if event.kind == "write":
-        return None, ledger.mark_stale(event.call.to_call(), event.step)
+        return None, ledger.mark_stale(event.call.to_call(), event.step, result=event.result)
     return None, None
 
 

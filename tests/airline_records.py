@@ -229,6 +229,10 @@ class AirlineSession:
         """A write succeeded: mark what it touched stale (the backend itself is not simulated)."""
         return self.ledger.mark_stale(self._next_call(tool, arguments), self.step)
 
+    def executed(self, tool: str, result: Any, **arguments: Any) -> list[str]:
+        """A write ran and returned `result`: its paths go stale and the return joins the session's effects."""
+        return self.ledger.mark_stale(self._next_call(tool, arguments), self.step, result=copy.deepcopy(result))
+
     def read_user(self, record: Record) -> AbsorbResult:
         return self.read("get_user_details", record, user_id=record["user_id"])
 

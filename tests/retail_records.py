@@ -209,6 +209,10 @@ class RetailSession:
         """A write succeeded: mark what it touched stale (the backend itself is not simulated)."""
         return self.ledger.mark_stale(self._next_call(tool, arguments), self.step)
 
+    def executed(self, tool: str, result: Any, **arguments: Any) -> list[str]:
+        """A write ran and returned `result`: its paths go stale and the return joins the session's effects."""
+        return self.ledger.mark_stale(self._next_call(tool, arguments), self.step, result=copy.deepcopy(result))
+
     def authenticate(self, user_id: str = MIA) -> AbsorbResult:
         """find_user_id_by_name_zip returning `user_id` (tau2 returns the bare id string)."""
         first, last, zip_code = _LOOKUP[user_id]

@@ -102,6 +102,10 @@ class TelecomSession:
         """A write succeeded (the agent's, or the customer's on the phone): what it touched is now stale."""
         return self.ledger.mark_stale(self._next_call(tool, arguments, requestor), self.step)
 
+    def executed(self, tool: str, result: Any, **arguments: Any) -> list[str]:
+        """A write ran and returned `result`: its paths go stale and the return joins the session's effects."""
+        return self.ledger.mark_stale(self._next_call(tool, arguments), self.step, result=copy.deepcopy(result))
+
     def identify(self, customer_id: str = MARIA) -> AbsorbResult:
         """get_customer_by_phone with the customer's primary number."""
         record = customer(customer_id)

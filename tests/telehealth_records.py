@@ -124,6 +124,10 @@ class TelehealthSession:
         """A write succeeded: mark what it touched stale (the backend itself is not simulated)."""
         return self.ledger.mark_stale(self._next_call(tool, arguments), self.step)
 
+    def executed(self, tool: str, result: Any, **arguments: Any) -> list[str]:
+        """A write ran and returned `result`: its paths go stale and the return joins the session's effects."""
+        return self.ledger.mark_stale(self._next_call(tool, arguments), self.step, result=copy.deepcopy(result))
+
     def authenticate(self, patient_id: str = PRIYA) -> AbsorbResult:
         """find_patient_by_email when the patient has an email, else find_patient_by_name_dob."""
         doc = _PATIENTS[patient_id]

@@ -18,6 +18,7 @@ from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from console.coverage import CoverageReport, coverage
 from console.live import LiveSession
 from console.widgets.transcript import BADGE
 from core.gate import Predicate
@@ -64,7 +65,7 @@ class WorkbenchScreen(Screen[None]):
         yield Static("", id="wb-title", classes="screen-title")
         with Vertical(id="wb-body"):
             table: DataTable[Any] = DataTable(id="wb-predicates", cursor_type="row", zebra_stripes=True)
-            table.add_columns("on", "id", "severity", "pass", "fail", "error", "guards", "policy")
+            table.add_columns("on", "id", "severity", "source", "tests", "pass", "fail", "error", "guards", "policy")
             yield table
             yield Static("", id="wb-message")
             diff: DataTable[Any] = DataTable(id="wb-diff", cursor_type="row", zebra_stripes=True)
@@ -73,6 +74,7 @@ class WorkbenchScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.coverage: CoverageReport = coverage(self.live.domain)
         self.refresh_table()
 
     def _say(self, text: str | Text) -> None:
@@ -93,11 +95,16 @@ class WorkbenchScreen(Screen[None]):
             on_mark = Text("✗", "bold red") if p.id in gate.disabled else Text("✓", "bold green")
             tools = ", ".join(sorted(p.tools))
             tools = tools if len(tools) <= 40 else f"{len(p.tools)} tools: {tools[:28]}…"
-            table.add_row(on_mark, p.id, Text(p.severity.value, BADGE[p.severity.value]), str(c["pass"]),
+            source = Text(p.source, "bold yellow" if p.house_rule else "")
+            tested = len(self.coverage.tests_of(p.id)) if self.coverage.tests_found else "-"
+            table.add_row(on_mark, p.id, Text(p.severity.value, BADGE[p.severity.value]), source, str(tested),
+                          str(c["pass"]),
                           str(c["violation"] + c["missing"]), str(c["error"]), tools, p.policy, key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
-        self.query_one("#wb-title", Static).update(f"{title}: {len(gate.predicates)} rules, "
-                                                   f"{len(gate.disabled)} disabled")
+        house = sum(p.house_rule for p in gate.predicates)
+        self.query_one("#wb-title", Static).update(
+            f"{title}: {len(gate.predicates)} rules ({house} house rules), {len(gate.disabled)} disabled; "
+            f"{len(self.coverage.unchecked)} policy sentences no predicate can check")
 
     def _selected(self) -> str | None:
         table = self.query_one("#wb-predicates", DataTable)

@@ -76,7 +76,7 @@ def would_refuse(facts: TrialFacts, domain: Domain) -> list[str]:
             if call.requestor != "user":  # the customer's phone actions are never gated, but they stale
                 decision = gate.evaluate(tool_call, ledger, domain.context(ledger))
                 violated += [r.predicate_id for r in decision.results if r.status is Status.VIOLATION]
-            ledger.mark_stale(tool_call, step)
+            ledger.mark_stale(tool_call, step, result=call.result)
     return list(dict.fromkeys(violated))
 
 

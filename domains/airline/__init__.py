@@ -15,27 +15,18 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from core.domain import Domain
+from core.domain import Domain, split_policy
 from domains.airline.clock import EST, REFERENCE_TIME, describe
 from domains.airline.paths import PATH_MAP, identify
 from domains.airline.predicates import PREDICATES
 from domains.airline.tools import TOOLS
 
 _HERE = Path(__file__).parent
-_NOTES_HEADING = "## What the gate checks and what it cannot"
 _NOW_MARK = "{now}"
 
 
-def _split_policy(text: str) -> tuple[str, str]:
-    policy, heading, notes = text.partition(_NOTES_HEADING)
-    if not heading:
-        raise ValueError(f"policy.md has no '{_NOTES_HEADING}' section")
-    if _NOW_MARK not in policy:
-        raise ValueError(f"policy.md does not state the current time ({_NOW_MARK})")
-    return policy.rstrip() + "\n", (heading + notes).strip() + "\n"
-
-
-POLICY_TEMPLATE, POLICY_NOTES = _split_policy((_HERE / "policy.md").read_text(encoding="utf-8"))
+POLICY_TEMPLATE, POLICY_NOTES = split_policy((_HERE / "policy.md").read_text(encoding="utf-8"),
+                                            required=(_NOW_MARK,))
 
 
 def policy_at(now: datetime) -> str:

@@ -38,6 +38,7 @@ from core.gate import (
     Verdict,
     Violation,
     predicate,
+    requires_customer,
 )
 from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
@@ -262,6 +263,8 @@ def _payments(call: ToolCall) -> list[tuple[str, Any]]:
 # ---------------------------------------------------------------------------------------------------
 # Who the customer is, and whose records may be changed.
 
+for_customer = requires_customer("airline.customer_identified", _customer)
+
 
 @predicate(
     id="airline.customer_identified",
@@ -284,10 +287,8 @@ def customer_identified(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     severity=Verdict.BLOCK,
     policy="Book and give certificates only for the customer you are serving, whose profile you read first.",
 )
-def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     user_id = call.arguments.get("user_id")
     if user_id != customer:
         return Violation(f"user_id {user_id!r} is not the customer {customer!r} (user.user_id, the first profile "
@@ -301,10 +302,8 @@ def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outc
     severity=Verdict.BLOCK,
     policy="Only change or cancel reservations that belong to the customer you are serving.",
 )
-def reservation_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def reservation_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     owner = record.get("user_id")
     if owner != customer:
@@ -353,7 +352,8 @@ def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     if "cancelled" in statuses.values():
         return Pass("the airline cancelled one of its flights")
     age = ("at an unknown time" if created is None
-           else f"at {record.get('created_at')}, {_hours(now - created)} before now")
+           else f"at {record.get('created_at')}, {_span(now - created)} before now ({now:%Y-%m-%dT%H:%M:%S}), "
+                f"past the 24-hour window")
     facts = (f"reservation {reservation_id} ({record.get('cabin')}) was booked {age} "
              f"(reservations.{reservation_id}.created_at), has no travel insurance and is not business")
     unknown = [s for s in segments if statuses[s.key] is None]
@@ -364,9 +364,14 @@ def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
                      "outside the 24-hour window")
 
 
-def _hours(delta: timedelta) -> str:
-    hours = delta.total_seconds() / 3600
-    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
+def _span(delta: timedelta) -> str:
+    """An exact span ('24 h 0 min 1 s', '3 days 2 h 0 min 0 s'): never rounded onto the limit it broke."""
+    seconds = int(delta.total_seconds())
+    days, rest = divmod(seconds, 86400) if seconds >= 2 * 86400 else (0, seconds)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    head = f"{days} days " if days else ""
+    return f"{head}{hours} h {minutes} min {secs} s"
 
 
 @predicate(
@@ -498,9 +503,17 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
     n = _passenger_count(call, record)
     unseen: list[Segment] = []
     problems: list[str] = []
+    today = _today(ctx)
     for segment in _repriced(call, record):
         offer = _offer(view, segment)
         if offer is None:
+            gone = _is_date(segment.date) and (segment.date < today or _status(view, segment) in FLOWN)
+            if gone and record is not None:
+                continue  # a flown flight of the reservation: airline.nothing_flown's to judge
+            if gone:  # no search can show it: never ask for one
+                problems.append(f"{segment.label()} is dated {segment.date}, before today ({today}), or has flown "
+                                f"({segment.status_path}); it cannot be booked")
+                continue
             unseen.append(segment)
             continue
         seats = offer.get("available_seats", {}).get(cabin) if isinstance(cabin, str) else None
@@ -529,10 +542,8 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
     severity=Verdict.REVISE,
     policy="Every payment method used must already be in the customer's profile.",
 )
-def payment_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def payment_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     methods = _methods(_profile(view, customer))
     unknown = [pid for pid, _ in _payments(call) if pid not in methods]
     if unknown:
@@ -548,10 +559,8 @@ def payment_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Ou
     policy="A booking is paid with at most one certificate, one credit card and three gift cards; a change of "
            "flights or bags is paid with one credit card or gift card, never a certificate.",
 )
-def payment_method_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def payment_method_allowed(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     methods = _methods(_profile(view, customer))
     ids = [pid for pid, _ in _payments(call)]
     sources = {pid: m.get("source") for pid in ids if isinstance(m := methods.get(pid), Mapping)}
@@ -580,10 +589,8 @@ def payment_method_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -
     policy="Each amount is a positive whole number of dollars, and a gift card or certificate covers what is "
            "charged to it.",
 )
-def payment_balance_covers(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def payment_balance_covers(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     methods = _methods(_profile(view, customer))
     charged: Counter[str] = Counter()
     if call.name == BOOK:
@@ -680,10 +687,8 @@ def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outc
     policy="Each passenger has free checked bags by membership and cabin (regular 0/1/2, silver 1/2/3, gold "
            "2/3/4 for basic economy/economy/business); only the bags beyond that are non-free, at 50 each.",
 )
-def baggage_allowance(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def baggage_allowance(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     membership = str(_profile(view, customer).get("membership"))
     total, nonfree = call.arguments.get("total_baggages"), call.arguments.get("nonfree_baggages")
     if not isinstance(total, int) or not isinstance(nonfree, int) or total < 0 or not 0 <= nonfree <= total:
@@ -758,12 +763,16 @@ def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext
 
 @dataclass(frozen=True)
 class Disruption:
-    """A cancelled or delayed flight on one of the customer's observed reservations."""
+    """A cancelled or delayed flight on one of the customer's reservations, as some observation showed it.
+
+    `record` is the observation of the reservation that listed the flight: after our own change of
+    flights the current record no longer does, but what we observed before stays a fact."""
 
     reservation_id: str
     record: Mapping[str, Any]
     segment: Segment
     kind: str  # "cancelled" | "delayed"
+    resolved_by: str  # why a delay is now compensable ("" when it is not yet)
 
     def eligible(self, membership: str) -> bool:
         return membership in ("silver", "gold") or self.record.get("insurance") == "yes" or \
@@ -771,32 +780,53 @@ class Disruption:
 
     @property
     def resolved(self) -> bool:
-        """A delay is compensated only after the reservation was changed or cancelled. A cancellation is
-        visible on the record; a change of flights is not (the record no longer lists the delayed flight)."""
-        return self.kind == "cancelled" or self.record.get("status") == "cancelled"
+        """A cancelled flight is compensable at once; a delay only after the reservation was changed or
+        cancelled (by this session's executed write, or a cancellation the record shows)."""
+        return self.kind == "cancelled" or bool(self.resolved_by)
+
+    @property
+    def passengers(self) -> int:
+        return len(_list(self.record.get("passengers")))
 
     @property
     def amount(self) -> int:
-        return COMPENSATION_PER_PASSENGER[self.kind] * len(_list(self.record.get("passengers")))
+        return COMPENSATION_PER_PASSENGER[self.kind] * self.passengers
 
     def describe(self) -> str:
         return f"{self.segment.label()} {self.kind} ({self.segment.status_path}) on reservation {self.reservation_id}"
 
 
+def _changed_by_us(view: LedgerView, reservation_id: str) -> str:
+    """The executed change or cancellation of `reservation_id` in this session, as 'tool at step N', or ''."""
+    for tool in (UPDATE_FLIGHTS, CANCEL):
+        for effect in view.effects(tool):
+            if str(effect.arguments.get("reservation_id")) == reservation_id:
+                return f"{tool} at step {effect.provenance.step} (effects.{tool})"
+    return ""
+
+
 def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], list[Segment]]:
-    """Observed disruptions on the customer's observed reservations, and the flights whose status is unknown."""
-    found: list[Disruption] = []
-    unknown: list[Segment] = []
-    for path, record in view.glob("reservations.*").items():
-        if not isinstance(record, Mapping) or record.get("user_id") != customer:
+    """Disruptions on the customer's reservations over every observation of them (a flight our own change
+    removed still counts), and the flights whose status is unknown."""
+    found: dict[tuple[str, tuple[str, str]], Disruption] = {}
+    unknown: dict[tuple[str, str], Segment] = {}
+    for path in view.observed_paths("reservations.*"):
+        reservation_id = path.split(".", 1)[1]
+        observations = [r for r in view.observations(path) if isinstance(r, Mapping)]
+        if not observations or observations[-1].get("user_id") != customer:
             continue
-        for segment in _booked(record):
-            status = _status(view, segment)
-            if status in COMPENSATION_PER_PASSENGER:
-                found.append(Disruption(path.split(".", 1)[1], record, segment, str(status)))
-            elif status is None:
-                unknown.append(segment)
-    return found, unknown
+        cancelled = observations[-1].get("status") == "cancelled"
+        by_us = _changed_by_us(view, reservation_id)
+        resolved_by = by_us or (f"reservations.{reservation_id}.status is cancelled" if cancelled else "")
+        for record in observations:
+            for segment in _booked(record):
+                status = _status(view, segment)
+                if status in COMPENSATION_PER_PASSENGER:
+                    found.setdefault((reservation_id, segment.key),
+                                     Disruption(reservation_id, record, segment, str(status), resolved_by))
+                elif status is None and segment.key not in unknown:
+                    unknown[segment.key] = segment
+    return list(found.values()), list(unknown.values())
 
 
 @predicate(
@@ -806,10 +836,8 @@ def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], lis
     policy="A certificate is a goodwill gesture only for a cancelled or delayed flight, confirmed by its "
            "status, on a reservation of a silver or gold member, an insured reservation or a business one.",
 )
-def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     membership = str(_profile(view, customer).get("membership"))
     found, unknown = _disruptions(view, customer)
     if any(d.eligible(membership) for d in found):
@@ -820,7 +848,7 @@ def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext) ->
                          "is neither insured nor business, so no certificate is due")
     if unknown:
         return _ask_status(unknown, "no cancelled or delayed flight has been confirmed on the customer's reservations")
-    if not view.glob("reservations.*"):
+    if not view.observed_paths("reservations.*"):
         return MissingEvidence(paths=("reservations.*",),
                                reason="read the reservation the customer complains about, then check its flights' "
                                       "status with get_flight_status")
@@ -835,17 +863,29 @@ def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     policy="For a delayed flight, the certificate comes only after the reservation was changed or cancelled "
            "as the customer asked.",
 )
-def compensation_delay_after_change(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
+@for_customer
+def compensation_delay_after_change(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     membership = str(_profile(view, customer).get("membership"))
     eligible = [d for d in _disruptions(view, customer)[0] if d.eligible(membership)]
     if not eligible or any(d.resolved for d in eligible):
         return Pass()
     shown = "; ".join(d.describe() for d in eligible)
     return Violation(f"{shown}: a delay is compensated only once the reservation has been changed or cancelled at "
-                     "the customer's request; do that first (or do not offer a certificate)")
+                     f"the customer's request, and no {UPDATE_FLIGHTS} or {CANCEL} of it has run in this "
+                     f"conversation (effects.{UPDATE_FLIGHTS}, effects.{CANCEL}); do that first (or do not offer "
+                     "a certificate)")
+
+
+def _due(view: LedgerView, customer: str) -> list[Disruption]:
+    """One compensable disruption per reservation (a cancellation outranks a delay on the same one)."""
+    membership = str(_profile(view, customer).get("membership"))
+    best: dict[str, Disruption] = {}
+    for d in _disruptions(view, customer)[0]:
+        if d.eligible(membership) and d.resolved:
+            held = best.get(d.reservation_id)
+            if held is None or d.amount > held.amount:
+                best[d.reservation_id] = d
+    return list(best.values())
 
 
 @predicate(
@@ -855,20 +895,39 @@ def compensation_delay_after_change(call: ToolCall, view: LedgerView, ctx: GateC
     policy="The certificate is 100 dollars per passenger for a cancelled flight and 50 per passenger for a "
            "delayed one.",
 )
-def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no customer yet (see airline.customer_identified)")
-    membership = str(_profile(view, customer).get("membership"))
-    due = [d for d in _disruptions(view, customer)[0] if d.eligible(membership) and d.resolved]
+@for_customer
+def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    due = [d for d in _disruptions(view, customer)[0]
+           if d.eligible(str(_profile(view, customer).get("membership"))) and d.resolved]
     if not due:
         return Pass("nothing is due (see airline.compensation_eligible)")
     amount = call.arguments.get("amount")
     if any(amount == d.amount for d in due):
         return Pass()
     shown = "; ".join(f"{d.amount} for {d.describe()} ({COMPENSATION_PER_PASSENGER[d.kind]} x "
-                      f"{len(_list(d.record.get('passengers')))} passenger(s))" for d in due)
+                      f"{d.passengers} passenger(s))" for d in due)
     return Violation(f"amount {amount!r} is not what the policy sets: {shown}")
+
+
+@predicate(
+    id="airline.compensation_once",
+    tools=[CERTIFICATE],
+    severity=Verdict.BLOCK,
+    policy="A disrupted reservation is compensated once: one certificate for it, never a second.",
+)
+@for_customer
+def compensation_once(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    given = [e for e in view.effects(CERTIFICATE) if e.arguments.get("user_id") == customer]
+    if not given:
+        return Pass()
+    due = _due(view, customer)
+    if len(given) < len(due):
+        return Pass(f"{len(given)} certificate(s) given for {len(due)} disrupted reservation(s)")
+    shown = ", ".join(f"{e.arguments.get('amount')} at step {e.provenance.step}" for e in given)
+    reservations = ", ".join(d.reservation_id for d in due) or "none"
+    return Violation(f"this conversation already gave {customer} {len(given)} certificate(s) ({shown}; "
+                     f"effects.{CERTIFICATE}) for {len(due)} compensable reservation(s) ({reservations}); each "
+                     "disruption is compensated once")
 
 
 PREDICATES: tuple[Predicate, ...] = (
@@ -893,4 +952,5 @@ PREDICATES: tuple[Predicate, ...] = (
     compensation_eligible,
     compensation_delay_after_change,
     compensation_amount,
+    compensation_once,
 )

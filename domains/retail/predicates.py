@@ -9,7 +9,9 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   someone else's, or not in the required status) is BLOCK; the check still reads a fresh order, so a
   status that may have changed since a write asks for a re-read (REVISE) rather than a refusal.
 - Before the customer is authenticated only `retail.authenticated` complains; rules that need to know
-  the customer pass with a note instead of piling up the same complaint.
+  the customer say so with `@for_customer` and pass with a note instead of piling up the same complaint.
+- Money is compared in whole cents (`core.money`), exactly as the mock backend compares it, so at a gift
+  card balance equal to the charge the gate and the tool agree.
 - What a predicate cannot see (the customer's explicit "yes", one tool call per turn, invented facts,
   whether all items were collected first) is not faked here; `policy.md` lists it.
 """
@@ -30,7 +32,9 @@ from core.gate import (
     Verdict,
     Violation,
     predicate,
+    requires_customer,
 )
+from core.money import cents, covers, show, total_cents
 from core.tools import ToolCall, call_text
 from domains.retail.paths import AUTH_PATH, PROFILE_PATH
 
@@ -138,6 +142,8 @@ def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
 # ---------------------------------------------------------------------------------------------------
 # Who may act on what.
 
+for_customer = requires_customer("retail.authenticated", _customer, "no authenticated customer yet")
+
 
 @predicate(
     id="retail.authenticated",
@@ -162,10 +168,8 @@ def authenticated(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome
     policy="Only act on orders that belong to the authenticated customer; refuse requests about anyone "
            "else's orders.",
 )
-def order_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no authenticated customer yet (see retail.authenticated)")
+@for_customer
+def order_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     owner = order.get("user_id")
     if owner != customer:
@@ -182,10 +186,8 @@ def order_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateContext) 
     severity=Verdict.BLOCK,
     policy="Only the authenticated customer's own profile address can be changed.",
 )
-def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no authenticated customer yet (see retail.authenticated)")
+@for_customer
+def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     user_id = call.arguments.get("user_id")
     if user_id != customer:
         return Violation(f"user_id {user_id!r} is not the authenticated customer {customer!r} (auth.user_id)")
@@ -386,10 +388,8 @@ def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: Gate
     policy="Any payment or refund method must be one of the authenticated customer's own payment methods, "
            "as read from their profile.",
 )
-def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no authenticated customer yet (see retail.authenticated)")
+@for_customer
+def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = call.arguments.get("payment_method_id")
     methods = _profile(view, customer).get("payment_methods", {})
     if method_id not in methods:
@@ -407,10 +407,8 @@ def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext
     policy="A return is refunded either to the order's original payment method or to a gift card already "
            "in the customer's profile.",
 )
-def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no authenticated customer yet (see retail.authenticated)")
+@for_customer
+def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     chosen = call.arguments.get("payment_method_id")
     payments = _payments(order)
@@ -471,22 +469,22 @@ def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext
     policy="A gift card used to pay must have enough balance: for the price difference of an item change, "
            "or for the order amount of a payment change.",
 )
-def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    customer = _customer(view, ctx)
-    if customer is None:
-        return Pass("no authenticated customer yet (see retail.authenticated)")
+@for_customer
+def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = str(call.arguments.get("payment_method_id"))
     method = _profile(view, customer).get("payment_methods", {}).get(method_id)
     if not isinstance(method, Mapping) or method.get("source") != "gift_card":
         return Pass("not a gift card in the profile")
-    balance = float(method.get("balance", 0.0))
+    balance = method.get("balance", 0.0)
+    if isinstance(balance, bool) or not isinstance(balance, int | float):
+        return Violation(f"gift card {method_id!r} shows no balance (user.payment_methods.{method_id}.balance)")
     order_id, order = _order(view, call)
     if call.name == MODIFY_PAYMENT:
         payments = _payments(order)
         if not payments:
             return Pass("the order has no payment to move")
-        amount = round(float(payments[0].get("amount", 0.0)), 2)
-        needed = f"the order amount {amount} (orders.{order_id}.payment_history[0].amount)"
+        charge = cents(float(payments[0].get("amount", 0.0)))
+        needed = f"the order amount {show(charge)} (orders.{order_id}.payment_history[0].amount)"
     else:
         swaps = _swaps(view, call, order)
         missing = _products_missing(swaps)
@@ -496,14 +494,14 @@ def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext) 
                   if (line := s.line) is not None and (variant := s.new_variant) is not None]
         if len(priced) != len(swaps):
             return Pass("unknown items or variants are reported by other rules")
-        amount = round(sum(float(new) - float(old) for _, old, new in priced), 2)
+        charge = total_cents(float(new) for _, _, new in priced) - total_cents(float(old) for _, old, _ in priced)
         terms = " + ".join(f"({new} [products.{s.product_id}.variants.{s.new_id}.price] - {old} [item "
                            f"{s.old_id} in orders.{order_id}.items])" for s, old, new in priced)
-        needed = f"the price difference {amount} = {terms}"
-    if amount > balance:
+        needed = f"the price difference {show(charge)} = {terms}"
+    if not covers(balance, charge):
         return Violation(
-            f"gift card {method_id!r} has a balance of {balance} (user.payment_methods.{method_id}.balance), "
-            f"less than {needed}; choose another payment method"
+            f"gift card {method_id!r} has a balance of {show(cents(balance))} (user.payment_methods.{method_id}."
+            f"balance), less than {needed}; choose another payment method"
         )
     return Pass()
 

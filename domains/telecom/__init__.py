@@ -15,24 +15,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.domain import Domain
+from core.domain import Domain, split_policy
 from domains.telecom.paths import PATH_MAP, identify
 from domains.telecom.predicates import PREDICATES
 from domains.telecom.tools import AGENT_TOOLS, TOOLS, USER_TOOLS
 from domains.telecom.vocabulary import REFERENCE_TIME
 
 _HERE = Path(__file__).parent
-_NOTES_HEADING = "## What the gate checks and what it cannot"
 
 
-def _split_policy(text: str) -> tuple[str, str]:
-    policy, heading, notes = text.partition(_NOTES_HEADING)
-    if not heading:
-        raise ValueError(f"policy.md has no '{_NOTES_HEADING}' section")
-    return policy.rstrip() + "\n", (heading + notes).strip() + "\n"
-
-
-POLICY, POLICY_NOTES = _split_policy((_HERE / "policy.md").read_text(encoding="utf-8"))
+POLICY, POLICY_NOTES = split_policy((_HERE / "policy.md").read_text(encoding="utf-8"))
 
 DOMAIN = Domain(
     name="telecom",

@@ -33,8 +33,9 @@ Staleness from the sync. The sync changes records nobody wrote: paying on the ph
 `make_payment` therefore makes every bill stale, so the agent reads it again before relying on it, as
 the policy asks ("verify the bill is Paid").
 
-Identity rule. A customer is identified by a successful get_customer_by_phone, get_customer_by_id, or a
-get_customer_by_name that found exactly one customer (name AND date of birth). The FIRST one wins for the
+Identity rule. A customer is identified by a successful get_customer_by_phone, get_customer_by_id (or
+get_details_by_id with a customer id: the same lookup through another tool), or a get_customer_by_name
+that found exactly one customer (name AND date of birth). The FIRST one wins for the
 whole conversation: a later lookup of someone else is kept at `customers.<id>` but does not change whose
 account may be changed. `identify` reads the identified customer's id from `customer`.
 
@@ -112,6 +113,11 @@ def _id_kind(prefix: str) -> Condition:
     return condition
 
 
+def _customer_by_id(call: ToolCall, result: Any, ledger: LedgerReader) -> bool:
+    """get_details_by_id with a customer id is the same lookup as get_customer_by_id: it identifies."""
+    return _id_kind("C")(call, result, ledger) and _identifies(call, result, ledger)
+
+
 _LINE_CHANGE = ("lines.{line_id}", *DEVICE_PATHS)
 
 PATH_MAP = PathMap(
@@ -128,6 +134,8 @@ PATH_MAP = PathMap(
         PathRule("get_details_by_id", "devices.{result.device_id}", when=_id_kind("D")),
         PathRule("get_details_by_id", "bills.{result.bill_id}", when=_id_kind("B")),
         PathRule("get_details_by_id", "customers.{result.customer_id}", when=_id_kind("C")),
+        PathRule("get_details_by_id", CUSTOMER_PATH, when=_customer_by_id,
+                 note="a lookup by customer id identifies the customer, whichever tool makes it"),
         PathRule("get_details_by_id", "plans.{result.plan_id}", when=_id_kind("P")),
         PathRule("get_bills_for_customer", "bills.{item.bill_id}", each="result"),
         PathRule("get_data_usage", "usage.{line_id}"),

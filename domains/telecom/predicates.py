@@ -11,32 +11,51 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   bill is not overdue, the line is not suspended, its contract has ended, or the policy has no such
   suspension reason.
 - Before a customer is identified only `telecom.customer_identified` complains; rules that need to know
-  the customer pass with a note instead of piling up the same complaint. Rules about a line or bill that
+  the customer say so with `@for_customer` and pass with a note instead of piling up the same complaint.
+  Rules about a line or bill that
   is known NOT to be the customer's stand aside too: the ownership rules refuse the call, and asking the
   agent to read a stranger's records would be noise and a privacy breach.
 - Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
   of the whole ledger: a customer's bills are found through `customers.<id>.bill_ids`, so a decision
   costs the same with 50 or 10,000 observed records.
+- Free text is never judged by its wording: a suspension is legal when the records show an overdue bill or
+  an ended contract, however the reason is phrased.
+- Limits are per line per conversation, not per call: a refuel counts the GB this session's executed
+  refuels already added to the line (`effects.refuel_data`, fed only by the writes' own returns).
+- House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): resuming a line
+  that is Pending Activation rather than Suspended, and enabling roaming that is already on.
 - What a predicate cannot see (the customer abroad, the price quoted and confirmed, an explicit yes, the
   troubleshooting done before a transfer) is not faked here; `policy.md` lists it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
-from core.gate import GateContext, LedgerView, Outcome, Pass, Predicate, Verdict, Violation, predicate
+from core.gate import (
+    EvidenceUnavailable,
+    GateContext,
+    LedgerView,
+    Outcome,
+    Pass,
+    Predicate,
+    Verdict,
+    Violation,
+    predicate,
+    requires_customer,
+)
 from core.tools import ToolCall, call_text
 from domains.telecom.paths import CUSTOMER_PATH
 from domains.telecom.vocabulary import (
     MAX_REFUEL_GB,
     REFERENCE_DATE,
-    SUSPENSION_REASONS,
     UNPAID_STATUSES,
     parse_day,
 )
+
+PENDING_ACTIVATION = "Pending Activation"
 
 SUSPEND, RESUME, PAYMENT_REQUEST = "suspend_line", "resume_line", "send_payment_request"
 ENABLE_ROAMING, DISABLE_ROAMING, REFUEL = "enable_roaming", "disable_roaming", "refuel_data"
@@ -59,6 +78,9 @@ def _customer(view: LedgerView, ctx: GateContext) -> str | None:
     """Who is identified; looking at `customer` through the view makes it part of the evidence."""
     view.has(CUSTOMER_PATH)
     return ctx.customer_id
+
+
+for_customer = requires_customer("telecom.customer_identified", _customer, "no customer identified yet")
 
 
 def _customer_record(view: LedgerView, customer_id: str) -> Record:
@@ -87,6 +109,10 @@ def _owned(view: LedgerView, ctx: GateContext, call: ToolCall, field: str, argum
     customer = _customer(view, ctx)
     if customer is None:
         return None
+    return _owned_by(view, customer, call, field, argument)
+
+
+def _owned_by(view: LedgerView, customer: str, call: ToolCall, field: str, argument: str) -> bool:
     if call.arguments.get("customer_id") != customer:
         return False
     return str(call.arguments.get(argument, "")) in _ids(_customer_record(view, customer), field)
@@ -123,8 +149,8 @@ def customer_identified(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     if _customer(view, ctx) is None:
         return Violation(
             "no customer has been identified in this conversation (customer is not set); look them up with "
-            "get_customer_by_phone, get_customer_by_id, or get_customer_by_name with their full name and date "
-            "of birth"
+            "get_customer_by_phone, get_customer_by_id (or get_details_by_id with their customer id), or "
+            "get_customer_by_name with their full name and date of birth"
         )
     return Pass()
 
@@ -135,13 +161,11 @@ def customer_identified(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     severity=Verdict.BLOCK,
     policy="Only change lines of the identified customer: the line must be one of their line_ids.",
 )
-def line_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    owned = _owned(view, ctx, call, "line_ids", "line_id")
-    if owned is None:
-        return Pass("no customer identified yet (see telecom.customer_identified)")
-    if owned:
+@for_customer
+def line_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    if _owned_by(view, customer, call, "line_ids", "line_id"):
         return Pass()
-    customer, given = ctx.customer_id, call.arguments.get("customer_id")
+    given = call.arguments.get("customer_id")
     line_id = call.arguments.get("line_id")
     if given != customer:
         return Violation(f"the call acts for customer {given!r}, but the identified customer is {customer!r} "
@@ -156,13 +180,11 @@ def line_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext)
     severity=Verdict.BLOCK,
     policy="Only request payment of the identified customer's own bills: the bill must be one of their bill_ids.",
 )
-def bill_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    owned = _owned(view, ctx, call, "bill_ids", "bill_id")
-    if owned is None:
-        return Pass("no customer identified yet (see telecom.customer_identified)")
-    if owned:
+@for_customer
+def bill_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    if _owned_by(view, customer, call, "bill_ids", "bill_id"):
         return Pass()
-    customer, given = ctx.customer_id, call.arguments.get("customer_id")
+    given = call.arguments.get("customer_id")
     if given != customer:
         return Violation(f"the call acts for customer {given!r}, but the identified customer is {customer!r} "
                          "(customer.customer_id); only their own bills may be requested")
@@ -225,9 +247,30 @@ def resume_only_suspended(call: ToolCall, view: LedgerView, ctx: GateContext) ->
         return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
     line_id = str(call.arguments.get("line_id", ""))
     status = _line(view, line_id).get("status")
+    if status == PENDING_ACTIVATION:
+        return Pass(f"{PENDING_ACTIVATION}: see the house rule telecom.resume_pending_activation")
     if status != "Suspended":
         return Violation(f"line {line_id} is {status!r} (lines.{line_id}.status); only a Suspended line can be "
                          "resumed")
+    return Pass()
+
+
+@predicate(
+    id="telecom.resume_pending_activation",
+    tools=[RESUME],
+    severity=Verdict.REVISE,
+    policy="A line that is Pending Activation has never been active: do not resume it as if it were suspended; "
+           "ask the customer what they need first.",
+    house_rule=True,
+)
+def resume_pending_activation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    if _owned(view, ctx, call, "line_ids", "line_id") is False:
+        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    line_id = str(call.arguments.get("line_id", ""))
+    status = _line(view, line_id).get("status")
+    if status == PENDING_ACTIVATION:
+        return Violation(f"line {line_id} is {status!r} (lines.{line_id}.status), not Suspended; the upstream "
+                         "policy does not cover activating a line, so confirm with the customer before resuming it")
     return Pass()
 
 
@@ -281,16 +324,31 @@ def resume_after_overdue_paid(call: ToolCall, view: LedgerView, ctx: GateContext
     id="telecom.refuel_within_cap",
     tools=[REFUEL],
     severity=Verdict.REVISE,
-    policy=f"Refuel at most {MAX_REFUEL_GB} GB at a time.",
+    policy=f"Refuel a line with at most {MAX_REFUEL_GB} GB in a conversation, counting the refuels already "
+           "made on it.",
 )
 def refuel_within_cap(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     amount = call.arguments.get("gb_amount")
     if isinstance(amount, bool) or not isinstance(amount, int | float) or amount <= 0:
         return Violation(f"gb_amount {amount!r} is not a positive number of GB")
-    if amount > MAX_REFUEL_GB:
-        return Violation(f"{amount} GB is over the {MAX_REFUEL_GB} GB refuel cap; offer the customer at most "
-                         f"{MAX_REFUEL_GB} GB")
+    line_id = str(call.arguments.get("line_id", ""))
+    done = [e for e in view.effects(REFUEL) if str(e.arguments.get("line_id")) == line_id
+            and isinstance(e.arguments.get("gb_amount"), int | float)]
+    already = sum((_gb(e.arguments["gb_amount"]) for e in done), Decimal(0))
+    cap = _gb(MAX_REFUEL_GB)
+    if already + _gb(amount) > cap:
+        steps = ", ".join(f"{e.arguments['gb_amount']} GB at step {e.provenance.step}" for e in done)
+        history = f"; this conversation already refuelled line {line_id} with {already} GB ({steps}, " \
+                  f"effects.{REFUEL})" if done else ""
+        left = max(cap - already, Decimal(0))
+        return Violation(f"{amount} GB would bring line {line_id} to {already + _gb(amount)} GB of refuel, over the "
+                         f"{MAX_REFUEL_GB} GB cap{history}; at most {left} GB more can be offered")
     return Pass()
+
+
+def _gb(amount: float | int) -> Decimal:
+    """A GB amount as an exact decimal, so 1.1 + 0.9 is exactly the 2 GB cap."""
+    return Decimal(repr(amount))
 
 
 @predicate(
@@ -325,6 +383,7 @@ def refuel_priced_from_plan(call: ToolCall, view: LedgerView, ctx: GateContext) 
     severity=Verdict.REVISE,
     policy="Enable roaming only for a line you have seen has roaming off; when it is already on, the fix is on "
            "the customer's phone (its Data Roaming setting).",
+    house_rule=True,
 )
 def roaming_not_already_enabled(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     if _owned(view, ctx, call, "line_ids", "line_id") is False:
@@ -339,15 +398,19 @@ def roaming_not_already_enabled(call: ToolCall, view: LedgerView, ctx: GateConte
 # ---------------------------------------------------------------------------------------------------
 # Suspension.
 
-_SEPARATORS = re.compile(r"[\s_\-]+")
 
-
-def _reason_phrase(reason: Any) -> str | None:
-    """The policy phrase a reason starts with ("Overdue bill: B2003" -> "overdue bill"), or None."""
-    if not isinstance(reason, str):
-        return None
-    head = _SEPARATORS.sub(" ", reason.split(":", 1)[0]).strip().strip(".").lower()
-    return head if head in SUSPENSION_REASONS else None
+@predicate(
+    id="telecom.suspension_reason_stated",
+    tools=[SUSPEND],
+    severity=Verdict.REVISE,
+    policy="Give the reason for a suspension.",
+)
+def suspension_reason_stated(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    reason = call.arguments.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return Violation(f"reason {reason!r} is empty; say why the line is suspended (the overdue bill, or the "
+                         "contract's end)")
+    return Pass()
 
 
 @predicate(
@@ -357,26 +420,33 @@ def _reason_phrase(reason: Any) -> str | None:
     policy="Suspend a line only for an overdue bill or an ended contract, and only when the records show it.",
 )
 def suspension_reason_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    reason = call.arguments.get("reason")
-    phrase = _reason_phrase(reason)
-    if phrase is None:
-        allowed = " or ".join(repr(r) for r in SUSPENSION_REASONS)
-        return Violation(f"reason {reason!r} is not one the policy allows; a line is suspended only for {allowed}")
+    """Judged by the facts, never by how the reason is worded: either fact observed makes it legal."""
     if _owned(view, ctx, call, "line_ids", "line_id") is not True:
         return Pass("no customer identified, or not their line (see the identity and ownership rules)")
     customer, line_id = str(ctx.customer_id), str(call.arguments.get("line_id", ""))
-    if phrase == "overdue bill":
-        overdue = [bill_id for bill_id, bill in _customer_bills(view, customer) if bill.get("status") == "Overdue"]
-        if not overdue:
-            return Violation(f"{customer} has no Overdue bill (bills.*.status of customers.{customer}.bill_ids)")
-        return Pass(f"overdue: {', '.join(overdue)}")
-    ends = parse_day(_line(view, line_id).get("contract_end_date"))
+    unread: EvidenceUnavailable | None = None
     today = _today(ctx)
-    if ends is None or ends >= today:
-        shown = "no contract end date" if ends is None else f"its contract runs until {ends.isoformat()}"
-        return Violation(f"line {line_id} has {shown} (lines.{line_id}.contract_end_date); its contract has not "
-                         "ended")
-    return Pass()
+    ends = None
+    try:
+        ends = parse_day(_line(view, line_id).get("contract_end_date"))
+        if ends is not None and ends < today:
+            return Pass(f"the contract ended on {ends.isoformat()} (lines.{line_id}.contract_end_date), before "
+                        f"today {today.isoformat()}")
+    except EvidenceUnavailable as missing:
+        unread = missing
+    try:
+        overdue = [bill_id for bill_id, bill in _customer_bills(view, customer) if bill.get("status") == "Overdue"]
+    except EvidenceUnavailable as missing:
+        raise unread or missing from None
+    if overdue:
+        return Pass(f"overdue: {', '.join(f'{b} (bills.{b}.status)' for b in overdue)}")
+    if unread is not None:
+        raise unread
+    contract = ("has no contract end date" if ends is None
+                else f"has a contract running until {ends.isoformat()}")
+    return Violation(f"{customer} has no Overdue bill (bills.*.status of customers.{customer}.bill_ids) and line "
+                     f"{line_id} {contract} (lines.{line_id}.contract_end_date, today is {today.isoformat()}); the "
+                     "policy allows a suspension only for an overdue bill or an ended contract")
 
 
 PREDICATES: tuple[Predicate, ...] = (
@@ -391,5 +461,7 @@ PREDICATES: tuple[Predicate, ...] = (
     refuel_within_cap,
     refuel_priced_from_plan,
     roaming_not_already_enabled,
+    suspension_reason_stated,
     suspension_reason_allowed,
+    resume_pending_activation,
 )

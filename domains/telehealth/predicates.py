@@ -6,18 +6,22 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   Stale or absent evidence that a rule needs makes the gate answer REVISE ("read X first").
 - Severity follows "can the model fix this by changing the call, or by reading?". A wrong slot, type,
   billing choice, supplier or price is REVISE: another argument fixes it. A fact about the world that no
-  argument changes is BLOCK: the appointment or record is someone else's, the appointment is completed or
-  cancelled, or a severe interaction involves the medication (that needs a clinician, not a retry).
+  argument changes is BLOCK: the appointment or record is someone else's, or the appointment is completed
+  or cancelled. Acting for another patient is a BLOCK whose reason never suggests reading that patient's
+  data: it names what the records read so far show, nothing more.
+- House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): the age limits of
+  a dependant (a child under 18, a parent 65 or older), the specialised appointment types by specialty,
+  and the severe-interaction hold on a prescription change. The hold judges one check only, the one with
+  the medication being changed as primary, when it was run: checks of the patient's other drugs no longer
+  decide it, so reading them (in any order) never changes the verdict. It does not demand the check:
+  tau-Trait's own gold changes Sertraline's supplier for a patient on Warfarin (a high-severity pair)
+  without one, and the upstream policy allows that.
 - Before a patient is authenticated only `telehealth.authenticated` complains; rules that need to know
   the patient pass with a note instead of piling up the same complaint.
 - Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
   of the whole ledger, so a decision costs the same with 50 or 10,000 observed records. The one exception
   is a fallback: a supplier listing asked for under another spelling than the catalogue's is searched
   among the `suppliers.*` entries.
-- `telehealth.no_severe_interaction` therefore looks at the checks that can concern this patient's
-  medication: the one with that medication as primary, and those whose primary is another medication of
-  the patient (the record's prescriptions, the profile's medication list). A check run with an unrelated
-  drug as primary is not consulted; policy.md says so.
 - What a predicate cannot see (the patient's explicit "yes", medical advice, one tool call per turn,
   when to transfer) is not faked here; `policy.md` lists it.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from core.gate import (
@@ -40,7 +44,9 @@ from core.gate import (
     Verdict,
     Violation,
     predicate,
+    requires_customer,
 )
+from core.money import cents
 from core.tools import ToolCall, call_text
 from domains.telehealth.paths import AUTH_PATH, PROFILE_PATH
 from domains.telehealth.vocabulary import (
@@ -70,7 +76,6 @@ ALL_WRITES = (SCHEDULE, RESCHEDULE, CANCEL, SUPPLIER, NOTE)
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^(\d{2}):(\d{2})$")
-_PRICE_TOLERANCE = 0.005  # prices are quoted to the cent
 
 Record = Mapping[str, Any]
 
@@ -143,47 +148,42 @@ def _clock(minutes: int) -> str:
 # Who may act for whom.
 
 
-def _dependant_reason(patient: Record, other: Record, today: date) -> str | None:
-    """None when `other` is a dependant of `patient` (a child under 18 or a parent aged 65+ whose record
-    names `patient` as their emergency contact with that relationship), else why not."""
+def _dependant_reason(patient: Record, other: Record) -> str | None:
+    """None when `other` is a dependant of `patient` (their record names `patient` as emergency contact, as
+    parent or as son/daughter), else why not. The ages are the house rule telehealth.dependant_age's."""
     contact = _mapping(other.get("emergency_contact"))
     contact_name = str(contact.get("name", "")).strip().lower()
     relationship = str(contact.get("relationship", "")).strip().lower()
     if not contact_name or contact_name != _full_name(patient).lower():
         return f"their emergency contact is {contact.get('name')!r}, not {_full_name(patient)!r}"
-    born = _mapping(other.get("demographics")).get("date_of_birth")
-    age = age_on(str(born), today)
-    if age is None:
-        return f"their date of birth {born!r} does not parse"
-    if relationship in PARENT_RELATIONSHIPS:
-        if age < ADULT_AGE:
-            return None
-        return f"they are {age}, an adult (a parent may act for a child under {ADULT_AGE})"
-    if relationship in CHILD_RELATIONSHIPS:
-        if age >= AGED_PARENT_AGE:
-            return None
-        return f"they are {age} (a son or daughter may act for a parent aged {AGED_PARENT_AGE} or older)"
+    if relationship in PARENT_RELATIONSHIPS or relationship in CHILD_RELATIONSHIPS:
+        return None
     return f"{_full_name(patient)} is their {relationship or 'contact'}, not their parent, son or daughter"
 
 
 def _in_scope(view: LedgerView, ctx: GateContext, patient_id: str, what: str, where: str) -> Outcome:
     """Pass when `patient_id` is the authenticated patient or their dependant; `what`/`where` name the
-    thing being changed and the ledger value that says whose it is, for the reason."""
+    thing being changed and the ledger value that says whose it is, for the reason.
+
+    Whether someone else is a dependant is judged on records already read (their profile, read when the
+    patient asked to act for them); it never asks to read another patient's data."""
     customer = _patient_id(view, ctx)
     if customer is None:
         return Pass("no authenticated patient yet (see telehealth.authenticated)")
     if patient_id == customer:
         return Pass()
-    own = view.need(PROFILE_PATH, call_text("get_patient_details", patient_id=customer))
-    other = _profile(view, patient_id)
-    today = ctx.now.date() if ctx.now is not None else REFERENCE_DATE
-    why_not = _dependant_reason(own, other, today)
-    if why_not is None:
-        return Pass(f"{patient_id} is a dependant of {customer}")
+    own = view.get(PROFILE_PATH)
+    other = view.get(f"patients.{patient_id}")
+    if isinstance(own, Mapping) and isinstance(other, Mapping):
+        why_not = _dependant_reason(own, other)
+        if why_not is None:
+            return Pass(f"{patient_id} is a dependant of {customer}")
+        shown = f"{why_not} (patients.{patient_id}.emergency_contact)"
+    else:
+        shown = "no record read in this conversation shows them as the patient's child or parent"
     return Violation(
         f"{what} is for patient {patient_id!r} ({where}), not the authenticated patient {customer!r} "
-        f"(auth.patient_id), and {patient_id!r} is not their dependant: {why_not} "
-        f"(patients.{patient_id}.emergency_contact, patients.{patient_id}.demographics.date_of_birth)"
+        f"(auth.patient_id), and {patient_id!r} is not their dependant: {shown}"
     )
 
 
@@ -192,6 +192,9 @@ def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
     patient's own data (calendar, insurance) then stand aside: the scope rules refuse the call, and asking
     the agent to read a stranger's calendar would be both noise and a privacy breach."""
     return isinstance(_in_scope(view, ctx, patient_id, "", ""), Violation)
+
+
+for_patient = requires_customer("telehealth.authenticated", _patient_id, "no authenticated patient yet")
 
 
 @predicate(
@@ -214,8 +217,8 @@ def authenticated(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome
     id="telehealth.schedule_for_patient",
     tools=[SCHEDULE],
     severity=Verdict.BLOCK,
-    policy="Book appointments only for the authenticated patient, or for their child (under 18) or aged "
-           "parent (65 or older) whose record names them as emergency contact.",
+    policy="Book appointments only for the authenticated patient, or for their child or aged parent whose "
+           "record names them as emergency contact.",
 )
 def schedule_for_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     patient_id = str(call.arguments.get("patient_id", ""))
@@ -229,9 +232,8 @@ def schedule_for_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> 
     policy="Only change appointments of the authenticated patient or of their dependants; refuse requests "
            "about anyone else's.",
 )
-def appointment_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _patient_id(view, ctx) is None:
-        return Pass("no authenticated patient yet (see telehealth.authenticated)")
+@for_patient
+def appointment_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     appointment_id, appointment = _appointment(view, call)
     owner = str(appointment.get("patient_id"))
     return _in_scope(view, ctx, owner, f"appointment {appointment_id}", f"appointments.{appointment_id}.patient_id")
@@ -243,12 +245,51 @@ def appointment_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateCo
     severity=Verdict.BLOCK,
     policy="Only change medical records of the authenticated patient or of their dependants.",
 )
-def record_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _patient_id(view, ctx) is None:
-        return Pass("no authenticated patient yet (see telehealth.authenticated)")
+@for_patient
+def record_belongs_to_patient(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     record_id, record = _record(view, call)
     owner = str(record.get("patient_id"))
     return _in_scope(view, ctx, owner, f"medical record {record_id}", f"records.{record_id}.patient_id")
+
+
+def _whose(view: LedgerView, call: ToolCall) -> str | None:
+    """The patient a write concerns, from its arguments or the (already read) record it names."""
+    if call.name == SCHEDULE:
+        return str(call.arguments.get("patient_id", ""))
+    path = (f"appointments.{call.arguments.get('appointment_id')}" if call.name in APPOINTMENT_CHANGES
+            else f"records.{call.arguments.get('record_id')}")
+    record = view.get(path)
+    return str(record.get("patient_id")) if isinstance(record, Mapping) else None
+
+
+@predicate(
+    id="telehealth.dependant_age",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="A dependant is a child under 18 or a parent aged 65 or older.",
+    house_rule=True,
+)
+@for_patient
+def dependant_age(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
+    other_id = _whose(view, call)
+    if other_id is None or other_id == patient:
+        return Pass()
+    other = view.get(f"patients.{other_id}")
+    if not isinstance(other, Mapping) or _outsider(view, ctx, other_id):
+        return Pass("not a dependant at all (see the scope rules)")
+    relationship = str(_mapping(other.get("emergency_contact")).get("relationship", "")).strip().lower()
+    born = _mapping(other.get("demographics")).get("date_of_birth")
+    today = ctx.now.date() if ctx.now is not None else REFERENCE_DATE
+    age = age_on(str(born), today)
+    if age is None:
+        return Violation(f"{other_id}'s date of birth {born!r} does not parse (patients.{other_id}.demographics)")
+    if relationship in PARENT_RELATIONSHIPS and age >= ADULT_AGE:
+        return Violation(f"{other_id} is {age} on {today} (patients.{other_id}.demographics.date_of_birth), an adult; "
+                         f"a parent acts for a child under {ADULT_AGE}")
+    if relationship in CHILD_RELATIONSHIPS and age < AGED_PARENT_AGE:
+        return Violation(f"{other_id} is {age} on {today} (patients.{other_id}.demographics.date_of_birth); a son or "
+                         f"daughter acts for a parent aged {AGED_PARENT_AGE} or older")
+    return Pass()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -386,6 +427,7 @@ def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContex
     severity=Verdict.REVISE,
     policy="The appointment type is one of the general types, or a specialised type that the provider's "
            "specialty offers (for example therapy_session with a therapist).",
+    house_rule=True,
 )
 def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     kind = call.arguments.get("appointment_type")
@@ -515,7 +557,7 @@ def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Out
     offer = matching[0]
     listed = offer.get("price_usd")
     if not isinstance(price, int | float) or not isinstance(listed, int | float) or \
-            abs(float(price) - float(listed)) > _PRICE_TOLERANCE:
+            isinstance(price, bool) or cents(price) != cents(listed):
         return Violation(f"price {price!r} was not observed: {path} lists {_offer_text(offer)} "
                          f"({path}.suppliers[{offers.index(offer)}].price_usd)")
     if str(currency).upper() != "USD":
@@ -548,28 +590,23 @@ def _severe_pairs(check: Record, medication: str) -> Iterable[str]:
 @predicate(
     id="telehealth.no_severe_interaction",
     tools=[SUPPLIER],
-    severity=Verdict.BLOCK,
-    policy="Do not change a prescription while an interaction check in this conversation shows a "
-           "high-severity or emergency interaction involving that medication; refer the patient to their "
-           "provider instead.",
+    severity=Verdict.REVISE,
+    policy="Before changing a prescription's supplier, check the medication's interactions with the patient's "
+           "other medications; hold the change when that check shows a high-severity or emergency interaction.",
+    house_rule=True,
 )
 def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    """One check decides: the one with the medication being changed as primary, when it was run. Consulting
+    whatever other checks happened to be run made the verdict depend on which of them were read."""
     medication = str(call.arguments.get("medication", "")).strip()
-    record_id, record = _record(view, call)
-    owner = str(record.get("patient_id"))
-    profile = view.get(f"patients.{owner}")
-    # The checks that can involve this medication for this patient: the medication as the primary, or any
-    # of the patient's other medications as the primary (one dictionary lookup each).
-    primaries = dict.fromkeys([medication, *_medications_of(record, profile if isinstance(profile, Mapping)
-                                                            else None)])
-    severe: list[str] = []
-    for primary in primaries:
-        check = view.get(f"interactions.{primary}")
-        if isinstance(check, Mapping):
-            severe += [f"{pair} [interactions.{primary}]" for pair in _severe_pairs(check, medication)]
+    _record(view, call)
+    check = view.get(f"interactions.{medication}")
+    if not isinstance(check, Mapping):
+        return Pass(f"no interaction check of {medication} in this conversation")
+    severe = list(_severe_pairs(check, medication))
     if severe:
-        return Violation(f"an interaction check shows {'; '.join(severe)}; {medication} must not be changed "
-                         "until the patient's provider has reviewed it")
+        return Violation(f"the interaction check shows {'; '.join(severe)} (interactions.{medication}); hold the "
+                         f"change of {medication} until the patient's provider has reviewed it")
     return Pass()
 
 
@@ -578,6 +615,7 @@ PREDICATES: tuple[Predicate, ...] = (
     schedule_for_patient,
     appointment_belongs_to_patient,
     record_belongs_to_patient,
+    dependant_age,
     appointment_actionable,
     provider_available,
     no_conflicting_appointment,

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
+from core.money import cents, covers
 from domains.airline.tools import TOOLS
 from mock_backends.airline.data import load_seed
 from mock_backends.airline.models import (
@@ -170,7 +171,7 @@ class AirlineBackend(SQLiteToolBackend):
         if isinstance(method, Certificate):
             raise ValueError("Certificate cannot be used to update reservation")
         if isinstance(method, GiftCard):
-            if method.amount < total_price:
+            if not covers(method.amount, cents(total_price)):  # in whole cents, as the gate compares
                 raise ValueError("Gift card balance is not enough")
             method.amount -= total_price
         return Payment(payment_id=payment_id, amount=total_price) if total_price != 0 else None
@@ -274,7 +275,7 @@ class AirlineBackend(SQLiteToolBackend):
             if payment.payment_id not in user.payment_methods:
                 raise ValueError(f"Payment method {payment.payment_id} not found")
             method = user.payment_methods[payment.payment_id]
-            if isinstance(method, GiftCard | Certificate) and method.amount < payment.amount:
+            if isinstance(method, GiftCard | Certificate) and not covers(method.amount, cents(payment.amount)):
                 raise ValueError(f"Not enough balance in payment method {payment.payment_id}")
         total_payment = sum(payment.amount for payment in payments)
         if total_payment != total_price:

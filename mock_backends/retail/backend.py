@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from core.money import cents, covers
 from domains.retail.tools import TOOLS
 from mock_backends.base import SQLiteToolBackend, generic_tool, read_tool, write_tool
 from mock_backends.calculator import calculate as _calculate
@@ -212,6 +213,7 @@ class RetailBackend(SQLiteToolBackend):
             raise ValueError("The number of items to be exchanged should match")
         products: dict[str, Product] = {}
         diff_price: float = 0
+        diff_cents = 0
         variant: Variant | None = None
         for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
             if item_id == new_item_id:
@@ -223,9 +225,11 @@ class RetailBackend(SQLiteToolBackend):
             if not variant.available:
                 raise ValueError(f"New item {new_item_id} not found or available")
             diff_price += variant.price - item.price
+            diff_cents += cents(variant.price) - cents(item.price)
         user = await self._user(order.user_id)
         method = self._payment_method(user, payment_method_id)
-        if isinstance(method, GiftCard) and method.balance < diff_price:
+        # Compared in whole cents (core.money), as the gate does: a card holding exactly the difference pays it.
+        if isinstance(method, GiftCard) and not covers(method.balance, diff_cents):
             raise ValueError("Insufficient gift card balance to pay for the new item")
         # tau2 records the difference unrounded, and records it even when it is 0.
         order.payment_history.append(OrderPayment(
@@ -259,7 +263,7 @@ class RetailBackend(SQLiteToolBackend):
         if old_method_id == payment_method_id:
             raise ValueError("The new payment method should be different from the current one")
         amount = order.payment_history[0].amount
-        if isinstance(method, GiftCard) and method.balance < amount:
+        if isinstance(method, GiftCard) and not covers(method.balance, cents(amount)):
             raise ValueError("Insufficient gift card balance to pay for the order")
         order.payment_history.extend([
             OrderPayment(transaction_type="payment", amount=amount, payment_method_id=payment_method_id),
@@ -314,6 +318,7 @@ class RetailBackend(SQLiteToolBackend):
             raise ValueError("The number of items to be exchanged should match.")
         products: dict[str, Product] = {}
         diff_price: float = 0
+        diff_cents = 0
         for item_id, new_item_id in zip(item_ids, new_item_ids, strict=True):
             item = next((i for i in order.items if i.item_id == item_id), None)
             if item is None:
@@ -322,10 +327,11 @@ class RetailBackend(SQLiteToolBackend):
             if not variant.available:
                 raise ValueError(f"New item {new_item_id} not found or available")
             diff_price += variant.price - item.price
+            diff_cents += cents(variant.price) - cents(item.price)
         diff_price = round(diff_price, 2)
         user = await self._user(order.user_id)
         method = self._payment_method(user, payment_method_id)
-        if isinstance(method, GiftCard) and method.balance < diff_price:
+        if isinstance(method, GiftCard) and not covers(method.balance, diff_cents):
             raise ValueError("Insufficient gift card balance to pay for the price difference")
         order.status = "exchange requested"
         order.exchange_items = sorted(item_ids)

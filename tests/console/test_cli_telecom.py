@@ -81,7 +81,7 @@ def test_check_over_the_seed_with_phone_lines(db: Path | None, home: Path, tmp_p
     assert all(row["met"] for row in rows)
     assert [row["requestor"] for row in rows] == [row["requestor"] for row in TRAJECTORY]
     assert rows[1]["predicates"] == ["telecom.resume_only_suspended", "telecom.resume_contract_not_ended",
-                                     "telecom.resume_after_overdue_paid"]
+                                     "telecom.resume_after_overdue_paid", "telecom.resume_pending_activation"]
     assert rows[4]["predicates"] == ["telecom.resume_after_overdue_paid"]
     assert rows[5]["predicates"] == ["telecom.payment_request_for_overdue_bill"]
     assert rows[11]["reason"] == "Tool 'toggle_roaming' not found."
@@ -111,7 +111,7 @@ def test_a_bad_requestor_line_is_reported_and_skipped(home: Path, tmp_path: Path
 def test_predicates_and_scenarios_are_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["predicates", "--domain", "telecom", "--json"]) == 0
     rows = [json.loads(row) for row in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 12 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
+    assert len(rows) == 14 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
     assert main(["scenarios", "--domain", "telecom"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in SCENARIOS)

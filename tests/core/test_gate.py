@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import pytest
+
+from core.domain import split_policy
 from core.gate import (
     GateContext,
     LedgerView,
     Outcome,
     Pass,
     PolicyGate,
+    Predicate,
     Status,
     Verdict,
     Violation,
     predicate,
+    requires_customer,
 )
 from core.ledger import Ledger
 from core.tools import ToolCall
@@ -163,3 +168,75 @@ def test_dry_run_leaves_the_anti_loop_memory_untouched() -> None:
         assert g.dry_run(transfer(amount=1000), ledger, DOMAIN.context(ledger)).verdict is Verdict.REVISE
     first = g.evaluate(transfer(amount=1000), ledger, DOMAIN.context(ledger))
     assert first.verdict is Verdict.REVISE and not first.repeated
+
+
+# ---------------------------------------------------------------------------------------------------
+# House rules and @for_customer (issue 13 class 4, issue 16 item 7).
+
+
+def _always_fails(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    return Violation("no transfers on Sundays")
+
+
+def test_a_house_rule_is_labelled_and_can_never_block() -> None:
+    rule = predicate(id="toy.sunday", tools=["transfer"], severity=Verdict.REVISE, policy="No Sunday transfers.",
+                     house_rule=True)(_always_fails)
+    assert rule.policy == "house rule: No Sunday transfers." and rule.source == "house rule"
+    with pytest.raises(ValueError, match="never BLOCK"):
+        predicate(id="toy.x", tools=["transfer"], severity=Verdict.BLOCK, policy="x", house_rule=True)(_always_fails)
+    with pytest.raises(ValueError, match="only a house rule"):
+        predicate(id="toy.y", tools=["transfer"], severity=Verdict.REVISE, policy="y", enabled=False)(_always_fails)
+    g = PolicyGate([*PREDICATES, rule], max_revise_streak=2)
+    ledger = ledger_with({"id": "A1", "owner": "ann", "balance": 100.0})
+    for n in range(4):  # a house rule's REVISE streak never escalates
+        ledger.absorb(ToolCall(id=f"r{n}", name="get_account", arguments={"account_id": "A1"}),
+                      {"id": "A1", "owner": "ann", "balance": 100.0 + n}, 10 + n)
+        decision = g.evaluate(transfer(), ledger, DOMAIN.context(ledger))
+        assert decision.verdict is Verdict.REVISE and not decision.escalated
+    assert "house rule: No Sunday transfers." in decision.feedback
+
+
+def test_a_domain_without_house_rules_starts_its_gates_with_them_switched_off() -> None:
+    from dataclasses import replace
+
+    rule = predicate(id="toy.sunday", tools=["transfer"], severity=Verdict.REVISE, policy="No Sunday transfers.",
+                     house_rule=True)(_always_fails)
+    domain = replace(DOMAIN, predicates=(*PREDICATES, rule)).without_house_rules()
+    assert [p.switched_off for p in domain.predicates] == [False, False, False, True]
+    ledger = ledger_with({"id": "A1", "owner": "ann", "balance": 100.0})
+    g = PolicyGate(domain.predicates)
+    decision = g.evaluate(transfer(), ledger, domain.context(ledger))
+    assert decision.verdict is Verdict.ALLOW
+    [off] = [r for r in decision.results if r.predicate_id == "toy.sunday"]
+    assert off.status is Status.DISABLED and off.reason == "house rule switched off for this domain"
+    g.set_enabled("toy.sunday", True)  # an operator can switch it back on
+    assert g.evaluate(transfer(call_id="t2"), ledger, domain.context(ledger)).verdict is Verdict.REVISE
+
+
+def test_for_customer_passes_with_a_note_until_someone_is_identified() -> None:
+    seen: list[str] = []
+    for_customer = requires_customer("toy.authenticated", lambda view, ctx: ctx.customer_id)
+
+    @for_customer
+    def body(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+        seen.append(customer)
+        return Pass()
+
+    rule: Predicate = predicate(id="toy.body", tools=["transfer"], severity=Verdict.BLOCK, policy="p")(body)
+    assert "test_gate.py" in rule.location  # the wrapped body's own place, not the decorator's
+    nobody = ledger_with({"id": "A1", "owner": "ann", "balance": 100.0}, customer=None)
+    [result] = [r for r in PolicyGate([rule]).evaluate(transfer(), nobody, DOMAIN.context(nobody)).results]
+    assert result.status is Status.PASS and result.reason == "no customer yet (see toy.authenticated)"
+    ann = ledger_with({"id": "A1", "owner": "ann", "balance": 100.0})
+    PolicyGate([rule]).evaluate(transfer(), ann, DOMAIN.context(ann))
+    assert seen == ["ann"]
+
+
+def test_split_policy_lives_once_in_core() -> None:
+    text = "# P\n\nBe kind at {now}.\n\n## What the gate checks and what it cannot\n\n| a | `x.y` | REVISE |\n"
+    policy, notes = split_policy(text, required=("{now}",))
+    assert policy == "# P\n\nBe kind at {now}.\n" and notes.startswith("## What the gate checks")
+    with pytest.raises(ValueError, match="no '## What the gate checks"):
+        split_policy("# P\n")
+    with pytest.raises(ValueError, match="'{now}'"):
+        split_policy(text.replace("{now}", "noon"), required=("{now}",))

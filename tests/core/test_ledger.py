@@ -105,3 +105,48 @@ def test_mark_stale_handles_exact_paths_and_globs() -> None:
     staled = ledger.mark_stale(call("w", order_id="#W2"), 2)
     assert staled == ["orders.#W2", "users.a", "users.b"]
     assert ledger.mark_stale(call("w", order_id="#W2"), 3) == []  # already stale: nothing new
+
+
+# ---------------------------------------------------------------------------------------------------
+# History (superseded observations) and effects (what executed writes returned): issue 13 classes 2 and 3.
+
+
+def test_a_changed_value_keeps_the_superseded_observation_with_its_provenance() -> None:
+    ledger = Ledger(PATH_MAP)
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 100}, 1)
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 100}, 2)  # same value: no history
+    assert ledger.history("accounts.A1") == ()
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 40}, 3)
+    [old] = ledger.history("accounts.A1")
+    assert old.value == {"id": "A1", "balance": 100} and old.provenance.step == 2
+    assert [e.value["balance"] for e in ledger.observations("accounts.A1")] == [100, 40]
+    assert ledger.observed_paths("accounts.*") == ["accounts.A1"]
+    assert "100" not in ledger.render()  # history never reaches the prompt
+
+
+def test_only_a_write_with_its_return_becomes_an_effect() -> None:
+    ledger = Ledger(PATH_MAP)
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 100}, 1)
+    before = ledger.version
+    ledger.mark_stale(call("transfer", account_id="A1", amount=5), 2)  # no return given: stale only
+    assert ledger.effects() == ()
+    ledger.mark_stale(call("transfer", account_id="A1", amount=7), 3, result={"id": "A1", "balance": 93})
+    ledger.mark_stale(call("transfer", account_id="A1", amount=1), 4, result={"id": "A1", "balance": 92})
+    first, second = ledger.effects("transfer")
+    assert (first.arguments["amount"], first.result["balance"], first.provenance.step) == (7, 93, 3)
+    assert (first.path, second.path) == ("effects.transfer.0", "effects.transfer.1")
+    assert ledger.effects("login") == () and ledger.version > before
+    assert "effects" not in ledger.render()
+
+
+def test_snapshots_and_restore_carry_history_and_effects() -> None:
+    ledger = Ledger(PATH_MAP)
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 1}, 1)
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 2}, 2)
+    ledger.mark_stale(call("transfer", account_id="A1", amount=1), 3, result="ok")
+    snapshot = ledger.snapshot()
+    ledger.absorb(call("get_account", account_id="A1"), {"id": "A1", "balance": 3}, 4)
+    ledger.mark_stale(call("transfer", account_id="A1", amount=1), 5, result="ok")
+    assert len(snapshot.history("accounts.A1")) == 1 and len(snapshot.effects()) == 1
+    ledger.restore(snapshot)
+    assert len(ledger.history("accounts.A1")) == 1 and len(ledger.effects()) == 1

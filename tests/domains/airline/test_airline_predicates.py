@@ -32,6 +32,7 @@ from airline_records import (
     AirlineSession,
     julia_reservation,
     julia_user,
+    leg,
     lena_cancelled,
     lena_delayed,
     lena_user,
@@ -250,6 +251,9 @@ REJECTED = [
     Rejected("too much for one cancelled flight", "airline.compensation_amount", Verdict.REVISE,
              lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 200),
              ("amount 200", "100 for HAT171", "100 x 1 passenger(s)")),
+    Rejected("a second certificate for the same cancelled flight", "airline.compensation_once", Verdict.BLOCK,
+             lambda: _certified(lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled")()), certificate(LENA, 100),
+             ("already gave", "100 at step", "effects.send_certificate", "compensated once")),
 ]
 
 ALLOWED = [
@@ -297,7 +301,17 @@ ALLOWED = [
             lena(lena_delayed(status="cancelled"), "HAT150", "2024-05-15", "delayed"), certificate(LENA, 100)),
     Allowed("100 for one cancelled passenger", "airline.compensation_amount",
             lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 100)),
+    Allowed("the first certificate for a cancelled flight", "airline.compensation_once",
+            lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 100)),
 ]
+
+
+def _certified(session: AirlineSession, amount: int = 100) -> AirlineSession:
+    """The session after send_certificate ran for Lena (its return joins the session's effects)."""
+    session.executed("send_certificate", f"Certificate certificate_1 added to user {LENA} with amount {amount}.",
+                     user_id=LENA, amount=amount)
+    session.read_user(lena_user())
+    return session
 
 
 # Rules about the call's own arguments: they read nothing from the ledger, so they cite no evidence.
@@ -385,7 +399,7 @@ def test_the_24_hour_window_follows_the_reference_time() -> None:
     session.status("HAT121", "2024-05-24", "available")
     decision = session.propose("cancel_reservation", reservation_id=THEO_BASIC)
     assert decision.verdict is Verdict.BLOCK
-    assert "2.0 days before now" in _result(decision, "airline.cancel_basis").reason
+    assert "2 days 1 h 0 min 0 s before now" in _result(decision, "airline.cancel_basis").reason
 
 
 def test_a_naive_reference_time_is_read_as_est() -> None:
@@ -471,3 +485,86 @@ def test_bad_input_gets_a_verdict(label: str, call: tuple[str, dict[str, Any]], 
     assert decision.verdict is not Verdict.ALLOW
     assert predicate_id in {r.predicate_id for r in decision.failed}, decision.feedback
     assert not any(r.status is Status.ERROR for r in decision.results), decision.feedback
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13: facts changed by our own write (class 2), repeated compensation (class 3), exact messages (7).
+
+
+def _delayed_then_changed() -> AirlineSession:
+    """Lena's HAT150 is delayed; the agent moved her to HAT151 (executed), then read the reservation again."""
+    session = lena(lena_delayed(), "HAT150", "2024-05-15", "delayed")()
+    moved = lena_delayed(flights=[leg("HAT151", "ATL", "DFW", "2024-05-16", 200)])
+    session.executed("update_reservation_flights", moved, reservation_id=LENA_DELAYED, cabin="economy",
+                     flights=[segment("HAT151", "2024-05-16")], payment_id=LENA_CARD)
+    session.read_user(lena_user())
+    session.read_reservation(moved)
+    return session
+
+
+def test_a_delay_certificate_after_our_flight_change_is_allowed() -> None:
+    """The reservation no longer lists the delayed flight; the superseded observation still does."""
+    session = _delayed_then_changed()
+    assert session.ledger.history(f"reservations.{LENA_DELAYED}")  # the old record is kept with its provenance
+    decision = propose(session, certificate(LENA, 100))
+    assert decision.verdict is Verdict.ALLOW, decision.feedback
+    assert f"reservations.{LENA_DELAYED}" in _result(decision, "airline.compensation_eligible").evidence
+
+
+def test_a_delay_certificate_needs_an_executed_change_not_just_a_different_record() -> None:
+    """A re-read that shows other flights, with no change run by this session, does not resolve the delay."""
+    session = lena(lena_delayed(), "HAT150", "2024-05-15", "delayed")()
+    session.read_reservation(lena_delayed(flights=[leg("HAT151", "ATL", "DFW", "2024-05-16", 200)]))
+    decision = propose(session, certificate(LENA, 100))
+    assert decision.verdict is Verdict.REVISE
+    assert "effects.update_reservation_flights" in _result(decision, "airline.compensation_delay_after_change").reason
+
+
+def test_a_second_delay_certificate_after_the_change_is_blocked() -> None:
+    session = _delayed_then_changed()
+    assert propose(session, certificate(LENA, 100)).verdict is Verdict.ALLOW
+    session = _certified(session)
+    decision = propose(session, certificate(LENA, 100))
+    assert decision.verdict is Verdict.BLOCK
+    assert _result(decision, "airline.compensation_once").status is Status.VIOLATION
+
+
+def test_two_disrupted_reservations_get_one_certificate_each() -> None:
+    session = lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled")()
+    session.read_reservation(lena_delayed(status="cancelled"))
+    session.status("HAT150", "2024-05-15", "delayed")
+    session = _certified(session)
+    assert propose(session, certificate(LENA, 100)).verdict is Verdict.ALLOW
+    session = _certified(session)
+    assert propose(session, certificate(LENA, 100)).verdict is Verdict.BLOCK
+
+
+def test_a_refused_certificate_is_not_an_effect() -> None:
+    """Only executed writes count: a proposal the gate refused, or a stale-only write, gives nothing."""
+    session = lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled")()
+    session.wrote("send_certificate", user_id=LENA, amount=100)  # no return recorded: not an effect
+    session.read_user(lena_user())
+    assert propose(session, certificate(LENA, 100)).verdict is Verdict.ALLOW
+
+
+def test_the_window_message_shows_the_exact_span_one_second_past_the_limit() -> None:
+    domain = airline_domain(datetime(2024, 5, 16, 9, 0, 1, tzinfo=EST))
+    session = session_for(theo_user(), theo_basic(), domain=domain)
+    session.status("HAT117", "2024-05-20", "available")
+    session.status("HAT121", "2024-05-24", "available")
+    reason = _result(session.propose("cancel_reservation", reservation_id=THEO_BASIC), "airline.cancel_basis").reason
+    assert "24 h 0 min 1 s before now (2024-05-16T09:00:01), past the 24-hour window" in reason
+    assert "24.0 hours" not in reason
+    exactly = session_for(theo_user(), theo_basic(), domain=airline_domain(datetime(2024, 5, 16, 9, 0, tzinfo=EST)))
+    exactly.status("HAT117", "2024-05-20", "available")
+    exactly.status("HAT121", "2024-05-24", "available")
+    assert exactly.propose("cancel_reservation", reservation_id=THEO_BASIC).verdict is Verdict.ALLOW
+
+
+def test_no_hint_ever_asks_to_search_a_flight_that_has_flown() -> None:
+    """Booking yesterday's flight: refused as past, never 'search its route' (no search can show it)."""
+    session = theo_searched()
+    decision = propose(session, book([segment("HAT119", "2024-05-14")], [pay(THEO_CARD, 214)]))
+    result = _result(decision, "airline.flight_observed_available")
+    assert result.status is Status.VIOLATION and "before today (2024-05-15)" in result.reason
+    assert "search_direct_flight" not in decision.feedback

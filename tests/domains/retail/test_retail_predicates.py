@@ -256,13 +256,13 @@ REJECTED: list[Rejected] = [
              ("orders.#W4821002",)),
     Rejected("gift card short of an exchange's price difference", "retail.gift_card_covers_amount",
              Verdict.REVISE, mia_session, exchange([TABLET_BLACK_64], [TABLET_GOLD_128], MIA_GIFT_CARD),
-             ("'gift_card_4821001' has a balance of 59.0", "user.payment_methods.gift_card_4821001.balance",
-              "the price difference 439.71 = (989.7 [products.1000000001.variants.2000000011.price] - 549.99 "
+             ("'gift_card_4821001' has a balance of $59.00", "user.payment_methods.gift_card_4821001.balance",
+              "the price difference $439.71 = (989.7 [products.1000000001.variants.2000000011.price] - 549.99 "
               "[item 2000000012 in orders.#W4821001.items])"),
              ("auth.user_id", "user", "orders.#W4821001", "products.1000000001")),
     Rejected("gift card short of the order amount", "retail.gift_card_covers_amount", Verdict.REVISE,
              poor_gift_card, modify_payment(MIA_GIFT_CARD),
-             ("balance of 20.0", "the order amount 49.99", "orders.#W4821002.payment_history[0].amount"),
+             ("balance of $20.00", "the order amount $49.99", "orders.#W4821002.payment_history[0].amount"),
              ("auth.user_id", "user", "orders.#W4821002")),
 ]
 
@@ -499,3 +499,15 @@ def test_switching_to_another_user_keeps_the_first_customer() -> None:
     decision = propose(session, cancel(NOAH_PENDING))
     assert decision.verdict is Verdict.BLOCK
     assert "retail.order_owned_by_customer" in failed_ids(decision)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13 class 9: money at the exact cent, the same answer as the tool.
+
+
+def test_money_helper_compares_whole_cents() -> None:
+    from core.money import cents, covers, show, total_cents
+
+    assert 0.1 + 0.2 > 0.3 and total_cents([0.1, 0.2]) == cents(0.3) == 30
+    assert covers(0.3, total_cents([0.1, 0.2])) and not covers(0.29, 30)
+    assert cents(989.7) - cents(549.99) == 43971 and show(-5) == "-$0.05" and show(43971) == "$439.71"

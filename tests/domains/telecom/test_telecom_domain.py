@@ -114,7 +114,7 @@ def test_policy_limits_are_not_schema_constraints() -> None:
     [
         ("get_customer_by_phone", {"phone_number": "555-210-3001"}, customer(MARIA), ("customers.C2001", "customer")),
         ("get_customer_by_id", {"customer_id": MARIA}, customer(MARIA), ("customers.C2001", "customer")),
-        ("get_details_by_id", {"id": "C2001"}, customer(MARIA), ("customers.C2001",)),
+        ("get_details_by_id", {"id": "C2001"}, customer(MARIA), ("customers.C2001", "customer")),
         ("get_details_by_id", {"id": "L2003"}, line("L2003"), ("lines.L2003",)),
         ("get_details_by_id", {"id": "B2003"}, bill("B2003"), ("bills.B2003",)),
         ("get_details_by_id", {"id": "P2001"}, plan("P2001"), ("plans.P2001",)),

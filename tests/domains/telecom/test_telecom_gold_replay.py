@@ -280,6 +280,19 @@ VARIANTS = [
             lambda: [*_identify(), _read("get_details_by_id", id="L1002"),
                      _bad("enable_roaming", "REVISE", customer_id=JOHN, line_id="L1002")],
             "the roaming-enabled task: the line allows roaming, the phone's Data Roaming is what is off", "no-op"),
+    Variant("refuel-twice-past-the-cap", ENABLED_OFF, "REVISE", "telecom.refuel_within_cap",
+            lambda: [*_identify(), _read("get_details_by_id", id="L1002"), _read("get_details_by_id", id="P1002"),
+                     {**_bad("refuel_data", "ALLOW", customer_id=JOHN, line_id="L1002", gb_amount=1.5),
+                      "note": "the first refuel, legal"},
+                     *_identify(), _read("get_details_by_id", id="L1002"),
+                     _bad("refuel_data", "REVISE", customer_id=JOHN, line_id="L1002", gb_amount=1.5)],
+            "two 1.5 GB refuels on one line: each under the cap, together 3 GB (the executed one is counted)",
+            "changes"),
+    Variant("suspend-without-a-reason", OVERDUE, "REVISE", "telecom.suspension_reason_stated",
+            lambda: [*_identify(), _read("get_details_by_id", id="L1001"),
+                     _read("get_bills_for_customer", customer_id=JOHN),
+                     _bad("suspend_line", "REVISE", customer_id=JOHN, line_id="L1001", reason="")],
+            "an overdue bill would justify it, but the reason is empty", "changes"),
     Variant("suspend-for-travel", ENABLED_OFF, "BLOCK", "telecom.suspension_reason_allowed",
             lambda: [*_identify(), _read("get_details_by_id", id="L1001"),
                      _read("get_bills_for_customer", customer_id=JOHN),
@@ -337,8 +350,11 @@ async def test_what_the_tool_alone_would_have_done(variant: Variant, fresh: Temp
 
 
 def test_variants_cover_every_predicate() -> None:
+    """Every rule the policy states has a violating variant of a real task; house rules may (tau2's data has no
+    line Pending Activation to build one from)."""
     assert len(VARIANTS) >= 6
-    assert {v.predicate for v in VARIANTS} == {p.id for p in DOMAIN.predicates}
+    covered = {v.predicate for v in VARIANTS}
+    assert {p.id for p in DOMAIN.predicates if not p.house_rule} <= covered <= {p.id for p in DOMAIN.predicates}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -62,10 +62,17 @@ def refuel(gb_amount: Any = 2.0, line_id: str = "L2002", customer_id: str = MARI
 
 
 def unidentified() -> TelecomSession:
-    """The agent read the line and, by id, the customer record: neither identifies anyone."""
+    """The agent read a line and a name search that found two customers: neither identifies anyone."""
     session = TelecomSession()
     session.read_line(line("L2001"))
-    session.read("get_details_by_id", customer(MARIA), id=MARIA)
+    session.read("get_customer_by_name", [customer(MARIA), customer(OTHER_MARIA)], full_name="Maria Lopez",
+                 dob="1990-07-21")
+    return session
+
+
+def _maria_pending() -> TelecomSession:
+    session = maria("L2003", B2003="Paid")
+    session.read_line(line("L2003", status="Pending Activation"))
     return session
 
 
@@ -180,7 +187,8 @@ REJECTED: list[Rejected] = [
              lambda: maria_tablet(B2003="Awaiting Payment"), resume(), ("B2003 (Awaiting Payment",),
              ("customer", "customers.C2001", "bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004")),
     Rejected("refuel 5 GB", "telecom.refuel_within_cap", Verdict.REVISE, maria_refuel(), refuel(5.0),
-             ("5.0 GB is over the 2.0 GB refuel cap",), ()),
+             ("5.0 GB would bring line L2002 to 5.0 GB of refuel, over the 2.0 GB cap", "at most 2.0 GB more"),
+             ("effects.refuel_data",)),
     Rejected("refuel zero GB", "telecom.refuel_within_cap", Verdict.REVISE, maria_refuel(), refuel(0),
              ("gb_amount 0 is not a positive number of GB",), ()),
     Rejected("refuel from a plan without a refuel price", "telecom.refuel_priced_from_plan", Verdict.REVISE,
@@ -190,18 +198,22 @@ REJECTED: list[Rejected] = [
              maria_roaming_already_on, roaming(),
              ("roaming is already enabled on line L2001 (lines.L2001.roaming_enabled)", "Data Roaming"),
              ("customer", "customers.C2001", "lines.L2001")),
-    Rejected("suspend a line for travel", "telecom.suspension_reason_allowed", Verdict.BLOCK, maria_roaming,
-             suspend(reason="customer is travelling"),
-             ("reason 'customer is travelling' is not one the policy allows", "'overdue bill' or 'contract ended'"),
-             ()),
+    Rejected("suspend with no reason", "telecom.suspension_reason_stated", Verdict.REVISE, daniel(),
+             suspend("L2004", "  ", DANIEL), ("reason '  ' is empty",), ()),
     Rejected("suspend for a contract that has not ended", "telecom.suspension_reason_allowed", Verdict.BLOCK,
-             maria_roaming, suspend(reason="contract ended"),
-             ("its contract runs until 2026-09-30", "lines.L2001.contract_end_date"),
-             ("customer", "customers.C2001", "lines.L2001")),
+             lambda: maria("L2001", B2003="Paid"), suspend(reason="contract ended"),
+             ("has a contract running until 2026-09-30", "lines.L2001.contract_end_date", "no Overdue bill"),
+             ("customer", "customers.C2001", "lines.L2001", "bills.B2001", "bills.B2002", "bills.B2003",
+              "bills.B2004")),
     Rejected("suspend for an overdue bill nobody has", "telecom.suspension_reason_allowed", Verdict.BLOCK,
              lambda: maria("L2001", B2003="Paid"), suspend(),
              ("C2001 has no Overdue bill",),
-             ("customer", "customers.C2001", "bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004")),
+             ("customer", "customers.C2001", "lines.L2001", "bills.B2001", "bills.B2002", "bills.B2003",
+              "bills.B2004")),
+    Rejected("resume a line that is Pending Activation", "telecom.resume_pending_activation", Verdict.REVISE,
+             lambda: _maria_pending(), resume("L2003"),
+             ("'Pending Activation' (lines.L2003.status), not Suspended",), ("customer", "customers.C2001",
+                                                                              "lines.L2003")),
 ]
 
 ALLOWED: list[Allowed] = [
@@ -228,6 +240,10 @@ ALLOWED: list[Allowed] = [
             suspend("L2004", "Overdue bill: B2005", DANIEL)),
     Allowed("suspend for an ended contract", "telecom.suspension_reason_allowed",
             daniel_with_ended_contract_on_l2004, suspend("L2004", "contract_ended", DANIEL)),
+    Allowed("suspend with a reason in the agent's own words", "telecom.suspension_reason_stated", daniel(),
+            suspend("L2004", "Customer has an overdue bill (B2005)", DANIEL)),
+    Allowed("resume a suspended line (not Pending Activation)", "telecom.resume_pending_activation",
+            maria_tablet_paid, resume()),
 ]
 
 
@@ -267,7 +283,7 @@ def test_allowed(case: Allowed) -> None:
 
 def test_every_predicate_has_an_allowed_and_a_rejected_case() -> None:
     ids = {p.id for p in PREDICATES}
-    assert len(ids) == 12
+    assert len(ids) == 14
     assert {c.predicate_id for c in REJECTED} == ids
     assert {c.predicate_id for c in ALLOWED} == ids
     guards = {p.id: p.tools for p in PREDICATES}
@@ -383,12 +399,18 @@ def test_a_name_search_identifies_only_with_exactly_one_match() -> None:
     assert one.added == ("customer",) and session.context().customer_id == OTHER_MARIA
 
 
-def test_identifying_by_id_works_but_a_details_lookup_does_not() -> None:
-    session = TelecomSession()
-    session.read("get_details_by_id", customer(MARIA), id=MARIA)
-    assert session.context().customer_id is None
-    session.read_customer(MARIA)
-    assert session.context().customer_id == MARIA
+def test_a_lookup_by_customer_id_identifies_through_either_tool() -> None:
+    """Issue 13 class 8: get_details_by_id with a customer id is the identification the policy allows."""
+    by_details = TelecomSession()
+    by_details.read("get_details_by_id", customer(MARIA), id=MARIA)
+    assert by_details.context().customer_id == MARIA
+    by_details.read_line(line("L2001"))
+    assert propose(by_details, roaming()).verdict is Verdict.ALLOW
+    by_id = TelecomSession()
+    by_id.read_customer(MARIA)
+    assert by_id.context().customer_id == MARIA
+    by_id.read("get_details_by_id", customer(DANIEL), id=DANIEL)  # a later lookup changes nobody
+    assert by_id.context().customer_id == MARIA
 
 
 def test_rules_do_not_ask_to_read_a_strangers_records() -> None:
@@ -415,3 +437,117 @@ def test_bill_records_from_a_listing_and_by_id_are_the_same_path() -> None:
     session = maria("L2003")
     refreshed = session.read_bill(bill("B2003"))
     assert refreshed.refreshed == ("bills.B2003",)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13: facts, not wording; limits that repetition cannot get around; house rules.
+
+
+@pytest.mark.parametrize("reason", ["Customer has an overdue bill (B2005)", "overdue bill", "Overdue bill: B2005",
+                                    "unpaid balance", "The line's contract end date is in the past"])
+def test_a_suspension_backed_by_an_overdue_bill_is_allowed_however_it_is_worded(reason: str) -> None:
+    assert propose(daniel()(), suspend("L2004", reason, DANIEL)).verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize("reason", ["The line's contract end date is in the past", "contract ended",
+                                    "Customer has an overdue bill"])
+def test_a_suspension_backed_by_an_ended_contract_is_allowed_however_it_is_worded(reason: str) -> None:
+    session = daniel(B2005="Paid", B2006="Paid")()
+    session.read_line(line("L2004", contract_end_date="2025-01-31"))
+    assert propose(session, suspend("L2004", reason, DANIEL)).verdict is Verdict.ALLOW
+
+
+def test_a_suspension_with_neither_fact_is_refused_whatever_the_reason_says() -> None:
+    """The boundary: a contract ending TODAY has not ended; the wording 'contract ended' does not change it."""
+    session = daniel(B2005="Paid", B2006="Paid")()
+    session.read_line(line("L2004", contract_end_date="2025-02-25"))
+    decision = propose(session, suspend("L2004", "contract ended", DANIEL))
+    assert decision.verdict is Verdict.BLOCK
+    reason = result_of(decision, "telecom.suspension_reason_allowed").reason
+    assert "has a contract running until 2025-02-25" in reason and "today is 2025-02-25" in reason
+    assert "has its contract runs" not in reason
+
+
+def test_an_ended_contract_is_enough_without_reading_the_bills() -> None:
+    session = TelecomSession()
+    session.identify(DANIEL)
+    session.read_line(line("L2004", contract_end_date="2025-01-31"))
+    assert propose(session, suspend("L2004", "contract ended", DANIEL)).verdict is Verdict.ALLOW
+
+
+def test_a_suspension_needs_the_facts_read_before_it_is_refused() -> None:
+    session = TelecomSession()
+    session.identify(DANIEL)
+    decision = propose(session, suspend("L2004", "contract ended", DANIEL))
+    assert decision.verdict is Verdict.REVISE
+    assert "get_details_by_id(id=\"L2004\")" in decision.feedback
+
+
+REFUEL_RESULT = {"message": "Successfully added", "new_data_refueling_gb": 1.5, "charge": 6.0}
+
+
+def test_a_second_refuel_cannot_go_past_the_cap_on_the_same_line() -> None:
+    session = maria_refuel()()
+    assert propose(session, refuel(1.5)).verdict is Verdict.ALLOW
+    session.executed("refuel_data", REFUEL_RESULT, customer_id=MARIA, line_id="L2002", gb_amount=1.5)
+    session.identify(MARIA)
+    session.read_line(line("L2002"))
+    session.read("get_details_by_id", plan("P2001"), id="P2001")
+    decision = propose(session, refuel(1.5))
+    assert decision.verdict is Verdict.REVISE
+    result = result_of(decision, "telecom.refuel_within_cap")
+    assert "already refuelled line L2002 with 1.5 GB" in result.reason and "at most 0.5 GB more" in result.reason
+    assert "effects.refuel_data" in result.evidence
+    assert propose(session, refuel(0.5)).verdict is Verdict.ALLOW  # the exact remainder is legal
+
+
+def test_the_cap_counts_per_line_and_only_executed_refuels() -> None:
+    session = maria_refuel()()
+    session.wrote("refuel_data", customer_id=MARIA, line_id="L2002", gb_amount=1.5)  # no return: not an effect
+    session.executed("refuel_data", REFUEL_RESULT, customer_id=MARIA, line_id="L2001", gb_amount=2.0)
+    session.identify(MARIA)
+    session.read_line(line("L2002"))
+    session.read("get_details_by_id", plan("P2001"), id="P2001")
+    assert propose(session, refuel(2.0)).verdict is Verdict.ALLOW
+
+
+def test_float_refuels_add_up_exactly_to_the_cap() -> None:
+    session = maria_refuel()()
+    session.executed("refuel_data", REFUEL_RESULT, customer_id=MARIA, line_id="L2002", gb_amount=1.1)
+    session.identify(MARIA)
+    session.read_line(line("L2002"))
+    session.read("get_details_by_id", plan("P2001"), id="P2001")
+    assert propose(session, refuel(0.9)).verdict is Verdict.ALLOW
+
+
+def test_house_rules_are_labelled_revise_at_most_and_switch_off_with_the_domain() -> None:
+    from core.gate import PolicyGate
+    from domains.telecom import DOMAIN
+
+    house = {p.id for p in PREDICATES if p.house_rule}
+    assert house == {"telecom.roaming_not_already_enabled", "telecom.resume_pending_activation"}
+    for p in PREDICATES:
+        assert p.policy.startswith("house rule: ") == p.house_rule
+        assert p.source == ("house rule" if p.house_rule else "policy")
+        assert not (p.house_rule and p.severity is Verdict.BLOCK)
+    session = maria_roaming_already_on()
+    on = propose(session, roaming())
+    assert on.verdict is Verdict.REVISE and "house rule:" in on.feedback
+    off_domain = DOMAIN.without_house_rules()
+    gate = PolicyGate(off_domain.predicates, path_map=off_domain.path_map)
+    decision = gate.evaluate(on.call, session.ledger, session.context())
+    assert decision.verdict is Verdict.ALLOW
+    off = result_of(decision, "telecom.roaming_not_already_enabled")
+    assert off.reason == "house rule switched off for this domain"
+
+
+def test_a_house_rule_never_escalates_to_block() -> None:
+    from core.gate import PolicyGate
+    from core.tools import ToolCall
+
+    session = maria_roaming_already_on()
+    gate = PolicyGate(PREDICATES)
+    for n in range(5):
+        call = ToolCall(id=f"p{n}", name="enable_roaming", arguments={"customer_id": MARIA, "line_id": "L2001"})
+        session.read_line(line("L2001", roaming_enabled=True))  # new version each time: re-judged
+        assert gate.evaluate(call, session.ledger, session.context()).verdict is Verdict.REVISE

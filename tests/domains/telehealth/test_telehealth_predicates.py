@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from core.gate import GateDecision, PredicateResult, Status, Verdict
-from domains.telehealth import PREDICATES
+from core.gate import GateDecision, PolicyGate, PredicateResult, Status, Verdict
+from core.tools import ToolCall
+from domains.telehealth import DOMAIN, PREDICATES
 from telehealth_records import (
     BRENNAN,
     CASTELLANO,
@@ -193,11 +194,11 @@ class Allowed:
 REJECTED: list[Rejected] = [
     Rejected("write before authentication", "telehealth.authenticated", Verdict.REVISE, unauthenticated, cancel(),
              ("auth.patient_id is not set", "find_patient_by_email", "find_patient_by_name_dob"), ("auth.patient_id",)),
-    Rejected("book for an adult daughter", "telehealth.schedule_for_patient", Verdict.BLOCK,
+    Rejected("book for an adult daughter (house rule)", "telehealth.dependant_age", Verdict.REVISE,
              hana_books_for(YUKI, LINDQVIST), schedule(YUKI),
-             ("'yuki_sato_2001'", "not the authenticated patient 'hana_sato_4410'", "they are 23, an adult",
-              "patients.yuki_sato_2001.emergency_contact"),
-             ("auth.patient_id", "patient", "patients.yuki_sato_2001")),
+             ("yuki_sato_2001 is 23 on 2025-05-20", "an adult", "under 18",
+              "patients.yuki_sato_2001.demographics.date_of_birth"),
+             ("auth.patient_id", "patients.yuki_sato_2001", "patient")),
     Rejected("book for a stranger", "telehealth.schedule_for_patient", Verdict.BLOCK, priya_reads_tomas,
              schedule(TOMAS, HADDAD, "2025-06-13", "10:30", "specialist_consultation"),
              ("their emergency contact is 'Elena Herrera', not 'Priya Raman'",),
@@ -273,24 +274,23 @@ REJECTED: list[Rejected] = [
              ("suppliers.Atorvastatin",)),
     Rejected("a price in another currency", "telehealth.supplier_observed", Verdict.REVISE, marcus_supplier_session,
              change_supplier(currency="EUR"), ("currency 'EUR'", "in USD"), ("suppliers.Atorvastatin",)),
-    Rejected("Warfarin after a high-severity Warfarin check", "telehealth.no_severe_interaction", Verdict.BLOCK,
+]
+
+REJECTED.append(
+    Rejected("Warfarin after a high-severity Warfarin check", "telehealth.no_severe_interaction", Verdict.REVISE,
              marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True),
              change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1),
-             ("Warfarin + Ibuprofen (high, emergency) [interactions.Warfarin]", "must not be changed"),
-             ("records.REC003", "patients.marcus_feld_7702", "interactions.Warfarin", "interactions.Atorvastatin",
-              "interactions.Metformin")),
-    Rejected("Warfarin as the partner of another of the patient's drugs", "telehealth.no_severe_interaction",
-             Verdict.BLOCK, marcus_checked("Metformin", "moderate", "Warfarin", emergency=True),
-             change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1),
-             ("Metformin + Warfarin (moderate, emergency) [interactions.Metformin]",),
-             ("records.REC003", "patients.marcus_feld_7702", "interactions.Warfarin", "interactions.Atorvastatin",
-              "interactions.Metformin")),
-]
+             ("Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)", "provider has reviewed it"),
+             ("records.REC003", "interactions.Warfarin")))
 
 ALLOWED: list[Allowed] = [
     Allowed("cancel own scheduled appointment", "telehealth.authenticated", priya_appointments, cancel(),
             also=("telehealth.appointment_belongs_to_patient", "telehealth.appointment_actionable")),
     Allowed("book for oneself", "telehealth.schedule_for_patient", booking_session, schedule()),
+    Allowed("no interaction check of the medication was run", "telehealth.no_severe_interaction",
+            marcus_supplier_session, change_supplier()),
+    Allowed("a mother books for her 8-year-old (age house rule)", "telehealth.dependant_age",
+            hana_books_for(KENJI, PETROV), schedule(KENJI, PETROV)),
     Allowed("a mother books for her 8-year-old", "telehealth.schedule_for_patient", hana_books_for(KENJI, PETROV),
             schedule(KENJI, PETROV, "2025-05-29", "08:30", "sick_visit")),
     Allowed("a daughter books for her 75-year-old mother", "telehealth.schedule_for_patient",
@@ -331,13 +331,6 @@ ALLOWED: list[Allowed] = [
     Allowed("another listed offer of an unfiltered listing", "telehealth.supplier_observed",
             marcus_unfiltered_listing, change_supplier(company="Northwind Generics", brand="StatinOne", price=6.4,
                                                        currency="USD")),
-    Allowed("no interaction check was run", "telehealth.no_severe_interaction", marcus_supplier_session,
-            change_supplier()),
-    Allowed("a moderate interaction only", "telehealth.no_severe_interaction",
-            marcus_checked("Warfarin", "moderate", "Atorvastatin", listing="Atorvastatin"), change_supplier()),
-    Allowed("a severe interaction of other drugs", "telehealth.no_severe_interaction",
-            marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True, listing="Atorvastatin"),
-            change_supplier()),
 ]
 
 
@@ -382,7 +375,8 @@ def test_allowed(case: Allowed) -> None:
 
 
 def test_every_predicate_has_an_allowed_and_a_rejected_case() -> None:
-    ids = {p.id for p in PREDICATES}
+    """Rules gates start with switched off have their own tests below (the tables judge with default gates)."""
+    ids = {p.id for p in PREDICATES if not p.switched_off}
     assert {c.predicate_id for c in REJECTED} == ids
     assert {c.predicate_id for c in ALLOWED} == ids
     guards = {p.id: p.tools for p in PREDICATES}
@@ -476,16 +470,27 @@ def test_the_listing_is_found_whatever_the_case_of_the_medication() -> None:
     assert "suppliers.Atorvastatin" in result_of(decision, "telehealth.supplier_observed").evidence
 
 
-def test_someone_elses_appointment_asks_for_their_profile_before_refusing() -> None:
-    """Whether the owner is a dependant is read from their record, so it is read before the refusal."""
+def test_someone_elses_appointment_is_blocked_without_asking_to_read_their_data() -> None:
+    """Issue 13 class 6: a BLOCK at once, and no hint to read the other patient's record, before or after."""
     session = priya_appointments()
     session.read_appointment(appointment("APPT004"))
     decision = propose(session, cancel("APPT004"))
-    assert decision.verdict is Verdict.REVISE
+    assert decision.verdict is Verdict.BLOCK
     result = result_of(decision, "telehealth.appointment_belongs_to_patient")
-    assert result.status is Status.MISSING and 'get_patient_details(patient_id="tomas_herrera_3391")' in result.reason
+    assert result.status is Status.VIOLATION and "no record read in this conversation" in result.reason
+    assert "get_patient_details" not in decision.feedback and "tomas_herrera_3391\")" not in decision.feedback
     session.read_patient(patient(TOMAS))
-    assert propose(session, cancel("APPT004")).verdict is Verdict.BLOCK
+    again = propose(session, cancel("APPT004"))
+    assert again.verdict is Verdict.BLOCK and "get_patient_details" not in again.feedback
+
+
+def test_another_patients_record_is_blocked_without_asking_to_read_their_data() -> None:
+    session = priya_appointments()
+    session.read_record(record("REC003"))  # Marcus Feld's
+    decision = propose(session, add_note("REC003"))
+    assert decision.verdict is Verdict.BLOCK, decision.feedback
+    assert failed_ids(decision) == {"telehealth.record_belongs_to_patient"}
+    assert "get_patient_details" not in decision.feedback
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -543,8 +548,14 @@ def test_a_young_parent_is_not_an_aged_parent() -> None:
     session.read_calendar(calendar(EMIKO))
     session.read_provider(provider(LINDQVIST))
     decision = propose(session, schedule(EMIKO, time="14:00"))
-    assert decision.verdict is Verdict.BLOCK
-    assert "they are 63" in result_of(decision, "telehealth.schedule_for_patient").reason
+    assert decision.verdict is Verdict.REVISE  # the age limit is a house rule: REVISE at most
+    assert failed_ids(decision) == {"telehealth.dependant_age"}
+    assert "is 63 on 2025-05-20" in result_of(decision, "telehealth.dependant_age").reason
+    assert "house rule:" in decision.feedback
+    off = DOMAIN.without_house_rules()
+    gate = PolicyGate(off.predicates, path_map=off.path_map)
+    call = ToolCall(id="p", name="schedule_appointment", arguments=schedule(EMIKO, time="14:00")[1])
+    assert gate.evaluate(call, session.ledger, session.context()).verdict is Verdict.ALLOW
 
 
 def test_a_dependants_profile_does_not_become_the_patient() -> None:
@@ -552,3 +563,46 @@ def test_a_dependants_profile_does_not_become_the_patient() -> None:
     assert session.ledger.get("patient")["patient_id"] == HANA
     assert session.context().customer_id == HANA
     assert session.ledger.has(f"patients.{KENJI}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13: the severe-interaction house rule judges one check, so the order of reads does not matter.
+
+
+WARFARIN_SWITCH = change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1)
+
+
+def test_the_interaction_hold_is_a_house_rule_that_revises() -> None:
+    [rule] = [p for p in PREDICATES if p.id == "telehealth.no_severe_interaction"]
+    assert rule.house_rule and not rule.switched_off and rule.severity is Verdict.REVISE
+    decision = propose(marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True)(), WARFARIN_SWITCH)
+    assert decision.verdict is Verdict.REVISE and not decision.escalated
+    reason = result_of(decision, "telehealth.no_severe_interaction").reason
+    assert "Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)" in reason
+    assert "house rule:" in decision.feedback
+
+
+def test_without_house_rules_the_switch_is_allowed() -> None:
+    session = marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True)()
+    off = DOMAIN.without_house_rules()
+    tool, arguments = WARFARIN_SWITCH
+    decision = PolicyGate(off.predicates, path_map=off.path_map).evaluate(
+        ToolCall(id="p", name=tool, arguments=arguments), session.ledger, session.context())
+    assert decision.verdict is Verdict.ALLOW
+
+
+@pytest.mark.parametrize("other_first", [True, False])
+def test_reading_another_drugs_check_does_not_change_the_verdict(other_first: bool) -> None:
+    """Issue 13 class 5: Metformin's check names Warfarin as an emergency partner; the switch of Warfarin is
+    judged by Warfarin's own check only, so it stays legal whatever else was read, in either order."""
+    session = marcus_supplier_session()
+    session.read_suppliers(suppliers("Warfarin"))
+    checks = [interaction_check("Metformin", "moderate", "Warfarin", emergency=True),
+              interaction_check("Warfarin", "moderate", "Atorvastatin")]
+    for check in (checks if other_first else list(reversed(checks))):
+        session.read_interactions(check)
+    assert propose(session, WARFARIN_SWITCH).verdict is Verdict.ALLOW
+    only_other = marcus_supplier_session()
+    only_other.read_suppliers(suppliers("Warfarin"))
+    only_other.read_interactions(checks[0])
+    assert propose(only_other, WARFARIN_SWITCH).verdict is Verdict.ALLOW

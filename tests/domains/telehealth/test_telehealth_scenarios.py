@@ -39,7 +39,7 @@ async def run(name: str, folder: Path, config: AgentConfig | None = None) -> tup
 
 
 def _failed(session: Session) -> list[list[str]]:
-    return [[r.predicate_id for r in e.results if r.status != "pass"] for e in session.bus.history
+    return [[r.predicate_id for r in e.results if r.status not in ("pass", "disabled")] for e in session.bus.history
             if isinstance(e, GateDecided)]
 
 
