@@ -202,18 +202,19 @@ def _messages(error: ValidationError) -> list[str]:
     path = _path(error.absolute_path)
     prefix = f"{path}." if path else ""
     instance: Any = error.instance
+    expected: Any = error.validator_value
+    schema: Any = error.schema
     if error.validator == "required":
-        return [f"missing required argument '{prefix}{name}'" for name in error.validator_value
+        return [f"missing required argument '{prefix}{name}'" for name in expected
                 if isinstance(instance, dict) and name not in instance]
     if error.validator == "additionalProperties":
-        known = error.schema.get("properties", {})
+        known = schema.get("properties", {})
         return [f"unexpected argument '{prefix}{name}'" for name in instance if name not in known]
     if error.validator == "type":
-        expected = error.validator_value
         shown = expected if isinstance(expected, str) else " or ".join(expected)
         return [f"argument '{path}' must be {shown}, got {_describe(instance)} {_shown(instance)}"]
     if error.validator == "enum":
-        return [f"argument '{path}' must be one of {_shown(error.validator_value)}, got {_shown(instance)}"]
+        return [f"argument '{path}' must be one of {_shown(expected)}, got {_shown(instance)}"]
     return [f"argument '{path}': {error.message}"]
 
 
