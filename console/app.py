@@ -17,8 +17,8 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input, TextArea
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState
 
 from console.export import transcript_markdown
@@ -59,7 +59,7 @@ class OperatorConsole(App[None]):
     TITLE = "LedgerAgent Console"
     CSS_PATH = "console.tcss"
     BINDINGS = [
-        Binding("space", "start_or_pause", "Start/Pause", priority=True),  # before a focused Tree's space
+        Binding("space", "start_or_pause", "Start/Pause"),
         Binding("n", "step", "Step"),
         Binding("m", "cycle_mode", "Mode"),
         Binding("r", "retry", "Retry", show=False),
@@ -280,9 +280,6 @@ class OperatorConsole(App[None]):
     # ------------------------------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "start_or_pause" and (isinstance(self.focused, Input | TextArea)
-                                           or isinstance(self.screen, ModalScreen)):
-            return None  # the space is typed, or is the dialog's: the priority binding lets it through
         live = self.live
         if live is None:
             return True

@@ -40,13 +40,14 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from console.serve import ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
+from console.serve import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
 
 log = logging.getLogger("ledgeragent.serve")
 
 TITLE = "LedgerAgent Console"
 TEMPLATES = Path(__file__).with_name("templates")  # our copy of textual-serve's page: no third-party fonts
 STOP_GRACE = 5.0  # seconds a running console gets to quit after its tab closed, before it is killed
+ENDING_GRACE = 20.0  # seconds a console whose app has ended by itself gets to finish (a crash report) and exit
 START_GRACE = 1.0  # seconds a console that has not drawn yet gets after SIGTERM, before it is killed
 EXIT_WAIT = 1.0  # seconds between a console's output ending and its exit being reported, at most
 ROOM_WAIT = 1.5  # seconds a new tab waits for another to close (reloads, races) before "all in use"
@@ -117,6 +118,7 @@ class ConsoleProcess(AppService):
         super().__init__(command, **kwargs)
         self._environment = dict(environment)
         self.drawn = asyncio.Event()  # the console has sent a screen: it is up and reads its stdin
+        self.ending = asyncio.Event()  # its app has ended by itself (q, a crash): the process is on its way out
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         # textual-serve starts from os.environ.copy(): keep only the keys it adds, on top of our allowlist.
@@ -131,6 +133,12 @@ class ConsoleProcess(AppService):
     async def on_data(self, payload: bytes) -> None:
         self.drawn.set()
         await super().on_data(payload)
+
+    async def on_meta(self, data: bytes) -> None:
+        with contextlib.suppress(ValueError, AttributeError):
+            if json.loads(data).get("type") == "exit":
+                self.ending.set()
+        await super().on_meta(data)
 
     async def run(self) -> None:
         """Relay the console's output (textual-serve's framing); log its stderr, never print it.
@@ -202,21 +210,31 @@ class ConsoleProcess(AppService):
         """End the console; returns its exit status.
 
         A console that has drawn is asked to quit (it closes its session, the trace is complete) and killed
-        if it has not within `grace`. One that has not drawn yet (the tab closed while it was starting) does
-        not read the quit request yet: it gets SIGTERM at once and SIGKILL after START_GRACE, so quick
-        open/close cycles do not each hold a slot for seconds. Waits for the exit before any kill even when
-        the output has ended: `Process.kill()` polls (reaps) a process that has just exited, and asyncio's
-        child watcher then reports exit status 255 for it.
+        if it has not within `grace`; its stdin is closed after the request, as a console whose app has
+        ended by itself (a crash) otherwise waits for more input forever. One that has not drawn yet (the
+        tab closed while it was starting) does not read the quit request yet: it gets SIGTERM at once and
+        SIGKILL after START_GRACE, so quick open/close cycles do not each hold a slot for seconds. Waits for
+        the exit before any kill even when the output has ended: `Process.kill()` polls (reaps) a process
+        that has just exited, and asyncio's child watcher then reports exit status 255 for it.
         """
         process = self._process
         if process is None:
             return None
+        if self.ending.is_set():
+            grace = max(grace, ENDING_GRACE)  # not hung: finishing (writing a crash report takes a while)
         if not self.drawn.is_set():
             with contextlib.suppress(ProcessLookupError):
                 process.terminate()
             grace = START_GRACE
-        with contextlib.suppress(TimeoutError, ConnectionError):
-            await asyncio.wait_for(self.stop(), grace)  # sends `quit`, returns when the output has ended
+        else:
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+            await self.send_meta({"type": "quit"})
+        if process.stdin is not None:  # then end of input: a console whose app has already ended (a crash)
+            process.stdin.close()  # waits for its stdin to close before it exits
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._task, grace)  # the output has ended
+            self._task = None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), EXIT_WAIT)
         if process.returncode is None:
@@ -321,15 +339,14 @@ class ConsoleServer(Server):
                          "console; web pages cannot (their Origin is refused)[/]")
         elif proxied:
             lines.append(f"reachable through your proxy at {escape(str(public))}: anyone who can reach it gets "
-                         "the token prompt; the token is the lock")
+                         "an access-token page; the token is the lock")
         elif is_loopback(self.host):
             lines.append("only this machine can connect (loopback), and only with the token in the URL above")
         else:
             lines.append(f"[yellow]reachable from the network on {escape(self.host)}: anyone who can reach "
-                         "this address gets the token prompt; the token is the lock[/]")
+                         "this address gets an access-token page; the token is the lock[/]")
         if config.token_source == "generated":
-            lines.append(f"the token was made for this run: set ${'LEDGERAGENT_TOKEN'} to keep one across "
-                         "restarts")
+            lines.append(f"the token was made for this run: set ${TOKEN_ENV} to keep one across restarts")
         scheme = urlsplit(public).scheme if public else "http"
         if config.token is not None and scheme != "https" and (proxied or not is_loopback(self.host)):
             lines.append("[yellow]plain HTTP: the token and every keystroke cross the network unencrypted; put a "
