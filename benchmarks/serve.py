@@ -308,20 +308,27 @@ async def _close_while_starting(server: ServedConsole, repeat: int) -> list[int]
     return samples
 
 
-async def _soak(server: ServedConsole, cycles: int, tabs: int, painted_every: int) -> None:
+async def _soak(server: ServedConsole, cycles: int, tabs: int, painted_every: int) -> int:
     """`cycles` open/close cycles over `tabs` concurrent tabs; every `painted_every`-th waits for a screen
-    first (a console that has started), the others close at once (a console still starting)."""
+    first (a console that has started), the others close at once (a console still starting). Returns how
+    many of the tabs that waited were refused instead ("all in use": slots of closing tabs not yet free)."""
     counter = iter(range(cycles))
+    refused = 0
 
     async def one_tab(http: aiohttp.ClientSession) -> None:
+        nonlocal refused
         for index in counter:
             tab = await Tab.open(http, server.url, token=server.token)
-            if index % painted_every == 0:
-                await asyncio.wait_for(tab.painted.wait(), 60)
+            if index % painted_every == 0:  # a screen, or the "all in use" refusal (slots still being freed)
+                deadline = time.monotonic() + 60
+                while not (tab.painted.is_set() or tab.closed.is_set()) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                refused += not tab.painted.is_set()
             await tab.close()
 
     async with aiohttp.ClientSession() as http:
         await asyncio.gather(*(one_tab(http) for _ in range(tabs)))
+    return refused
 
 
 def soak(server: ServedConsole, cycles: int = 200, tabs: int = 4, painted_every: int = 10) -> list[Result]:
@@ -333,14 +340,15 @@ def soak(server: ServedConsole, cycles: int = 200, tabs: int = 4, painted_every:
     asyncio.run(_soak(server, tabs, tabs, 1))
     before = rss_bytes(server.pid)
     start = len(server.console_pids())
-    asyncio.run(_soak(server, cycles, tabs, painted_every))
+    refused = asyncio.run(_soak(server, cycles, tabs, painted_every))
     pids = server.console_pids()[start:]
     deadline = time.monotonic() + 3 * 5.0  # each ends within STOP_GRACE, and they end concurrently
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     orphans = sum(alive(pid) for pid in pids)
     after = rss_bytes(server.pid)
-    note = f"{len(pids)} consoles started; server RSS {before / 2**20:.1f} -> {after / 2**20:.1f} MiB"
+    note = (f"{len(pids)} consoles started, {refused} tab(s) refused as all in use; server RSS "
+            f"{before / 2**20:.1f} -> {after / 2**20:.1f} MiB")
     return [
         Result(key="serve_soak_orphans", figure=f"serve soak: console processes left after {cycles} open/close "
                f"cycles over {tabs} concurrent tabs", median_ns=orphans, p95_ns=orphans, n=len(pids), target_ns=1,
