@@ -98,6 +98,11 @@ class Page:
         await self.send("Input.dispatchKeyEvent", type="keyDown", **down)
         await self.send("Input.dispatchKeyEvent", type="keyUp", key=key, code=code, windowsVirtualKeyCode=key_code)
 
+    async def click(self, x: float, y: float) -> None:
+        """A left click at (x, y) CSS pixels, as a mouse would: press and release."""
+        for kind in ("mousePressed", "mouseReleased"):
+            await self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", buttons=1, clickCount=1)
+
     async def screenshot(self, path: Path) -> Path:
         reply = await self.send("Page.captureScreenshot", format="png")
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,12 +5,16 @@ each browser tab gets its own console process, and therefore its own session fol
 console process makes a fresh one): two tabs never share state. What textual-serve does not do, and this
 module adds (the server side lives in `console.webserver`):
 
-- bind to 127.0.0.1 unless told otherwise, and refuse any other address without an access token;
+- bind to 127.0.0.1 unless told otherwise; make a random access token even there (as Jupyter does), unless
+  `--no-token` says otherwise, which only loopback allows; refuse a public address or URL without a token;
 - check that token on every page and websocket request (`?token=` once, then a cookie), else 401;
+- accept a websocket only from the console's own page: its Origin must be one of the server's own origins
+  (`allowed_origins`, `origin_allowed`), never `null`, `file:` or another port;
 - start the child with only the environment a console needs, not a copy of ours (textual-serve's default
   would hand every secret in the server's environment to every tab); the LLM key only with a live model;
 - build the child command from argv with `shlex` quoting, since textual-serve runs it through a shell;
-- cap the number of console processes, and say so clearly to the tab that does not get one.
+- cap the number of console processes, and say so clearly to the tab that does not get one;
+- bound what a tab may send (terminal size, message size: `terminal_size`), and time out idle connections.
 
 This module is the command line and the pure decisions (command, environment, bind policy), kept free of
 aiohttp and textual-serve so `ledgeragent` starts as fast as before; `cmd_serve` imports the server lazily.
@@ -21,27 +25,33 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import secrets
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 HELP = "serve the operator console to web browsers (one console process per tab)"
 DESCRIPTION = """\
 Serve the operator console to web browsers. Each tab runs its own console process, with its own session
 folder and database copy; closing the tab ends that console and keeps its trace on disk.
 
-Safe by default: binds 127.0.0.1. Any other address needs an access token (--token, or better the
-LEDGERAGENT_TOKEN environment variable), and then every page and websocket request must present it: open
-the printed URL once, the browser keeps the token in a cookie. Tabs get only the environment a console needs
-(the LLM key only with --model). For TLS, put a reverse proxy in front: see docs/browser.md."""
+Safe by default: binds 127.0.0.1 and makes a random access token for the run (set your own with
+LEDGERAGENT_TOKEN, or --token); every page and websocket request must present it: open the printed URL once,
+the browser keeps the token in a cookie. --no-token drops it, on a loopback address only. Tabs get only the
+environment a console needs (the LLM key only with --model). For TLS, put a reverse proxy in front and give
+its address with --public-url: see docs/browser.md."""
 TOKEN_ENV = "LEDGERAGENT_TOKEN"
 MIN_TOKEN_LENGTH = 16
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 4
+MAX_COLUMNS = 500  # a terminal wider or taller than this is clamped: its frames grow with the area (3000 x 3000
+MAX_ROWS = 200  # took a tab from 86 to 336 MB and sent a 33 MB frame)
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the names a browser on this machine uses for us
 
 # What a console process needs from our environment, and nothing else. The names are exact; LC_* is a prefix.
 CHILD_ENV_NAMES = frozenset({
@@ -53,6 +63,9 @@ CHILD_ENV_NAMES = frozenset({
 CHILD_ENV_PREFIXES = ("LC_",)
 # Only when the console talks to a live model: the key is the one secret a tab may need.
 LIVE_MODEL_ENV_NAMES = frozenset({"OPENAI_API_KEY", "OPENAI_BASE_URL"})
+
+
+Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80/443 filled in)
 
 
 class ServeError(Exception):
@@ -72,6 +85,7 @@ class ServeConfig:
     public_url: str | None
     home: Path  # LEDGERAGENT_HOME of the children: their session folders are under home / "sessions"
     live_model: bool = False  # a real model is configured, so the children get the LLM key
+    token_source: str = "option"  # where the token came from: "generated", "option", "environment" or "none"
 
 
 def register(subparsers: Any) -> None:
@@ -84,8 +98,12 @@ def register(subparsers: Any) -> None:
     web.add_argument("--host", default=DEFAULT_HOST,
                      help="address to bind (default: %(default)s; any other address needs --token)")
     web.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port (default: %(default)s; 0 = any free)")
-    web.add_argument("--token", help=f"access token every request must present (default: ${TOKEN_ENV}); prefer "
-                     "the environment variable, a command line is visible to other local users")
+    web.add_argument("--token", help=f"access token every request must present (default: ${TOKEN_ENV}, else a "
+                     "random one made for this run); prefer the environment variable, a command line is visible "
+                     "to other local users")
+    web.add_argument("--no-token", action="store_true",
+                     help="no access token: anyone on this machine can open a console (loopback only; not with "
+                          "--token or a public --public-url)")
     web.add_argument("--max-sessions", type=_positive_int, default=DEFAULT_MAX_SESSIONS, metavar="N",
                      help="console processes at once, one per open tab (default: %(default)s)")
     web.add_argument("--public-url", metavar="URL",
@@ -122,8 +140,10 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
     from console.live import SessionSpec, SupervisionMode
     from console.storage import data_root
 
-    token = args.token if args.token is not None else (environ.get(TOKEN_ENV) or None)
-    check_bind(args.host, token)
+    token, source = choose_token(args.token, environ.get(TOKEN_ENV) or None, no_token=args.no_token)
+    if args.public_url is not None and not args.public_url.startswith(("http://", "https://")):
+        raise ServeError("--public-url must start with http:// or https://")
+    check_bind(args.host, token, public_url=args.public_url)
     domain = _domain(args.domain)
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
@@ -134,26 +154,108 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         raise ServeError("; ".join(problems))
     if args.db and not Path(args.db).is_file():
         raise ServeError(f"no such database file: {args.db}")
-    if args.public_url is not None and not args.public_url.startswith(("http://", "https://")):
-        raise ServeError("--public-url must start with http:// or https://")
     home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
     live = model not in ("scripted", "operator")
     return ServeConfig(command=child_command(console_argv(args)),
                        environment=child_environment(environ, home=home.resolve(), live_model=live),
                        host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                        public_url=args.public_url.rstrip("/") if args.public_url else None, home=home.resolve(),
-                       live_model=live)
+                       live_model=live, token_source=source)
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Loopback needs nothing; any other address is reachable by others, so it needs a strong token."""
+def choose_token(option: str | None, environment: str | None, *, no_token: bool) -> tuple[str | None, str]:
+    """The access token and where it came from: --token, else $LEDGERAGENT_TOKEN, else a random one.
+
+    A random one even on loopback, as Jupyter Server does: without it any web page or local program that can
+    reach the port can drive the console. `--no-token` is the explicit way out (it wins over the variable,
+    which a developer may have set for another server; it cannot be combined with --token).
+    """
+    if no_token:
+        if option is not None:
+            raise ServeError("--no-token and --token contradict each other: give one of them")
+        return None, "none"
+    if option is not None:
+        return option, "option"
+    if environment is not None:
+        return environment, "environment"
+    return secrets.token_urlsafe(24), "generated"
+
+
+def check_bind(host: str, token: str | None, *, public_url: str | None = None) -> None:
+    """A token of at least 16 characters, and no token-less server anyone but this machine can reach.
+
+    Without a token the server must be on loopback (`--host`) and be reached only there: a `--public-url`
+    on another host means a reverse proxy makes it public, whatever address it binds.
+    """
     if token is not None and len(token) < MIN_TOKEN_LENGTH:
         raise ServeError(f"the token must be at least {MIN_TOKEN_LENGTH} characters; make one with: "
                          "python -c 'import secrets; print(secrets.token_urlsafe(24))'")
-    if token is None and not is_loopback(host):
-        raise ServeError(f"binding to {host} exposes the console to the network: set an access token with "
-                         f"--token or ${TOKEN_ENV} (python -c 'import secrets; print(secrets.token_urlsafe(24))'),"
-                         f" or keep the default --host {DEFAULT_HOST}")
+    if token is not None:
+        return
+    if not is_loopback(host):
+        raise ServeError(f"binding to {host} exposes the console to the network: it needs an access token "
+                         f"(drop --no-token; set one with ${TOKEN_ENV} or --token), or keep the default "
+                         f"--host {DEFAULT_HOST}")
+    public_host = urlsplit(public_url).hostname if public_url else None
+    if public_url is not None and not (public_host and is_loopback(public_host)):
+        raise ServeError(f"--public-url {public_url} means the console is reachable through a proxy, by anyone "
+                         "who can reach that: it needs an access token (drop --no-token)")
+
+
+def allowed_origins(port: int, public_url: str | None = None, extra: Sequence[str] = ()) -> frozenset[Origin]:
+    """The origins a page of ours can have: the loopback names at our port, --public-url, and `extra`
+    (e.g. the address of a non-loopback bind). A browser's websocket Origin must be one of them."""
+    urls = [f"http://{name}:{port}" for name in LOOPBACK_NAMES]
+    urls += [url for url in (public_url, *extra) if url]
+    return frozenset(origin for origin in map(parse_origin, urls) if origin is not None)
+
+
+def parse_origin(text: str) -> Origin | None:
+    """`scheme://host[:port]` as (scheme, host, port), or None for anything else.
+
+    None for `null` (sandboxed frames, file: pages, data: URLs send it), for `file:`, `data:` or any scheme
+    but http(s), for an empty host, a bad port, user info, or a path: an Origin header never has those.
+    """
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    if parts.username is not None or parts.password is not None or parts.path not in ("", "/") or parts.query \
+            or parts.fragment:
+        return None
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname.lower(), port if port is not None else default
+
+
+def origin_allowed(origin: str | None, allowed: frozenset[Origin]) -> bool:
+    """Whether a websocket with this Origin header may open a console.
+
+    No header at all is a program, not a web page (browsers always send one on a websocket): the token
+    decides for those. Any header must name exactly one of `allowed` (scheme, host and port).
+    """
+    if origin is None:
+        return True
+    parsed = parse_origin(origin)
+    return parsed is not None and parsed in allowed
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """A terminal size as the console gets it: positive integers, clamped to MAX_COLUMNS x MAX_ROWS.
+
+    Raises ValueError (with the reason to show) for anything else: a string, a float, a bool, zero or less.
+    Digit strings are accepted, as the page sends its first size in the query string.
+    """
+    values = []
+    for name, value, limit in (("width", width, MAX_COLUMNS), ("height", height, MAX_ROWS)):
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {str(value)[:20]!r}")
+        values.append(min(value, limit))
+    return values[0], values[1]
 
 
 def is_loopback(host: str) -> bool:
@@ -168,11 +270,12 @@ def is_loopback(host: str) -> bool:
 
 
 def console_argv(args: argparse.Namespace) -> list[str]:
-    """The `ledgeragent console …` argv every tab runs: the server's own interpreter and code, our options."""
+    """The argv every tab runs: `ledgeragent console …` with our options, through `console.tab` (which keeps the
+    console's stderr out of the server's log: see there), with the server's own interpreter and code."""
     scenario = args.scenario
     if Path(scenario).suffix == ".json" and Path(scenario).is_file():
         scenario = str(Path(scenario).resolve())  # a scenario file: the same file whatever the child's cwd
-    argv = [sys.executable, "-m", "console", "console", "--domain", args.domain, "--scenario", scenario,
+    argv = [sys.executable, "-m", "console.tab", "--domain", args.domain, "--scenario", scenario,
             "--agent", args.agent, "--seat", args.seat, "--mode", args.mode, "--operator", args.operator]
     if args.model:
         argv += ["--model", args.model]

@@ -48,9 +48,18 @@ def _make_dirs(path: Path, what: str) -> None:
         raise StorageError(f"cannot write to {what} {path}: permission denied")
 
 
+_latest: Path | None = None  # the last folder new_session_dir made in this process
+
+
+def latest_session_dir() -> Path | None:
+    """The last session folder this process made (console.tab files a console's crash log next to its trace)."""
+    return _latest
+
+
 def new_session_dir(domain: str, label: str | None = None, root: Path | None = None) -> Path:
     """A fresh folder, never one another process has: `mkdir` is the claim (`ledgeragent serve` starts one
     console per browser tab, and two tabs opened in the same second race for the same name)."""
+    global _latest
     base = (root or data_root()) / "sessions"
     _make_dirs(base, "the sessions folder")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -65,6 +74,7 @@ def new_session_dir(domain: str, label: str | None = None, root: Path | None = N
             continue
         except OSError as exc:
             raise StorageError(f"cannot create session folder {candidate}: {_reason(exc)}") from exc
+        _latest = candidate
         return candidate
 
 

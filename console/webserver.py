@@ -1,14 +1,17 @@
-"""The web server behind `ledgeragent serve`: textual-serve's `Server`, with a guard, a session cap, a clean env.
+"""The web server behind `ledgeragent serve`: textual-serve's `Server`, locked down the way Jupyter Server is.
 
 textual-serve 1.1.3 has no hook for any of this, so this module subclasses it and relies on parts that are not
-public API: `Server._make_app` (to add the middleware), `Server._process_messages`, the `AppService` constructor
-and `_build_environment`, and `AppService._process`. pyproject pins textual-serve exactly for that reason:
-re-read its server.py and app_service.py before bumping it.
+public API: `Server._make_app` (replaced: our routes, middleware, no static index), `Server._process_messages`
+(replaced: strict messages), the `AppService` constructor, `_build_environment`, `_process` and `run` (replaced:
+the console's stderr is logged, never copied to our stdout). pyproject pins textual-serve exactly for that
+reason: re-read its server.py and app_service.py before bumping it.
 
-Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` claims one of `max_sessions`
-slots, starts one console process (`ConsoleProcess`) and relays keys and screen bytes until either side
-closes. Closing the tab asks the console to quit and kills it if it does not within `STOP_GRACE`; its session
-folder (trace.jsonl, db.sqlite) stays on disk, since the console writes the trace as it goes.
+Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` checks the Origin and the size,
+claims one of `max_sessions` slots, starts one console process (`ConsoleProcess`) and relays keys and screen
+bytes until either side closes. Closing the tab asks a running console to quit (killed if it has not within
+`STOP_GRACE`) and ends a console that is still starting at once; its session folder (trace.jsonl, db.sqlite)
+stays on disk, since the console writes the trace as it goes. Every refusal is one log line and a clear page
+or close reason; a bad tab never takes the server or another tab with it.
 """
 
 from __future__ import annotations
@@ -17,40 +20,95 @@ import asyncio
 import contextlib
 import hmac
 import html
+import json
 import logging
 import signal
 import socket
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp_jinja2
-from aiohttp import WSCloseCode, web
+import jinja2
+from aiohttp import WSCloseCode, WSMsgType, web
 from aiohttp.typedefs import Handler, Middleware
 from rich.console import Console
 from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from console.serve import ServeConfig, is_loopback
+from console.serve import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
 
 log = logging.getLogger("ledgeragent.serve")
 
 TITLE = "LedgerAgent Console"
 TEMPLATES = Path(__file__).with_name("templates")  # our copy of textual-serve's page: no third-party fonts
-STOP_GRACE = 5.0  # seconds a console gets to quit after its tab closed, before it is killed
+STOP_GRACE = 5.0  # seconds a running console gets to quit after its tab closed, before it is killed
+ENDING_GRACE = 20.0  # seconds a console whose app has ended by itself gets to finish (a crash report) and exit
+START_GRACE = 1.0  # seconds a console that has not drawn yet gets after SIGTERM, before it is killed
 EXIT_WAIT = 1.0  # seconds between a console's output ending and its exit being reported, at most
 ROOM_WAIT = 1.5  # seconds a new tab waits for another to close (reloads, races) before "all in use"
+IDLE_TIMEOUT = 5.0  # seconds a connection may take to send a whole request, or idle between requests
+MAX_MESSAGE = 64 * 1024  # bytes in one websocket message from the page (keys, a paste): more closes the tab
+HEARTBEAT = 15.0  # seconds between websocket pings: a vanished browser is noticed within twice that
+STDERR_LINES = 20  # lines of a console's stderr logged (console.tab reduces it to one; this is the fuse)
+STDERR_LINE_CHARS = 500
 # What textual-serve itself puts in a child's environment (driver, size, colours); everything else is ours.
 SERVE_ENV_NAMES = frozenset({"TEXTUAL_DRIVER", "TEXTUAL_FPS", "TEXTUAL_COLOR_SYSTEM", "TERM_PROGRAM",
                              "TERM_PROGRAM_VERSION", "COLUMNS", "ROWS"})
 DEBUG_ENV_NAMES = frozenset({"TEXTUAL", "TEXTUAL_LOG"})
-# No framing (a hostile page could overlay the console and harvest clicks), no Referer carrying a URL.
+# On every response, errors included: no framing (a hostile page could overlay the console and harvest clicks),
+# no Referer carrying a URL, no MIME sniffing; the page itself may only talk to this server.
 SECURITY_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'",
-                    "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff"}
+                    "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+                    "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
 UNSPECIFIED_HOSTS = ("0.0.0.0", "::", "")
+
+
+class BadMessage(ValueError):
+    """A websocket message from a tab that is not one the page sends: the tab is closed with this reason."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One checked message from the page: `kind` is stdin, resize, ping, focus or blur."""
+
+    kind: str
+    text: str = ""  # stdin: the keys; ping: the token to echo
+    width: int = 0
+    height: int = 0
+
+
+def _no_constants(name: str) -> Any:
+    raise BadMessage(f"{name} is not JSON")
+
+
+def parse_message(data: str) -> Command:
+    """A page message (`["stdin", "…"]`, `["resize", {"width": w, "height": h}]`, `["ping", "…"]`,
+    `["focus"]`, `["blur"]`), strictly: strict JSON, the exact shape, a size `terminal_size` accepts."""
+    try:
+        envelope = json.loads(data, parse_constant=_no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise BadMessage(f"not JSON ({str(exc)[:60]})") from None
+    if not isinstance(envelope, list) or not envelope or not isinstance(envelope[0], str):
+        raise BadMessage("not a [type, …] list")
+    kind, args = envelope[0], envelope[1:]
+    if kind == "stdin" and len(args) == 1 and isinstance(args[0], str):
+        return Command("stdin", text=args[0])
+    if kind == "ping" and len(args) == 1 and isinstance(args[0], str) and len(args[0]) <= 64:
+        return Command("ping", text=args[0])
+    if kind in ("focus", "blur") and not args:
+        return Command(kind)
+    if kind == "resize" and len(args) == 1 and isinstance(args[0], dict) and set(args[0]) == {"width", "height"}:
+        try:
+            width, height = terminal_size(args[0]["width"], args[0]["height"])
+        except ValueError as exc:
+            raise BadMessage(f"bad resize: {exc}") from None
+        return Command("resize", width=width, height=height)
+    raise BadMessage(f"unexpected {kind[:20]!r} message")
 
 
 class ConsoleProcess(AppService):
@@ -59,6 +117,8 @@ class ConsoleProcess(AppService):
     def __init__(self, command: str, *, environment: Mapping[str, str], **kwargs: Any) -> None:
         super().__init__(command, **kwargs)
         self._environment = dict(environment)
+        self.drawn = asyncio.Event()  # the console has sent a screen: it is up and reads its stdin
+        self.ending = asyncio.Event()  # its app has ended by itself (q, a crash): the process is on its way out
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         # textual-serve starts from os.environ.copy(): keep only the keys it adds, on top of our allowlist.
@@ -70,26 +130,111 @@ class ConsoleProcess(AppService):
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
+    async def on_data(self, payload: bytes) -> None:
+        self.drawn.set()
+        await super().on_data(payload)
+
+    async def on_meta(self, data: bytes) -> None:
+        with contextlib.suppress(ValueError, AttributeError):
+            if json.loads(data).get("type") == "exit":
+                self.ending.set()
+        await super().on_meta(data)
+
     async def run(self) -> None:
-        """Relay the process's output; when it ends by itself (`q`, a crash), close the tab's websocket too,
-        so the page says "session ended" instead of freezing (a crash sends no `exit` packet)."""
+        """Relay the console's output (textual-serve's framing); log its stderr, never print it.
+
+        textual-serve's own `run` writes a console's stderr to the server's stdout. When the output ends by
+        itself (`q`, a crash), the tab's websocket is closed too, so the page says "session ended" instead of
+        freezing (a crash sends no `exit` packet).
+        """
+        process = self._process
+        assert process is not None and process.stdout is not None and process.stderr is not None
+        stderr = asyncio.create_task(self._log_stderr(process.stderr))
+        stdout = process.stdout
         try:
-            await super().run()
+            ready = False
+            for _ in range(10):  # the prelude line says it is a Textual app on the web driver
+                line = await stdout.readline()
+                if not line:
+                    break
+                if line == b"__GANGLION__\n":
+                    ready = True
+                    break
+            if not ready:
+                log.error("console pid %s did not start (see its lines above)", self.pid)
+            while ready:
+                kind = await stdout.readexactly(1)
+                size = int.from_bytes(await stdout.readexactly(4), "big")
+                payload = await stdout.readexactly(size)
+                if kind == b"D":
+                    await self.on_data(payload)
+                elif kind == b"M":
+                    await self.on_meta(payload)
+                elif kind == b"P":
+                    await self.on_packed(payload)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.CancelledError):
+            pass
         finally:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(stderr, EXIT_WAIT)
             with contextlib.suppress(Exception):
                 await self.remote_close()
 
-    async def shut_down(self, grace: float = STOP_GRACE) -> int | None:
-        """Ask the console to quit, kill it if it has not within `grace`; returns its exit status.
+    async def _log_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Each line the console writes to stderr becomes one server log line, up to STDERR_LINES of them."""
+        logged = dropped = 0
+        pending = b""
+        while True:
+            chunk = await stream.read(4096)
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop() if chunk else b""
+            if len(pending) > STDERR_LINE_CHARS:  # a line without an end: log what fits, drop the rest
+                lines.append(pending)
+                pending = b""
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip()
+                if not text:
+                    continue
+                if logged < STDERR_LINES:
+                    log.warning("console pid %s: %s", self.pid, text[:STDERR_LINE_CHARS])
+                    logged += 1
+                else:
+                    dropped += 1
+            if not chunk:
+                break
+        if dropped:
+            log.warning("console pid %s: %d more stderr line(s) not logged", self.pid, dropped)
 
-        Waits for the exit before any kill even when the output has ended: `Process.kill()` polls (reaps) a
-        process that has just exited, and asyncio's child watcher then reports exit status 255 for it.
+    async def shut_down(self, grace: float = STOP_GRACE) -> int | None:
+        """End the console; returns its exit status.
+
+        A console that has drawn is asked to quit (it closes its session, the trace is complete) and killed
+        if it has not within `grace`; its stdin is closed after the request, as a console whose app has
+        ended by itself (a crash) otherwise waits for more input forever. One that has not drawn yet (the
+        tab closed while it was starting) does not read the quit request yet: it gets SIGTERM at once and
+        SIGKILL after START_GRACE, so quick open/close cycles do not each hold a slot for seconds. Waits for
+        the exit before any kill even when the output has ended: `Process.kill()` polls (reaps) a process
+        that has just exited, and asyncio's child watcher then reports exit status 255 for it.
         """
         process = self._process
-        with contextlib.suppress(TimeoutError, ConnectionError):
-            await asyncio.wait_for(self.stop(), grace)  # sends `quit`, returns when the output has ended
         if process is None:
             return None
+        if self.ending.is_set():
+            grace = max(grace, ENDING_GRACE)  # not hung: finishing (writing a crash report takes a while)
+        if not self.drawn.is_set():
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            grace = START_GRACE
+        else:
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+            await self.send_meta({"type": "quit"})
+        if process.stdin is not None:  # then end of input: a console whose app has already ended (a crash)
+            process.stdin.close()  # waits for its stdin to close before it exits
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._task, grace)  # the output has ended
+            self._task = None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), EXIT_WAIT)
         if process.returncode is None:
@@ -97,12 +242,12 @@ class ConsoleProcess(AppService):
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), grace)
+                await asyncio.wait_for(process.wait(), STOP_GRACE)
         return process.returncode
 
 
 class ConsoleServer(Server):
-    """textual-serve's server, safe by default: token guard, Host/Origin checks, session cap, clean child env."""
+    """textual-serve's server, locked down: token, Host and Origin checks, limits, session cap, clean child env."""
 
     def __init__(self, config: ServeConfig) -> None:
         super().__init__(config.command, host=config.host, port=config.port, title=TITLE,
@@ -110,6 +255,7 @@ class ConsoleServer(Server):
         self.config = config
         self.console = Console(stderr=True, soft_wrap=True)  # stdout is not ours: the URL and logs go to stderr
         self.cookie_name = f"ledgeragent_token_{config.port}"  # cookies ignore ports: one name per server
+        self.origins = allowed_origins(config.port, config.public_url)
         self._used = 0  # slots claimed: live console processes, including those being stopped
         self._stopping = 0  # of those, the ones whose tab has gone (they free their slot within STOP_GRACE)
         self._slots = asyncio.Condition()
@@ -146,19 +292,24 @@ class ConsoleServer(Server):
         """Bind and serve in the running loop; the caller stops with `await runner.cleanup()`.
 
         Our own runner rather than textual-serve's `web.run_app`: it lets the port be 0 (any free one, for
-        tests), prints the real address, and keeps aiohttp's access log off (it would log `?token=`).
+        tests), prints the real address, keeps aiohttp's access log off (it would log `?token=`), and closes
+        a connection that has not sent a whole request, or has idled, for IDLE_TIMEOUT (aiohttp's default
+        keeps an idle connection an hour: a few hundred half-open connections would exhaust the server).
         """
         runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None,
-                               shutdown_timeout=2 * STOP_GRACE)
+                               shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
         await runner.setup()
         await web.TCPSite(runner, self.host, self.port).start()
         self.port = int(runner.addresses[0][1])
         self.cookie_name = f"ledgeragent_token_{self.port}"
         self.public_url = self.config.public_url or f"http://{_url_host(self.host)}:{self.port}"
+        extra = [] if is_loopback(self.host) or self.host in UNSPECIFIED_HOSTS else [self.public_url]
+        self.origins = allowed_origins(self.port, self.config.public_url, extra)
         self._announce()
         return runner
 
     def _announce(self) -> None:
+        """What the server is, where, and who can reach it: each line true for this configuration."""
         url = self.open_url()
         if self.host in UNSPECIFIED_HOSTS and self.config.public_url is None:
             url = url.replace(_url_host(self.host), socket.gethostname(), 1)
@@ -170,15 +321,37 @@ class ConsoleServer(Server):
         out.print(f"listening: http://{bound}:{self.port}{everywhere}", highlight=False)
         out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
         out.print(f"session folders: {escape(str(self.config.home / 'sessions'))}", highlight=False)
-        if self.config.token is None:
-            out.print("no token: only this machine can connect (bound to a loopback address)", highlight=False)
-        elif not is_loopback(self.host) and not self.public_url.startswith("https:"):
-            out.print("[yellow]plain HTTP: the token and every keystroke cross the network unencrypted; put a TLS "
-                      "proxy in front (docs/browser.md)[/]", highlight=False)
+        for line in self._reach():
+            out.print(line, highlight=False)
         if self.config.live_model:
             out.print("live model: each console gets OPENAI_API_KEY; nothing else from this environment",
                       highlight=False)
         out.print("Ctrl+C stops the server and every console", style="dim", highlight=False)
+
+    def _reach(self) -> list[str]:
+        """Who can reach the consoles, and what stops the others (the lines `_announce` prints)."""
+        config = self.config
+        public = config.public_url
+        proxied = public is not None and not is_loopback(urlsplit(public).hostname or "")
+        lines = []
+        if config.token is None:
+            lines.append("[yellow]no token (--no-token): every user and program on this machine can open a "
+                         "console; web pages cannot (their Origin is refused)[/]")
+        elif proxied:
+            lines.append(f"reachable through your proxy at {escape(str(public))}: anyone who can reach it gets "
+                         "an access-token page; the token is the lock")
+        elif is_loopback(self.host):
+            lines.append("only this machine can connect (loopback), and only with the token in the URL above")
+        else:
+            lines.append(f"[yellow]reachable from the network on {escape(self.host)}: anyone who can reach "
+                         "this address gets an access-token page; the token is the lock[/]")
+        if config.token_source == "generated":
+            lines.append(f"the token was made for this run: set ${TOKEN_ENV} to keep one across restarts")
+        scheme = urlsplit(public).scheme if public else "http"
+        if config.token is not None and scheme != "https" and (proxied or not is_loopback(self.host)):
+            lines.append("[yellow]plain HTTP: the token and every keystroke cross the network unencrypted; put a "
+                         "TLS proxy in front (docs/browser.md)[/]")
+        return lines
 
     def open_url(self) -> str:
         """The URL to open in a browser, with the token when there is one."""
@@ -200,8 +373,17 @@ class ConsoleServer(Server):
     # ------------------------------------------------------------------------------------------- http
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.middlewares.append(self._guard())
+        """textual-serve's routes, behind our guard, and `/static/` without a directory listing."""
+        app = web.Application(middlewares=[self._guard()])
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        app.add_routes([
+            web.get("/", self.handle_index, name="index"),
+            web.get("/ws", self.handle_websocket, name="websocket"),
+            web.get("/download/{key}", self.handle_download, name="download"),
+            web.static("/static", self.statics_path, show_index=False, name="static"),
+        ])
+        app.on_startup.append(self.on_startup)
+        app.on_shutdown.append(self.on_shutdown)
         return app
 
     def _guard(self) -> Middleware:
@@ -212,8 +394,14 @@ class ConsoleServer(Server):
                 return refusal
             if self.config.token is not None and "token" in request.query and request.path == "/":
                 return self._keep_token_in_cookie(request)
-            response = await handler(request)
-            if not response.prepared:  # a websocket has been answered already; pages get the headers
+            try:
+                response = await handler(request)
+            except web.HTTPException as exc:  # 404, 405…: our page, with the headers, not aiohttp's bare text
+                if exc.status < 400:
+                    exc.headers.update(SECURITY_HEADERS)
+                    raise
+                return _page(exc.status, exc.reason, "There is nothing here: open the console's address.")
+            if not response.prepared:  # a websocket has been answered already (with the headers)
                 response.headers.update(SECURITY_HEADERS)
             return response
 
@@ -221,18 +409,28 @@ class ConsoleServer(Server):
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         """Why this request may not go on (a ready error page), or None to let it through."""
-        host = (urlsplit(f"//{request.host}").hostname or "").lower()
-        public_host = (urlsplit(self.config.public_url).hostname or "") if self.config.public_url else ""
-        if self.config.token is None and not (is_loopback(host) or host == public_host.lower()):
-            # No token means "this machine only": a foreign Host header is DNS rebinding, not a local user.
-            return self._refuse(request, 403, "Wrong address", "Without a token this console only answers to "
-                                "localhost / 127.0.0.1. Start the server with --token to reach it by another name.")
-        origin = request.headers.get("Origin")
-        if request.path == "/ws" and origin is not None:
-            allowed = {request.host.lower(), urlsplit(self.config.public_url or "").netloc.lower()}
-            if urlsplit(origin).netloc.lower() not in allowed:
-                # Another web site's page trying to drive the console with this browser's cookie.
-                return self._refuse(request, 403, "Forbidden", "The console only accepts its own page.")
+        header = request.headers.get("Host", "")  # not `request.host`: without a header that is our own name
+        try:
+            host = (urlsplit(f"//{header}").hostname or "").lower()
+        except ValueError:
+            host = ""
+        if not host:
+            return self._refuse(request, 400, "Bad request", "The request has no <code>Host</code> header.")
+        public_host = (urlsplit(self.config.public_url).hostname or "").lower() if self.config.public_url else ""
+        if is_loopback(self.host) and not (is_loopback(host) or host == public_host):
+            # Bound to loopback, so reached by a loopback name: a foreign Host header is DNS rebinding.
+            return self._refuse(request, 403, "Wrong address", "This console only answers to localhost / "
+                                "127.0.0.1 (and its --public-url). Start the server with --public-url to reach it "
+                                "through a proxy by another name.")
+        if request.path == "/ws" and not origin_allowed(request.headers.get("Origin"), self.origins):
+            # Another page (another port, a sandboxed frame, a file) driving the console from this browser.
+            return self._refuse(request, 403, "Forbidden", "The console only accepts its own page.",
+                                detail=f"Origin {request.headers.get('Origin', '')[:100]!r} is not this server's")
+        if request.path == "/ws":
+            try:
+                _query_size(request)
+            except ValueError as exc:
+                return self._refuse(request, 400, "Bad terminal size", html.escape(str(exc)), detail=str(exc))
         token = self.config.token
         if token is None:
             return None
@@ -243,8 +441,9 @@ class ConsoleServer(Server):
                                 "<code>?token=…</code>); your browser then keeps the token in a cookie.")
         return None
 
-    def _refuse(self, request: web.Request, status: int, title: str, message: str) -> web.Response:
-        log.warning("refused %s %s from %s: %d %s", request.method, request.path, request.remote, status, title)
+    def _refuse(self, request: web.Request, status: int, title: str, message: str, detail: str = "") -> web.Response:
+        log.warning("refused %s %s from %s: %d %s%s", request.method, request.path, request.remote, status, title,
+                    f" ({detail})" if detail else "")
         return _page(status, title, message)
 
     def _keep_token_in_cookie(self, request: web.Request) -> web.Response:
@@ -271,8 +470,9 @@ class ConsoleServer(Server):
         websocket_url = ""
         if base:
             websocket_url = ("wss:" if base.startswith("https:") else "ws:") + base.split(":", 1)[1] + "/ws"
+        font_size = min(max(to_int(request.query.get("fontsize", "16"), 16), 6), 64)
         context = {
-            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "font_size": font_size,
             "app_websocket_url": websocket_url,
             "config": {"static": {"url": f"{base}/static/" if base else "static/"}},
             "application": {"name": TITLE},
@@ -285,9 +485,9 @@ class ConsoleServer(Server):
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One tab: claim a slot, run one console process, relay until either side closes, end the process."""
-        websocket = web.WebSocketResponse(heartbeat=15)
-        width = to_int(request.query.get("width", "80"), 80)
-        height = to_int(request.query.get("height", "24"), 24)
+        width, height = _query_size(request)  # checked by `_refusal`
+        websocket = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=MAX_MESSAGE)
+        websocket.headers.update(SECURITY_HEADERS)
         await websocket.prepare(request)
         if not await self._claim_slot():
             await self._refuse_tab(websocket)
@@ -315,6 +515,43 @@ class ConsoleServer(Server):
                 del self._tabs[process]
                 await self._release_slot()
         return websocket
+
+    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: AppService) -> None:
+        """Relay the page's messages to the console until the tab closes; a bad one closes the tab, with why.
+
+        textual-serve's version asserts on the shape and passes a resize of any type or size on, which
+        crashed the console ("abc" columns) or blew it up (3000 x 3000). Oversized messages are refused by
+        aiohttp itself (`max_msg_size`: close code 1009).
+        """
+        async for message in websocket:
+            if message.type == WSMsgType.ERROR:  # e.g. a message over MAX_MESSAGE: aiohttp closes the socket
+                log.warning("closed a tab (console pid %s): %s", getattr(app_service, "pid", None),
+                            str(message.data)[:200])
+                return
+            if message.type != WSMsgType.TEXT:
+                await self._close_bad_tab(websocket, app_service, "binary messages are not accepted")
+                return
+            try:
+                command = parse_message(message.data)
+            except BadMessage as exc:
+                await self._close_bad_tab(websocket, app_service, str(exc))
+                return
+            if command.kind == "stdin":
+                await app_service.send_bytes(command.text.encode("utf-8"))
+            elif command.kind == "resize":
+                await app_service.set_terminal_size(command.width, command.height)
+            elif command.kind == "ping":
+                await websocket.send_json(["pong", command.text])
+            elif command.kind == "blur":
+                await app_service.blur()
+            elif command.kind == "focus":
+                await app_service.focus()
+
+    async def _close_bad_tab(self, websocket: web.WebSocketResponse, app_service: AppService, reason: str) -> None:
+        log.warning("closed a tab (console pid %s): %s", getattr(app_service, "pid", None), reason)
+        message = f"The console closed: the page sent a bad message ({reason})."
+        await websocket.close(code=WSCloseCode.POLICY_VIOLATION, message=message.encode()[:123])
+
 
     def _has_room(self) -> bool:
         """A slot is free, or will be once a console whose tab has gone has ended."""
@@ -367,6 +604,11 @@ class ConsoleServer(Server):
 
 def _all_in_use(limit: int) -> str:
     return "The only console session is in use" if limit == 1 else f"All {limit} console sessions are in use"
+
+
+def _query_size(request: web.Request) -> tuple[int, int]:
+    """The first terminal size, from `/ws?width=…&height=…` (clamped; ValueError if not positive integers)."""
+    return terminal_size(request.query.get("width", "80"), request.query.get("height", "24"))
 
 
 def _bearer(request: web.Request) -> str | None:

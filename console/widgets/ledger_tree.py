@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
@@ -43,6 +44,9 @@ def summarize(value: Any, width: int = 48) -> str:
 
 class LedgerTree(Tree[str]):
     """Tree whose node data is the full path for leaves and the prefix for groups."""
+
+    # Space is the console's Start/Pause wherever the focus is, not Tree's "toggle node" (enter still toggles).
+    BINDINGS = [Binding("space", "app.start_or_pause", "Start/Pause")]
 
     def __init__(self) -> None:
         super().__init__("ledger", id="ledger-tree")

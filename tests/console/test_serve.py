@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -62,7 +63,7 @@ def session_folders(home: Path) -> list[Path]:
     return sorted(p for p in (home / "sessions").glob("*") if p.is_dir())
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+async def wait_until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
     """Poll (never a fixed sleep) until `condition` holds."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -89,15 +90,28 @@ def child_environ(pid: int) -> dict[str, str] | None:
     return {name: value for name, value in pairs}
 
 
+async def raw_request(url: str, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send raw bytes to the server, read until it closes (what a hand-written or broken client does)."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
+
+
 # ------------------------------------------------------------------------------------------ websocket level
 
 
 async def test_a_key_over_the_websocket_runs_the_demo_and_closing_the_tab_ends_its_console(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", home=home, env=server_env()) as server:
+        assert server.token is not None  # made by the server: a token on loopback too, by default
         async with aiohttp.ClientSession() as http:
-            tab = await Tab.open(http, server.url)
-            await asyncio.wait_for(tab.painted.wait(), 20)
+            tab = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(tab.painted.wait(), 60)
             pid = int(server.wait_for_line(r"console pid (\d+)").group(1))
 
             await tab.socket.send_json(["ping", "p-1"])  # the page's keep-alive: answered by the server itself
@@ -160,26 +174,35 @@ async def test_with_a_token_every_page_and_websocket_needs_it(tmp_path: Path) ->
                 await browser.ws_connect(f"{url}/ws", headers={"Origin": "http://evil.example"})
             assert foreign.value.status == 403
             tab = await Tab.open(browser, url, headers={"Origin": url})
-            await asyncio.wait_for(tab.painted.wait(), 20)
+            await asyncio.wait_for(tab.painted.wait(), 60)
             await tab.send_key("q")  # quitting the console closes the tab's websocket (the page says so)
             await asyncio.wait_for(tab.closed.wait(), 10)
             server.wait_for_line(r"console pid \d+ ended \(exit 0\)")
 
 
 async def test_without_a_token_only_loopback_names_are_answered(tmp_path: Path) -> None:
-    with ServedConsole("--pace", "0", home=tmp_path / "home") as server:
+    with ServedConsole("--pace", "0", "--no-token", home=tmp_path / "home") as server:
+        assert server.token is None and server.open_url == f"{server.url}/"
+        server.wait_for_line(r"no token \(--no-token\): every user and program on this machine can open a console")
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{server.url}/", headers={"Host": "evil.example"}) as response:
                 assert response.status == 403  # DNS rebinding: a foreign name pointing at 127.0.0.1
             async with http.get(f"{server.url}/", headers={"Host": "localhost:1"}) as response:
                 assert response.status == 200
+            async with http.get(f"{server.url}/", headers={"Host": ""}) as response:
+                assert response.status == 400  # an empty Host is refused (by aiohttp's parser already)
+        reply = await raw_request(server.url, b"GET / HTTP/1.0\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.0 400 ") and b"has no <code>Host</code> header" in reply  # not our name
 
 
 async def test_behind_a_tls_proxy_the_page_uses_wss_on_the_public_address(tmp_path: Path) -> None:
     with ServedConsole("--public-url", "https://console.example.com/", home=tmp_path / "home") as server:
+        assert server.open_url == f"https://console.example.com/?token={server.token}"
+        server.wait_for_line(r"reachable through your proxy at https://console.example.com")
         async with aiohttp.ClientSession() as http:
             # What the proxy forwards: the public name in Host (nginx `proxy_set_header Host $host`, Caddy's default).
-            async with http.get(f"{server.url}/", headers={"Host": "console.example.com"}) as response:
+            headers = {"Host": "console.example.com", "Authorization": f"Bearer {server.token}"}
+            async with http.get(f"{server.url}/", headers=headers) as response:
                 assert response.status == 200
                 page = await response.text()
             assert 'data-session-websocket-url="wss://console.example.com/ws"' in page
@@ -191,11 +214,11 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--max-sessions", "1", home=home) as server:
         async with aiohttp.ClientSession() as http:
-            first = await Tab.open(http, server.url)
-            await asyncio.wait_for(first.painted.wait(), 20)
+            first = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(first.painted.wait(), 60)
             await wait_until(lambda: len(session_folders(home)) == 1, what="the first tab's session folder")
 
-            second = await Tab.open(http, server.url)
+            second = await Tab.open(http, server.url, token=server.token)
             await asyncio.wait_for(second.closed.wait(), 10)  # refused within ROOM_WAIT, not left hanging
             assert second.socket.close_code == aiohttp.WSCloseCode.TRY_AGAIN_LATER
             # The page shows the close frame's reason in its "session ended" dialog, over a Restart button.
@@ -204,8 +227,9 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             assert len(session_folders(home)) == 1  # no console was started for it
 
             await first.close()  # the slot is for the next tab as soon as that console has ended
-            third = await Tab.open(http, server.url)
-            await asyncio.wait_for(third.painted.wait(), 20)
+            third = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(third.painted.wait(), 60)
+            await wait_until(lambda: len(server.console_pids()) >= 2, what="the third tab's console in the log")
             pids = server.console_pids()
             assert len(pids) == 2  # the refused tab never got a console process
 
@@ -218,8 +242,15 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
 
 
 def test_a_public_address_without_a_token_is_refused_before_binding(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--host", "0.0.0.0", "--port", "1"]) == 2
-    assert "--token" in capsys.readouterr().err
+    def error() -> str:
+        return " ".join(capsys.readouterr().err.split())  # rich wraps long lines at 80 columns
+
+    assert main(["--host", "0.0.0.0", "--no-token", "--port", "1"]) == 2
+    assert "needs an access token" in error()
+    assert main(["--public-url", "https://console.example.com", "--no-token", "--port", "1"]) == 2
+    assert "needs an access token" in error()
+    assert main(["--token", TOKEN, "--no-token", "--port", "1"]) == 2
+    assert "contradict" in error()
     with pytest.raises(ServeError, match="at least 16"):
         check_bind("0.0.0.0", "short")
     check_bind("127.0.0.1", None)
@@ -242,8 +273,8 @@ def test_the_browser_figures_run() -> None:
     """benchmarks/serve.py's websocket rows, with tiny counts (the suite runs them in full)."""
     from benchmarks.serve import bench_serve
 
-    rows = {row.key: row for row in bench_serve(repeat=1, key_repeat=3, browser=False)}
-    assert set(rows) == {"serve_first_frame", "serve_key_latency"}
+    rows = {row.key: row for row in bench_serve(repeat=1, key_repeat=3, browser=False, soak_cycles=0)}
+    assert set(rows) == {"serve_first_frame", "serve_key_latency", "serve_close_starting"}
     assert rows["serve_key_latency"].n == 3 and rows["serve_first_frame"].median_ns > 0
 
 
@@ -262,7 +293,7 @@ def test_the_child_command_is_quoted_for_the_shell() -> None:
     words = shlex.split(command)
     assert words[0] == "exec" and words[1] == sys.executable
     assert words[words.index("--operator") + 1] == "O'Brien; rm -rf ~ $(id)"
-    assert words[2:5] == ["-m", "console", "console"]
+    assert words[2:4] == ["-m", "console.tab"]  # `ledgeragent console`, with its stderr kept in a log file
 
 
 def test_the_child_environment_is_an_allowlist(tmp_path: Path) -> None:
@@ -334,12 +365,11 @@ async def test_two_browser_tabs_run_the_retail_demo_independently(tmp_path: Path
             pages = [await browser.new_page(1600, 900), await browser.new_page(1600, 900)]
             for page in pages:
                 await page.add_init_script(FRAME_PROBE)
-                await page.goto(server.url + "/")
+                await page.goto(server.open_url)
             for page in pages:
-                await page.wait_for(FIRST_BYTE, timeout=20)  # the terminal is painted
+                await page.wait_for(FIRST_BYTE, timeout=60)  # the terminal is painted
             await wait_until(lambda: len(traces(home)) == 2, what="one session folder per tab")
-            for page in pages:  # what a person does: click into the terminal, press space
-                await page.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+            for page in pages:  # what a person does: press space (the page gives the terminal the focus)
                 await page.press(" ", "Space", 32, text=" ")
             await wait_until(lambda: all(ended(t) for t in traces(home)), what="both scenarios ending")
             first, second = traces(home)
@@ -370,15 +400,15 @@ async def test_in_the_browser_a_full_server_says_so_and_a_reload_keeps_working(t
             pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             first = await browser.new_page(1000, 600)
-            await first.goto(server.url + "/")
-            await first.wait_for(FIRST_BYTE, timeout=20)
+            await first.goto(server.open_url)
+            await first.wait_for(FIRST_BYTE, timeout=60)
             # A reload asks for the page while its old console still holds the only slot: it must still work.
             await first.send("Page.reload")
             await wait_until(lambda: len(server.console_pids()) == 2, what="a new console for the reloaded tab")
-            await first.wait_for(FIRST_BYTE, timeout=20)
+            await first.wait_for(FIRST_BYTE, timeout=60)
 
             second = await browser.new_page(1000, 600)
-            await second.goto(server.url + "/")
+            await second.goto(server.open_url)
             await second.wait_for("!!document.body && document.body.classList.contains('-closed')", timeout=10)
             message = await second.evaluate("document.querySelector('.closed-dialog .message').textContent")
             assert message.startswith("The only console session is in use")

@@ -1,0 +1,104 @@
+"""One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs.
+
+It is `ledgeragent console <options>`, with stderr kept out of the web server. textual-serve pipes a console's
+stderr to the server (and its own code copied whatever came to the server's stdout), so a crash traceback, with
+the customer data in its locals' reprs, ended up in the server's output. Here stderr is captured from the
+first line on; when the console ends, whatever it wrote goes into the session folder the console made
+(`console.log`, next to its trace), and the one line the server sees says where it is. A console that ends
+before it made a folder leaves its log under `$LEDGERAGENT_HOME/logs/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+
+LOG_NAME = "console.log"
+MAX_LOG = 1024 * 1024  # bytes of stderr kept: a traceback is a few KB, a runaway loop is not worth more
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the console with fd 2 into a pipe we read; file it away and say where, in one line, at the end.
+
+    A pipe read by a thread rather than a temporary file: a console killed while starting (a tab closed at
+    once) leaves nothing behind, and a runaway writer is bounded at MAX_LOG bytes.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sys.stderr.flush()
+    real_stderr = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    captured = _Capture(read_end)
+    captured.start()
+    status = 1
+    try:
+        from console.cli import main as console_main
+
+        status = console_main(["console", *argv])
+    except SystemExit as exc:  # argparse: its message is already in the log
+        status = exc.code if isinstance(exc.code, int) else 2
+    except BaseException:  # noqa: BLE001 - whatever escapes, its traceback belongs in the log, not on a screen
+        traceback.print_exc()
+        status = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(real_stderr, 2)  # closes the pipe's last write end: the reader sees its end
+        os.close(real_stderr)
+        captured.join(2.0)
+        line = file_log(captured.text(), status)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+    return status
+
+
+class _Capture(threading.Thread):
+    """Reads the stderr pipe to its end, keeping the first MAX_LOG bytes."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(name="stderr-capture", daemon=True)
+        self.fd = fd
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError):
+            while data := os.read(self.fd, 65536):
+                if self.size < MAX_LOG:
+                    self.chunks.append(data[: MAX_LOG - self.size])
+                    self.size += len(self.chunks[-1])
+        os.close(self.fd)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+def file_log(text: str, status: int) -> str:
+    """Write a non-empty stderr log next to the session's trace; the one line for the server ("" if empty)."""
+    from console.storage import data_root, latest_session_dir
+
+    if not text.strip():
+        return ""
+    folder = latest_session_dir()
+    if folder is None or not folder.is_dir():
+        folder = data_root() / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"console-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
+    else:
+        target = folder / LOG_NAME
+    with target.open("a", encoding="utf-8") as out:
+        out.write(text)
+    crashed = "Traceback (most recent call last)" in text
+    what = f"crashed (exit {status})" if crashed or status not in (0, 130) else "wrote to stderr"
+    last = next((part for part in reversed(text.strip().splitlines()) if part.strip()), "")[:200]
+    return f"console {what}: {last} - the full log is in {target}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

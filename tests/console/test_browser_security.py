@@ -1,0 +1,135 @@
+"""Hostile pages in a real Chromium: none of them may open a console (issue 12, item 1).
+
+What an attacker on the same machine does: a page served from another loopback port (any local dev server,
+a compromised tool) opens the console's websocket, directly or from a sandboxed iframe (its Origin is then
+`null`), or the operator opens a local `file://` page (Origin `null` too). Before the fix the default server
+(loopback, no token) compared only host:port against a set holding "" and so let `null` through: the iframe
+and the file page opened a console and could type into it and read its screen.
+
+Each page reports what it got: "console" (a screen frame arrived) or "refused:<close code>". Two servers: the
+default one (a token made at start; the browser has its cookie, as the operator's browser would, and a cookie
+is sent from another port of the same host), and `--no-token` (only the Origin check stands in the way).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from benchmarks.browser import Chromium, DevToolsError, Page, find_chromium
+from benchmarks.serve import ServedConsole
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`; "
+                                ".ci/run installs it, or set LEDGERAGENT_CHROMIUM to a Chromium/Chrome binary)")
+
+# Opens the console's websocket and reports to `report(result)`; `report` differs between a page and a frame.
+PROBE = """
+(function () {
+  const socket = new WebSocket(%(target)s);
+  socket.binaryType = "arraybuffer";
+  let got = null;
+  socket.addEventListener("message", (event) => {
+    if (!got && typeof event.data !== "string") { got = "console"; report(got); socket.close(); }
+  });
+  socket.addEventListener("close", (event) => { if (!got) { got = "refused:" + event.code; report(got); } });
+})();
+"""
+REPORT_HERE = "function report(result) { window.__result = result; }"
+REPORT_TO_PARENT = "function report(result) { parent.postMessage(result, '*'); }"
+
+
+def direct_page(target: str) -> str:
+    return f"<!DOCTYPE html><html><body><script>{REPORT_HERE}\n{PROBE % {'target': json.dumps(target)}}</script>" \
+           "</body></html>"
+
+
+def framed_page(target: str) -> str:
+    """A sandboxed iframe (scripts allowed, no same-origin: its Origin is `null`) runs the probe."""
+    inner = f"<script>{REPORT_TO_PARENT}\n{PROBE % {'target': json.dumps(target)}}</script>"
+    srcdoc = inner.replace("&", "&amp;").replace('"', "&quot;")
+    return ("<!DOCTYPE html><html><body><script>window.addEventListener('message', (e) => "
+            "{ window.__result = e.data; });</script>"
+            f'<iframe sandbox="allow-scripts" srcdoc="{srcdoc}"></iframe></body></html>')
+
+
+class HostilePages:
+    """Another local web server, on its own loopback port, serving pages that go for the console."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> HostilePages:
+        async def direct(_: web.Request) -> web.Response:
+            return web.Response(text=direct_page(self.target), content_type="text/html")
+
+        async def framed(_: web.Request) -> web.Response:
+            return web.Response(text=framed_page(self.target), content_type="text/html")
+
+        app = web.Application()
+        app.router.add_get("/direct.html", direct)
+        app.router.add_get("/framed.html", framed)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Chromium]:
+    assert CHROMIUM is not None
+    try:
+        chromium = await Chromium(CHROMIUM).start()
+    except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
+        pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
+    try:
+        yield chromium
+    finally:
+        await chromium.close()
+
+
+async def result_of(page: Page, url: str) -> str:
+    await page.goto(url)
+    return str(await page.wait_for("window.__result", timeout=20))
+
+
+@pytest.mark.parametrize("options", [(), ("--no-token",)], ids=["default", "no-token"])
+async def test_pages_of_another_origin_cannot_open_a_console(options: tuple[str, ...], browser: Chromium,
+                                                             tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with ServedConsole("--pace", "0", *options, home=home) as server, server.log_on_failure():
+        target = server.url.replace("http:", "ws:") + "/ws?width=80&height=24"
+        # The operator's own tab first: the browser now holds the token cookie, if there is a token.
+        operator = await browser.new_page(1000, 600)
+        await operator.goto(server.open_url)
+        await operator.wait_for("!!document.body && document.body.classList.contains('-first-byte')", timeout=60)
+        consoles = len(server.console_pids())
+        assert consoles == 1
+
+        evil_file = tmp_path / "evil.html"
+        evil_file.write_text(direct_page(target))
+        async with HostilePages(target) as pages:
+            attacker = await browser.new_page(800, 600)
+            results = {
+                "another port": await result_of(attacker, f"{pages.url}/direct.html"),
+                "sandboxed iframe": await result_of(attacker, f"{pages.url}/framed.html"),
+                "file page": await result_of(attacker, evil_file.as_uri()),
+            }
+        assert all(result.startswith("refused") for result in results.values()), results
+        assert len(server.console_pids()) == consoles  # no console was started for any of them
+        refusals = [line for line in server.lines if "refused GET /ws" in line]
+        assert len(refusals) == 3 and all("403 Forbidden" in line for line in refusals), refusals
+        assert any("Origin 'null'" in line for line in refusals)
+        assert await operator.evaluate("!document.body.classList.contains('-closed')")  # still working
