@@ -37,6 +37,9 @@ AGENTS = {
 }
 
 
+DEMO_SCENARIO = "refund-to-original-payment"  # what `ledgeragent` alone opens (retail)
+
+
 class CliError(Exception):
     """A problem with the user's input: printed on stderr without a traceback, exit status 2."""
 
@@ -68,6 +71,14 @@ def _scenario(domain: Domain, name: str) -> Scenario:
     if scenario.domain != domain.name:
         raise CliError(f"scenario {scenario.name!r} is for domain {scenario.domain!r}, not {domain.name!r}")
     return scenario
+
+
+def first_scenario(domain: Domain) -> str | None:
+    """The scenario a domain opens with when none is named: the retail demo, else its first in name order."""
+    available = list(list_scenarios(domain.scenarios_dir))
+    if DEMO_SCENARIO in available:
+        return DEMO_SCENARIO
+    return available[0] if available else None
 
 
 def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
@@ -199,6 +210,8 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     domain = _domain(args.domain)
     scenario = None if args.scenario in ("", "none", "chat") else args.scenario
+    if args.scenario is None:  # a domain alone opens its first scenario
+        scenario = first_scenario(domain)
     if scenario is not None:
         scenario = _scenario(domain, scenario).name
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
@@ -219,8 +232,9 @@ def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     from console.live import SupervisionMode
 
     parser.add_argument("--domain", default="retail", choices=DOMAINS)
-    parser.add_argument("--scenario", default="refund-to-original-payment",
-                        help="scenario name, or 'chat' for free chat (needs --seat customer and a real model)")
+    parser.add_argument("--scenario", default=None,
+                        help="scenario name (default: the domain's first), or 'chat' for free chat (needs --seat "
+                        "customer and a real model)")
     parser.add_argument("--agent", choices=sorted(AGENTS), default="ledger")
     parser.add_argument("--model", help="a model name for an OpenAI-compatible endpoint (default: scripted demo)")
     parser.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")

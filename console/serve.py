@@ -118,13 +118,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeConfig:
     """Check the console options once (a typo should fail here, not in every tab) and the bind policy."""
-    from console.cli import _domain, _scenario
+    from console.cli import _domain, _scenario, first_scenario
     from console.live import SessionSpec, SupervisionMode
     from console.storage import data_root
 
     token = args.token if args.token is not None else (environ.get(TOKEN_ENV) or None)
     check_bind(args.host, token)
     domain = _domain(args.domain)
+    if args.scenario is None:  # a domain alone opens its first scenario (as `ledgeragent console` does)
+        args.scenario = first_scenario(domain) or "chat"
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
     seat = "watch" if args.seat == "agent" else args.seat
@@ -169,7 +171,7 @@ def is_loopback(host: str) -> bool:
 
 def console_argv(args: argparse.Namespace) -> list[str]:
     """The `ledgeragent console …` argv every tab runs: the server's own interpreter and code, our options."""
-    scenario = args.scenario
+    scenario = args.scenario or "chat"
     if Path(scenario).suffix == ".json" and Path(scenario).is_file():
         scenario = str(Path(scenario).resolve())  # a scenario file: the same file whatever the child's cwd
     argv = [sys.executable, "-m", "console", "console", "--domain", args.domain, "--scenario", scenario,

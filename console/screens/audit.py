@@ -1,4 +1,9 @@
-"""Every operator decision of the session: who, when, which call, the gate's verdict, the decision, why."""
+"""Every operator decision of the session: time, who, tool, the gate's verdict, the decision, why, the call.
+
+The decision is the fifth column (not behind a full-JSON column), named in words, one name per kind:
+an accepted REVISE is "accepted the gate's refusal", never "approve". Built from the events it is given,
+so the replay's audit shows the replayed session's decisions, not the live one's.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+
+from console.facts import DECISION_WORDS
+from console.textview import shorten
+from console.theme import verdict_style
 
 
 class AuditScreen(Screen[None]):
@@ -22,13 +32,15 @@ class AuditScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(f"Audit: {len(self.decisions)} operator decision(s) in this session (also in trace.jsonl)",
                      id="audit-title")
-        table: DataTable[str] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("when", "who", "step", "call", "gate", "decision", "reason / edit")
+        table: DataTable[Any] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("time", "who", "tool", "gate", "decision", "reason", "call")
         for e in self.decisions:
-            detail = e.reason
+            arguments = e.edited_arguments if e.edited_arguments is not None else e.call.arguments
+            call = shorten(json.dumps(arguments, sort_keys=True, ensure_ascii=False), 60)
             if e.edited_arguments is not None:
-                detail = f"{detail} → {json.dumps(e.edited_arguments, sort_keys=True)}".strip()
-            call = f"{e.call.name}({json.dumps(e.call.arguments, sort_keys=True)})"
-            table.add_row(e.when, e.who, str(e.step), call, e.gate_verdict or "—", e.decision, detail)
+                call = f"edited to {call}"
+            verdict = e.gate_verdict or "—"
+            table.add_row(e.when, e.who, e.call.name, Text(f" {verdict} ", verdict_style(verdict)),
+                          DECISION_WORDS.get(e.decision, e.decision), e.reason or "—", call)
         yield table
         yield Footer()

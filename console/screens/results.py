@@ -26,6 +26,17 @@ def trial_events(trial: TrialResult) -> list[Event]:
     return [EVENT_ADAPTER.validate_python(raw) for raw in trial.events]
 
 
+def trial_outcome(trial: TrialResult) -> str:
+    """The trial's verdict in words, for the replay header: passed, or the failure's category and reason."""
+    if trial.status != "ok":
+        return f"failed: the trial did not complete ({trial.status})"
+    if trial.success:
+        return "passed"
+    if trial.failure is not None:
+        return f"failed: {trial.failure.category} — {trial.failure.evidence}"
+    return f"failed: {trial.termination}"
+
+
 class ResultsScreen(Screen[None]):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close results"),
                 Binding("enter", "open_trial", "Open trial")]
@@ -107,7 +118,7 @@ class ResultsScreen(Screen[None]):
             self.app.notify(str(exc.args[0]), severity="error")
             return
         name = f"{self.source} · {trial.domain}/{trial.task_id}/{trial.agent}/trial {trial.trial + 1}"
-        self.app.push_screen(ReplayScreen(trial_events(trial), domain, Path(name)))
+        self.app.push_screen(ReplayScreen(trial_events(trial), domain, Path(name), outcome=trial_outcome(trial)))
 
     @on(DataTable.CellSelected, "#results-table")
     def _selected(self, _event: DataTable.CellSelected) -> None:

@@ -3,8 +3,6 @@ re-gate the whole session with the rules as they are now, and export the session
 
 from __future__ import annotations
 
-import importlib
-import sys
 import traceback
 from collections import Counter
 from typing import Any
@@ -19,8 +17,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.live import LiveSession
+from console.rules import reload_rules
 from console.widgets.transcript import BADGE
-from core.gate import Predicate
 from core.regate import export_trajectory, regate, write_trajectory
 
 
@@ -32,15 +30,6 @@ def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
             for r in e.results:
                 counts.setdefault(r.predicate_id, Counter())[r.status] += 1
     return counts
-
-
-def reload_predicates(domain_name: str) -> tuple[Predicate, ...]:
-    """Re-import the domain's predicates module from source. Raises whatever the edited file raises."""
-    module_name = f"domains.{domain_name}.predicates"
-    module = sys.modules.get(module_name)
-    module = importlib.import_module(module_name) if module is None else importlib.reload(module)
-    predicates: tuple[Predicate, ...] = tuple(module.PREDICATES)
-    return predicates
 
 
 class WorkbenchScreen(Screen[None]):
@@ -97,7 +86,8 @@ class WorkbenchScreen(Screen[None]):
                           str(c["violation"] + c["missing"]), str(c["error"]), tools, p.policy, key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         self.query_one("#wb-title", Static).update(f"{title}: {len(gate.predicates)} rules, "
-                                                   f"{len(gate.disabled)} disabled")
+                                                   f"{len(gate.disabled)} disabled · live: "
+                                                   f"{self.live.rules.describe()}")
 
     def _selected(self) -> str | None:
         table = self.query_one("#wb-predicates", DataTable)
@@ -119,16 +109,22 @@ class WorkbenchScreen(Screen[None]):
         if self.gate is None:
             return
         try:
-            predicates = reload_predicates(self.live.domain.name)
+            rules = reload_rules(self.live.domain.name)
         except Exception as exc:  # noqa: BLE001 - an edited file may raise anything; keep the old rules
             last = traceback.extract_tb(exc.__traceback__)[-1]
             self._say(Text(f"Reload failed, the previous predicates stay active: {type(exc).__name__}: {exc} "
                            f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})", "bold red"))
             return
+        predicates = rules.predicates
         known = {p.id for p in predicates}
         self.gate.predicates = list(predicates)
         self.gate.disabled &= known
-        self._say(f"Reloaded {len(predicates)} predicates from source. Press g to see what the gate would say now.")
+        self.live.rules = rules
+        store = getattr(self.app, "rules", None)
+        if isinstance(store, dict):
+            store[rules.domain] = rules  # every later session of this console runs these rules
+        self._say(f"Reloaded {len(predicates)} predicates from source ({rules.describe()}); they apply to this "
+                  "session and every later one. Press g to see what the gate would say now.")
         self.refresh_table()
 
     def action_regate(self) -> None:

@@ -27,10 +27,12 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from console.facts import decision_summary, outcome_summary, verdict_summary, words
 from console.textview import format_call, shorten
+from console.theme import VERDICT_BADGE
 
 MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
-BADGE = {"ALLOW": "bold black on green", "REVISE": "bold black on yellow", "BLOCK": "bold white on red"}
+BADGE = VERDICT_BADGE
 BAR = {"user": "bold cyan", "agent": "bold blue", "gate-ALLOW": "green", "gate-REVISE": "yellow",
        "gate-BLOCK": "red", "override": "magenta", "error": "red", "warning": "yellow", "intro": "cyan"}
 
@@ -202,7 +204,7 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _show_message(self, e: Any) -> None:
         if e.role == "user":
-            body = Text.assemble(("Customer: ", "bold"), e.text)
+            body = Text.assemble(("Customer: ", "bold"), e.text.replace("###STOP###", "(ends the conversation)"))
             self._add(Entry("user", lambda _e: body, gap=True))
         else:
             text = e.text
@@ -219,23 +221,22 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
     def _show_gate_decision(self, e: Any) -> None:
-        failed = [r for r in e.results if r.status not in ("pass", "disabled")]
         text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ", (e.call.name, "bold"))
         if e.repeated:
             text.append("  (repeated call)", "dim")
         if e.escalated:
             text.append("  (escalated after repeated REVISE)")
-        for r in failed:
-            text.append(f"\n  {r.predicate_id}: ", "bold")
-            text.append(r.reason)
+        text.append(f"\n  {verdict_summary(e)}", "dim")
+        for r in e.results:
+            if r.status not in ("pass", "disabled"):
+                text.append(f"\n  {r.predicate_id}: ", "bold")
+                text.append(r.reason)
         self._add(Entry(f"gate-{e.verdict}", lambda _e: text))
 
     def _show_supervisor_decision(self, e: Any) -> None:
-        text = Text.assemble(("operator ", "bold"), (e.who, "bold"), f": {e.decision}")
+        text = Text.assemble(("operator ", "bold"), decision_summary(e))
         if e.edited_arguments is not None:
             text.append(f" → {json.dumps(e.edited_arguments, sort_keys=True)}")
-        if e.reason:
-            text.append(f" — {e.reason}")
         self._add(Entry("override", lambda _e: text))
 
     def _show_tool_result(self, e: Any) -> None:
@@ -244,7 +245,8 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("user", _fixed(Text.assemble(("📱 customer's phone: ", "bold"),
                                                          (format_call(name, args), "bold")))))
         if e.outcome == "ok":
-            summary = f"← {e.call.name}: {shorten(e.content, 70)}"
+            ran = " executed" if e.kind == "write" else ""
+            summary = f"← {e.call.name}{ran}: {shorten(e.content, 70)}"
             body = _pretty(e.content)
 
             def render(expanded: bool) -> RenderableType:
@@ -254,9 +256,9 @@ class TranscriptPane(ScrollView, can_focus=True):
                 return head
 
             self._add(Entry("result", render, foldable=True))
-        elif e.outcome == "rejected":
-            name = e.call.name
-            self._add(Entry("rejected", lambda _e: Text(f"✗ {name} not executed", "italic red")))
+        elif e.outcome in ("rejected", "vetoed"):
+            note = f"✗ {e.call.name} {outcome_summary(e)}"
+            self._add(Entry("rejected", lambda _e: Text(note, "italic red")))
         else:
             message = shorten(e.content, 300)
             self._add(Entry("error", lambda _e: Text(f"✗ {message}", "red")))
@@ -283,7 +285,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._add(Entry("error", lambda _e: Text(note, "red")))
 
     def _show_session_ended(self, e: Any) -> None:
-        text = f"— session ended: {e.reason} after {e.steps} steps"
+        text = f"— session ended: {words(e.reason)} after {e.steps} steps"
         if e.detail:
             text += f" ({e.detail})"
         self._add(Entry("ended", lambda _e: Text(text, "bold"), gap=True))

@@ -1,0 +1,108 @@
+"""The three panes of a session (transcript | ledger | gate), fed one event at a time.
+
+Live sessions and replay both build their screen from this widget and both call `add_event`, so a fact
+looks the same whether it is happening or being replayed. In a narrow terminal the panes stack: one is
+shown full-width and `cycle()` moves to the next (the layout switch is a CSS class, no re-compose).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+
+from console.widgets.gate_log import GatePane
+from console.widgets.ledger_tree import LedgerPane
+from console.widgets.transcript import TranscriptPane
+from core.ledger import LedgerReader
+
+NARROW_WIDTH = 110  # below this many columns the panes stack, one full-width at a time
+PANES = ("transcript", "ledger", "gate")
+
+
+class SessionPanes(Horizontal):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("id", "panes")
+        super().__init__(**kwargs)
+        self.front = "transcript"
+
+    def compose(self) -> ComposeResult:
+        yield TranscriptPane(id="transcript")
+        yield LedgerPane(id="ledger")
+        yield GatePane(id="gate")
+
+    def on_mount(self) -> None:
+        self._pane_refs = (self.query_one(TranscriptPane), self.query_one(LedgerPane), self.query_one(GatePane))
+        self.set_front(self.front)
+
+    @property
+    def transcript(self) -> TranscriptPane:
+        return self._pane_refs[0]
+
+    @property
+    def ledger(self) -> LedgerPane:
+        return self._pane_refs[1]
+
+    @property
+    def gate(self) -> GatePane:
+        return self._pane_refs[2]
+
+    def clear(self, ledger: bool = True) -> None:
+        """Forget everything shown: entries, rows, counters, details, highlights.
+
+        Replay keeps the ledger tree (`ledger=False`) when it moves between steps and syncs it to the
+        step's ledger instead, so the operator's expanded groups survive the slider.
+        """
+        self.transcript.clear()
+        self.gate.clear()
+        if ledger:
+            self.ledger.clear()
+
+    def add_event(self, event: Any, ledger: LedgerReader | None = None) -> None:
+        """Show one core event in every pane it concerns; `ledger` is the ledger as of this event."""
+        self.transcript.add_event(event)
+        match event.type:
+            case "session_started":
+                if event.agent == "fc":
+                    self.ledger.show_no_ledger()
+            case "gate_decision":
+                self.gate.add_decision(event)
+            case "supervisor_decision":
+                self.gate.note_override(event)
+            case "tool_result":
+                self.gate.note_result(event)
+            case "ledger_updated" if ledger is not None:
+                flash = list(event.added) + list(event.changed)
+                self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
+            case "ledger_staled" if ledger is not None:
+                self.ledger.sync(ledger, flash=list(event.paths), paths=list(event.paths))
+            case _:
+                pass
+
+    # ------------------------------------------------------------------------------------ layout
+
+    @property
+    def narrow(self) -> bool:
+        return self.has_class("-narrow")
+
+    def set_front(self, pane: str) -> None:
+        self.front = pane
+        for name in PANES:
+            self.query_one(f"#{name}").set_class(name == pane, "-front")
+
+    def cycle(self) -> str:
+        """Bring the next pane to the front (used in the stacked, narrow layout)."""
+        self.set_front(PANES[(PANES.index(self.front) + 1) % len(PANES)])
+        return self.front
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """In the stacked layout the pane that gets the focus comes to the front."""
+        for name, pane in zip(PANES, self._pane_refs, strict=True):
+            if event.widget is pane or pane in event.widget.ancestors:
+                if name != self.front:
+                    self.set_front(name)
+                return
+
+    def on_resize(self) -> None:
+        self.set_class(self.app.size.width < NARROW_WIDTH, "-narrow")
