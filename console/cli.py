@@ -170,7 +170,9 @@ async def cmd_check(args: argparse.Namespace) -> int:
                       + ", ".join(f"{v} {sum(r.verdict == v for r in writes)}" for v in VERDICT_STYLE)
                       + f"; {len(failed)} expectation(s) failed, {len(trajectory.problems)} broken line(s)")
     for r in failed:
-        _err(f"{path}:{r.line}: {r.name} expected {r.expect}, got {r.verdict} {r.reason}")
+        crashed = f" (crashed: {', '.join(r.crashed)})" if r.crashed else ""
+        _err(f"{path}:{r.line}: {r.name} expected {r.expected}, got {r.verdict} from "
+             f"[{', '.join(r.predicates)}]{crashed} {r.reason}")
     return 1 if failed or trajectory.problems else 0
 
 
