@@ -10,12 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from test_regate import STREAK, toy_events
-from toy_domain import DOMAIN, PREDICATES, ToyBackend
 
 from core.gate import GateContext, LedgerView, Outcome, Verdict, predicate
 from core.regate import export_trajectory, to_jsonl
 from core.replay import Checker, parse_trajectory
 from core.tools import ToolCall
+from toy_domain import DOMAIN, PREDICATES, ToyBackend
 
 
 @predicate(id="toy.balance", tools=["transfer"], severity=Verdict.REVISE,
