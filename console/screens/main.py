@@ -8,6 +8,7 @@ owns the LiveSession and its worker; core events arrive as messages and go down 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,9 +26,10 @@ from textual.worker import Worker, WorkerState
 from console.export import transcript_markdown
 from console.live import LiveSession, PendingReview, SessionSpec, SupervisionMode
 from console.screens.review import ReviewScreen
+from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
 from console.widgets.ledger_tree import LedgerPane
-from console.widgets.session_panes import SessionPanes
+from console.widgets.session_panes import SessionPanes, apply_filter
 from console.widgets.status_bar import StatusBar
 from console.widgets.transcript import TranscriptPane
 from core.events import Event
@@ -96,6 +98,9 @@ class MainScreen(Screen[None]):
         Binding("2", "focus_pane('ledger-tree')", "Ledger", show=False, id="focus-ledger"),
         Binding("3", "focus_pane('gate-table')", "Gate", show=False, id="focus-gate"),
         Binding("escape", "leave_input", "Leave the input box", show=False, id="leave-input"),
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("y", "copy_ledger('path')", "Copy ledger path", show=False, id="copy-path"),
+        Binding("Y", "copy_ledger('value')", "Copy ledger value", show=False, id="copy-value"),
     ]
 
     def __init__(self, spec: SessionSpec, *, operator: str, root: Path | None, autostart: bool,
@@ -127,6 +132,7 @@ class MainScreen(Screen[None]):
         yield SessionPanes(id="panes")
         yield Input(placeholder="Type the customer's message and press Enter (ctrl+e ends the conversation)",
                     id="customer-input")
+        yield FilterBar(id="filter-bar")
         yield Footer()
 
     @property
@@ -404,6 +410,32 @@ class MainScreen(Screen[None]):
         front = self._panes.cycle()
         target = {"transcript": "#transcript", "ledger": "#ledger-tree", "gate": "#gate-table"}[front]
         self.query_one(target).focus()
+
+    def action_filter(self) -> None:
+        """`/`: filter the pane in front (the focused one; in the stacked layout, the visible one)."""
+        focused = self.focused
+        self._filter_target = self._panes.front
+        for name, pane in (("transcript", self.transcript), ("ledger", self.ledger_pane), ("gate", self.gate_pane)):
+            if focused is not None and (focused is pane or pane in focused.ancestors):
+                self._filter_target = name
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Applied)
+    def _filtered(self, message: FilterBar.Applied) -> None:
+        apply_filter(self._panes, getattr(self, "_filter_target", "transcript"), message.text)
+
+    def action_copy_ledger(self, what: str) -> None:
+        """Copy the selected ledger entry's path (`y`) or its value as JSON (`Y`) to the clipboard."""
+        node = self.ledger_pane.ledger_tree.cursor_node
+        reader = self.ledger_pane.ledger_tree.reader
+        if node is None or not node.data or reader is None:
+            self.notify("Select a ledger entry first.", timeout=3)
+            return
+        entry = reader.entry(node.data)
+        text = node.data if what == "path" or entry is None else json.dumps(entry.value, ensure_ascii=False,
+                                                                              sort_keys=True)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied {what}: {text[:60]}", timeout=3)
 
     def action_export_markdown(self) -> None:
         live = self.live

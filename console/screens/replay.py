@@ -16,8 +16,9 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console.storage import data_root
+from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
-from console.widgets.session_panes import SessionPanes
+from console.widgets.session_panes import SessionPanes, apply_filter
 from core.domain import Domain
 from core.events import Event
 from core.timeline import LedgerTimeline
@@ -79,7 +80,8 @@ class ReplayScreen(Screen[None]):
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close replay"),
                 Binding("a", "audit", "Audit (this session)"),
-                Binding("l", "cycle_pane", "Next pane")]
+                Binding("l", "cycle_pane", "Next pane"),
+                Binding("slash", "filter", "Filter")]
 
     def __init__(self, events: list[Event], domain: Domain, source: Path, outcome: str | None = None) -> None:
         super().__init__()
@@ -102,6 +104,7 @@ class ReplayScreen(Screen[None]):
                          id="replay-outcome", classes="screen-title")
         yield StepSlider(self.steps, id="slider")
         yield SessionPanes(id="panes")
+        yield FilterBar(id="filter-bar")
         yield Footer()
 
     @property
@@ -136,6 +139,13 @@ class ReplayScreen(Screen[None]):
 
     def action_cycle_pane(self) -> None:
         self.panes.cycle()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Applied)
+    def _filtered(self, message: FilterBar.Applied) -> None:
+        apply_filter(self.panes, self.panes.front, message.text)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cycle_pane":

@@ -106,3 +106,15 @@ class SessionPanes(Horizontal):
 
     def on_resize(self) -> None:
         self.set_class(self.app.size.width < NARROW_WIDTH, "-narrow")
+
+
+def apply_filter(panes: SessionPanes, target: str, text: str) -> None:
+    """Filter one pane: transcript entries and gate rows are narrowed; ledger paths that match are marked."""
+    if target == "gate":
+        panes.gate.set_filter(text)
+    elif target == "ledger":
+        tree = panes.ledger.ledger_tree
+        needle = text.strip().lower()
+        panes.ledger.highlight([p for p in tree.nodes_by_path if needle and needle in p.lower()])
+    else:
+        panes.transcript.set_filter(text)

@@ -55,7 +55,9 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.items: list[Entry] = []
+        self.items: list[Entry] = []  # the entries shown (all of them unless a filter is set)
+        self.every: list[Entry] = []  # every entry kept, for the filter
+        self.filter = ""
         self._starts: list[int] = []  # first line of each entry
         self._lines = 0
         self._width = 0
@@ -106,7 +108,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         width = self._content_width()
         if width != self._width:
             self._width = width
-            for entry in self.items:
+            for entry in self.every:
                 entry.strips = self._render_entry(entry, width)
             self._reflow()
             if self._follow:
@@ -135,6 +137,7 @@ class TranscriptPane(ScrollView, can_focus=True):
     def clear(self) -> None:
         self._generation += 1
         self.items.clear()
+        self.every.clear()
         self._starts.clear()
         self._lines = 0
         self._follow = True
@@ -145,6 +148,11 @@ class TranscriptPane(ScrollView, can_focus=True):
     def _add(self, entry: Entry) -> None:
         self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
         entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self.every.append(entry)
+        if len(self.every) > MAX_ENTRIES:
+            del self.every[: len(self.every) - MAX_ENTRIES]
+        if not self._matches(entry):
+            return
         self.items.append(entry)
         self._starts.append(self._lines)
         self._lines += len(entry.strips)
@@ -155,6 +163,21 @@ class TranscriptPane(ScrollView, can_focus=True):
         if self._follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
+
+    def _matches(self, entry: Entry) -> bool:
+        if not self.filter or entry.kind == "intro":
+            return True
+        return self.filter in " ".join(strip.text for strip in entry.strips).lower()
+
+    def set_filter(self, text: str) -> int:
+        """Show only the entries containing `text` (case-insensitive); "" shows everything. Returns the count."""
+        self.filter = text.strip().lower()
+        self.items = [e for e in self.every if self._matches(e)]
+        self._follow = True
+        self._reflow()
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+        return len(self.items)
 
     def _entry_at(self, y: int) -> Entry | None:
         line = self.scroll_y + y

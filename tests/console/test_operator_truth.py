@@ -391,3 +391,56 @@ def test_internal_tokens_are_shown_in_words() -> None:
     assert words("force_allow") == "force-allowed despite the gate"
     assert words("###STOP###") == "(ends the conversation)"
     assert "###STOP###" not in json.dumps(words("###STOP###"))
+
+
+async def test_slash_filters_the_transcript_gate_and_audit(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app(scenario="other-customers-order", mode=SupervisionMode.APPROVE_NON_ALLOW, operator="dana")
+    async with app.run_test(size=SIZE) as pilot:
+        await force_allow_block(app, pilot)
+        app.transcript.focus()
+        await pilot.press("slash", *"cancel_pending")
+        assert app.transcript.items and all("cancel_pending" in " ".join(s.text for s in e.strips).lower()
+                                            or e.kind == "intro" for e in app.transcript.items)
+        await pilot.press("escape")
+        assert len(app.transcript.items) == len(app.transcript.every)
+        app.gate_pane.table.focus()
+        await pilot.press("slash", *"nothing-like-this", "enter")
+        assert app.gate_pane.table.row_count == 0 and app.gate_pane.rows  # narrowed, nothing lost
+        await pilot.press("a")
+        audit = await wait_for_screen(pilot, app, AuditScreen)
+        await pilot.press("slash", *"zzz")
+        assert audit.query_one("#audit-table").row_count == 0  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        assert audit.query_one("#audit-table").row_count == 1  # type: ignore[attr-defined]
+
+
+async def test_copy_a_ledger_path(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, ended(app))
+        tree = app.ledger_pane.ledger_tree
+        tree.focus()
+        tree.move_cursor(tree.nodes_by_path["orders.#W4821001"])
+        await pilot.press("y")
+        assert app.clipboard == "orders.#W4821001"
+        await pilot.press("Y")
+        assert json.loads(app.clipboard)["status"] == "return requested"
+
+
+async def test_results_failures_only(console_app: Callable[..., OperatorConsole], tmp_path: Any) -> None:
+    from console.screens.results import ResultsScreen
+    from core.evaluation.results import EvalResults, RunHeader
+
+    trials = [TrialResult(domain="retail", task_id=t, agent="ledger", trial=0, termination="user_stop",
+                          success=(t == "ok")) for t in ("ok", "bad")]
+    results = EvalResults(header=RunHeader(domains=["retail"], agents=["ledger"], trials=1, offline=True),
+                          trials=trials)
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(results, tmp_path))
+        screen = await wait_for_screen(pilot, app, ResultsScreen)
+        table = screen.query_one("#results-table")
+        assert table.row_count == 2  # type: ignore[attr-defined]
+        await pilot.press("f")
+        assert table.row_count == 1  # type: ignore[attr-defined]
