@@ -76,7 +76,7 @@ class ServeConfig:
 
 def register(subparsers: Any) -> None:
     """Add the `serve` subcommand (with its handler) to an argparse subparsers object."""
-    from console.cli import _add_console_arguments
+    from console.cli_common import _add_console_arguments
 
     parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=DESCRIPTION,
                                                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -104,7 +104,7 @@ def _positive_int(text: str) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate, then serve until Ctrl+C / SIGTERM; open tabs' consoles are ended, their traces stay."""
-    from console.cli import CliError
+    from console.cli_common import CliError
 
     try:
         config = build_config(args, os.environ)
@@ -118,7 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeConfig:
     """Check the console options once (a typo should fail here, not in every tab) and the bind policy."""
-    from console.cli import _domain, _scenario, first_scenario
+    from console.cli_common import _domain, _scenario, first_scenario
     from console.live import SessionSpec, SupervisionMode
     from console.storage import data_root
 
@@ -217,7 +217,7 @@ def child_environment(environ: Mapping[str, str], *, home: Path, live_model: boo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m console.serve …`: the same as `ledgeragent serve …`, without the main CLI's wiring."""
-    from console.cli import CliError, _err
+    from console.cli_common import CliError, _err
 
     parser = argparse.ArgumentParser(prog="ledgeragent")
     register(parser.add_subparsers(dest="command"))

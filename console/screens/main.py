@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -25,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from console.export import transcript_markdown
 from console.live import LiveSession, PendingReview, SessionSpec, SupervisionMode
+from console.rules import LiveRules
 from console.screens.review import ReviewScreen
 from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
@@ -35,9 +35,6 @@ from console.widgets.transcript import TranscriptPane
 from core.events import Event
 from core.llm.base import ChatModel, ModelError
 from core.supervisor import Decision, Resolution
-
-if TYPE_CHECKING:
-    from console.app import OperatorConsole
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 STOP = "###STOP###"
@@ -118,11 +115,10 @@ class MainScreen(Screen[None]):
         self._mounted = False
 
     @property
-    def console_app(self) -> OperatorConsole:
-        from console.app import OperatorConsole
-
-        assert isinstance(self.app, OperatorConsole)
-        return self.app
+    def rules(self) -> dict[str, LiveRules]:
+        """The App's rules reloaded per domain (the App owns them, so they outlive this session)."""
+        rules: dict[str, LiveRules] = getattr(self.app, "rules", {})
+        return rules
 
     # ------------------------------------------------------------------------------------------ layout
 
@@ -182,7 +178,7 @@ class MainScreen(Screen[None]):
             on_review=lambda r: self.post_message(ReviewRequested(r)),
             on_state=lambda: self.post_message(StateChanged()),
             on_model_error=lambda e: self.post_message(ModelFailedMessage(e)),
-            rules=self.console_app.rules)
+            rules=self.rules)
         await self.live.open()
         if spec.agent == "fc":
             self.ledger_pane.show_no_ledger()
@@ -474,7 +470,7 @@ class MainScreen(Screen[None]):
             self.app.push_screen(PhoneScreen(self.live))
 
     def action_open_trace(self) -> None:
-        from console.screens.replay import OpenTraceScreen
+        from console.screens.open_trace import OpenTraceScreen
 
         self.app.push_screen(OpenTraceScreen(self.live.domain if self.live else None))
 

@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Static
 
 from console.storage import data_root
 from console.widgets.filter_bar import FilterBar
@@ -178,65 +178,3 @@ def load_replay(path: Path) -> tuple[list[Event], Domain, list[str]]:
     except UnknownDomain as exc:
         raise ValueError(str(exc.args[0])) from exc
     return events, domain, problems
-
-
-def _is_results(path: Path) -> bool:
-    """An eval run (results.json, or a run folder) rather than a session trace."""
-    return path.name == "results.json" or (path.is_dir() and (path / "run.json").is_file())
-
-
-class OpenTraceScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
-
-    def __init__(self, domain: Domain | None = None) -> None:
-        super().__init__()
-        self.traces = recent_traces()
-
-    def compose(self) -> ComposeResult:
-        with Widget(id="open-dialog"):
-            yield Static("Open a recorded session", classes="screen-title")
-            yield Input(placeholder="a session's trace.jsonl, or an eval results.json / run folder (Enter); "
-                        "or pick a recent session below",
-                        id="open-path")
-            table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
-            table.add_columns("session", "folder")
-            for path in self.traces:
-                table.add_row(path.parent.name, str(path.parent), key=str(path))
-            yield table
-            yield Static("", id="open-error")
-        yield Footer()
-
-    def open(self, path: Path) -> None:
-        if _is_results(path):
-            self._open_results(path)
-            return
-        try:
-            events, domain, problems = load_replay(path)
-        except (OSError, ValueError) as exc:
-            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
-            return
-        self.dismiss()
-        if problems:
-            self.app.notify(f"{len(problems)} unreadable line(s) skipped: {problems[0]}", severity="warning")
-        self.app.push_screen(ReplayScreen(events, domain, path))
-
-    def _open_results(self, path: Path) -> None:
-        from console.screens.results import ResultsScreen
-        from core.evaluation.results import ResultsError, load_results
-
-        try:
-            results = load_results(path)
-        except (OSError, ResultsError) as exc:
-            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
-            return
-        self.dismiss()
-        self.app.push_screen(ResultsScreen(results, path))
-
-    @on(Input.Submitted, "#open-path")
-    def _typed(self, event: Input.Submitted) -> None:
-        self.open(Path(event.value.strip()).expanduser())
-
-    @on(DataTable.RowSelected, "#open-recent")
-    def _picked(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.open(Path(event.row_key.value))

@@ -26,6 +26,7 @@ class SessionPanes(Horizontal):
         kwargs.setdefault("id", "panes")
         super().__init__(**kwargs)
         self.front = "transcript"
+        self._narrow = False
 
     def compose(self) -> ComposeResult:
         yield TranscriptPane(id="transcript")
@@ -84,12 +85,27 @@ class SessionPanes(Horizontal):
 
     @property
     def narrow(self) -> bool:
-        return self.has_class("-narrow")
+        return self._narrow
+
+    def _apply_layout(self) -> None:
+        """Stacked or side by side, by inline styles on the three panes only.
+
+        A CSS class on this container would re-match the stylesheet for every descendant (thousands of
+        lines' worth of DataTable, Tree and transcript styles) on each switch; inline rules touch three nodes.
+        """
+        for name, pane in zip(PANES, self._pane_refs, strict=True):
+            styles = pane.styles
+            if self._narrow:
+                styles.display = "block" if name == self.front else "none"
+                styles.width = "1fr"
+                styles.min_width = 0
+            else:
+                for rule in ("display", "width", "min_width"):
+                    styles.clear_rule(rule)
 
     def set_front(self, pane: str) -> None:
         self.front = pane
-        for name in PANES:
-            self.query_one(f"#{name}").set_class(name == pane, "-front")
+        self._apply_layout()
 
     def cycle(self) -> str:
         """Bring the next pane to the front (used in the stacked, narrow layout)."""
@@ -105,7 +121,10 @@ class SessionPanes(Horizontal):
                 return
 
     def on_resize(self) -> None:
-        self.set_class(self.app.size.width < NARROW_WIDTH, "-narrow")
+        narrow = self.app.size.width < NARROW_WIDTH
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._apply_layout()
 
 
 def apply_filter(panes: SessionPanes, target: str, text: str) -> None:

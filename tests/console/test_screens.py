@@ -14,7 +14,8 @@ from console.app import OperatorConsole
 from console.live import SessionSpec
 from console.screens.compose import ComposeScreen
 from console.screens.new_session import NewSessionScreen
-from console.screens.replay import OpenTraceScreen, ReplayScreen, StepSlider
+from console.screens.open_trace import OpenTraceScreen
+from console.screens.replay import ReplayScreen, StepSlider
 from console.screens.workbench import WorkbenchScreen
 from core.llm.openai_model import OpenAIChatModel
 from core.replay import Checker, parse_trajectory
@@ -133,9 +134,9 @@ async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorC
         box = opener.query_one("#open-path", Input)
         box.value = str(bad)
         box.focus()
-        await pilot.press("enter")
+        await pilot.press("enter")  # read in a worker: the error arrives as a message
+        await wait_for(pilot, lambda: "not a LedgerAgent trace" in str(opener.query_one("#open-error").render()))
         assert app.screen is opener
-        assert "not a LedgerAgent trace" in str(opener.query_one("#open-error").render())
 
 
 async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., OperatorConsole]) -> None:
