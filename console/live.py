@@ -197,11 +197,23 @@ class OperatorAgent:
             self.waiting = False
 
 
+class Phase(StrEnum):
+    """What the session is doing, as the status bar says it (a StrEnum: compares equal to its words)."""
+
+    READY = "ready"
+    RUNNING = "running"
+    PAUSED = "paused"
+    WAITING = "waiting for operator"
+    MODEL_ERROR = "model error"
+    ENDED = "ended"
+    YOUR_TURN = "your turn"
+
+
 @dataclass
 class LiveState:
     """What the status bar shows, updated in place by the session callbacks."""
 
-    phase: str = "ready"  # ready | running | paused | waiting for operator | model error | ended
+    phase: Phase = Phase.READY
     steps: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -276,8 +288,8 @@ class LiveSession:
         return self.scenario.build_user()
 
     def _seen(self, event: Any) -> None:
-        if event.type == "supervisor_decision" and self.state.phase == "waiting for operator":
-            self.state.phase = "running"
+        if event.type == "supervisor_decision" and self.state.phase == Phase.WAITING:
+            self.state.phase = Phase.RUNNING
         if event.type in ("assistant_turn", "model_error", "session_ended"):
             self.state.thinking = False
         if event.type == "assistant_turn":
@@ -291,8 +303,8 @@ class LiveSession:
         self.on_state()
 
     def _pacer_changed(self) -> None:
-        if self.state.phase in ("running", "paused"):
-            self.state.phase = "paused" if self.pacer.waiting else "running"
+        if self.state.phase in (Phase.RUNNING, Phase.PAUSED):
+            self.state.phase = Phase.PAUSED if self.pacer.waiting else Phase.RUNNING
         self.on_state()
 
     async def _pace(self, kind: str) -> None:
@@ -302,14 +314,14 @@ class LiveSession:
             self.on_state()
 
     def _ask(self, review: PendingReview) -> None:
-        self.state.phase = "waiting for operator"
+        self.state.phase = Phase.WAITING
         self.on_state()
         self._on_review(review)
 
     async def _model_failed(self, error: ModelError) -> bool:
         if error.kind == "script":
             return False  # a diverged script stays diverged: retrying cannot help, end the session
-        self.state.phase = "model error"
+        self.state.phase = Phase.MODEL_ERROR
         self.state.error = f"{error.kind}: {error.message}"
         self.on_state()
         self._retry = asyncio.get_running_loop().create_future()
@@ -319,7 +331,7 @@ class LiveSession:
         finally:
             self._retry = None
         self.state.error = None
-        self.state.phase = "running"
+        self.state.phase = Phase.RUNNING
         self.on_state()
         return again
 
@@ -350,7 +362,7 @@ class LiveSession:
         if self.session is None:
             await self.open()
         assert self.session is not None and self.backend is not None
-        self.state.phase = "paused" if self.pacer.paused else "running"
+        self.state.phase = Phase.PAUSED if self.pacer.paused else Phase.RUNNING
         self.on_state()
         try:
             self.result = await self.session.run()
@@ -361,7 +373,7 @@ class LiveSession:
             raise
         finally:
             await self.close()
-        self.state.phase = "ended"
+        self.state.phase = Phase.ENDED
         self.state.end_reason = self.result.reason
         self.state.error = self.result.detail or None
         self.on_state()

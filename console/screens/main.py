@@ -11,7 +11,6 @@ import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from textual import events, on, work
@@ -23,7 +22,7 @@ from textual.widgets import Footer, Header, Input
 from textual.worker import Worker, WorkerState
 
 from console.export import transcript_markdown
-from console.live import LiveSession, PendingReview, SessionSpec, SupervisionMode
+from console.live import LiveSession, PendingReview, Phase, SessionSpec, SupervisionMode
 from console.rules import LiveRules
 from console.screens.review import ReviewScreen
 from console.widgets.filter_bar import FilterBar
@@ -38,18 +37,6 @@ from core.supervisor import Decision, Resolution
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 STOP = "###STOP###"
-
-
-class Phase(StrEnum):
-    """What the status bar says the session is doing (LiveState.phase holds one of these values)."""
-
-    READY = "ready"
-    RUNNING = "running"
-    PAUSED = "paused"
-    WAITING = "waiting for operator"
-    MODEL_ERROR = "model error"
-    ENDED = "ended"
-    YOUR_TURN = "your turn"
 
 
 @dataclass
@@ -69,9 +56,9 @@ class ReviewRequested(Message):
 
 
 @dataclass
-class ModelFailedMessage(Message):
-    """The model call failed (retries exhausted): the operator may retry. (core.events.ModelFailed is the
-    event recorded in the trace; this is the UI's prompt to act on it.)"""
+class RetryOffered(Message):
+    """The model call failed (its retries exhausted) and the session waits: the operator may retry. The
+    failure itself is core.events.ModelFailed in the trace; this message only offers the retry."""
 
     error: ModelError
 
@@ -177,7 +164,7 @@ class MainScreen(Screen[None]):
             on_event=lambda e: self.post_message(SessionEvent(e)),
             on_review=lambda r: self.post_message(ReviewRequested(r)),
             on_state=lambda: self.post_message(StateChanged()),
-            on_model_error=lambda e: self.post_message(ModelFailedMessage(e)),
+            on_model_error=lambda e: self.post_message(RetryOffered(e)),
             rules=self.rules)
         await self.live.open()
         if spec.agent == "fc":
@@ -288,8 +275,8 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(screen, done)
 
-    @on(ModelFailedMessage)
-    def _model_failed(self, message: ModelFailedMessage) -> None:
+    @on(RetryOffered)
+    def _model_failed(self, message: RetryOffered) -> None:
         if self._gone():
             return
         self.notify(f"The model failed: {message.error.message}. Press r to retry, or q to quit.",

@@ -15,6 +15,15 @@ from textual.containers import Horizontal
 from console.widgets.gate_log import GatePane
 from console.widgets.ledger_tree import LedgerPane
 from console.widgets.transcript import TranscriptPane
+from core.events import (
+    Event,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    SessionStarted,
+    SupervisorDecided,
+    ToolResultEvent,
+)
 from core.ledger import LedgerReader
 
 NARROW_WIDTH = 110  # below this many columns the panes stack, one full-width at a time
@@ -60,23 +69,22 @@ class SessionPanes(Horizontal):
         if ledger:
             self.ledger.clear()
 
-    def add_event(self, event: Any, ledger: LedgerReader | None = None) -> None:
+    def add_event(self, event: Event, ledger: LedgerReader | None = None) -> None:
         """Show one core event in every pane it concerns; `ledger` is the ledger as of this event."""
         self.transcript.add_event(event)
-        match event.type:
-            case "session_started":
-                if event.agent == "fc":
-                    self.ledger.show_no_ledger()
-            case "gate_decision":
+        match event:
+            case SessionStarted(agent="fc"):
+                self.ledger.show_no_ledger()
+            case GateDecided():
                 self.gate.add_decision(event)
-            case "supervisor_decision":
+            case SupervisorDecided():
                 self.gate.note_override(event)
-            case "tool_result":
+            case ToolResultEvent():
                 self.gate.note_result(event)
-            case "ledger_updated" if ledger is not None:
+            case LedgerUpdated() if ledger is not None:
                 flash = list(event.added) + list(event.changed)
                 self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
-            case "ledger_staled" if ledger is not None:
+            case LedgerStaled() if ledger is not None:
                 self.ledger.sync(ledger, flash=list(event.paths), paths=list(event.paths))
             case _:
                 pass

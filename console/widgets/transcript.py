@@ -30,6 +30,20 @@ from textual.strip import Strip
 from console.facts import decision_summary, outcome_summary, verdict_summary, words
 from console.textview import format_call, shorten
 from console.theme import VERDICT_BADGE
+from core.events import (
+    AssistantTurnEvent,
+    EnvironmentSynced,
+    Event,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    MessageSent,
+    ModelFailed,
+    ModelRetry,
+    SessionEnded,
+    SupervisorDecided,
+    ToolResultEvent,
+)
 
 MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
 BADGE = VERDICT_BADGE
@@ -220,12 +234,35 @@ class TranscriptPane(ScrollView, can_focus=True):
         body.append("\n\n" + hints, "italic")
         self._add(Entry("intro", lambda _e: Panel(body, border_style="cyan"), gap=True))
 
-    def add_event(self, event: Any) -> None:
-        handler = getattr(self, f"_show_{event.type}", None)
-        if handler is not None:
-            handler(event)
+    def add_event(self, event: Event) -> None:
+        """One entry (or a few) per event; events the transcript does not show are ignored."""
+        match event:
+            case MessageSent():
+                self._show_message(event)
+            case AssistantTurnEvent():
+                self._show_assistant_turn(event)
+            case GateDecided():
+                self._show_gate_decision(event)
+            case SupervisorDecided():
+                self._show_supervisor_decision(event)
+            case ToolResultEvent():
+                self._show_tool_result(event)
+            case LedgerUpdated():
+                self._show_ledger_updated(event)
+            case LedgerStaled():
+                self._show_ledger_staled(event)
+            case EnvironmentSynced():
+                self._show_environment_synced(event)
+            case ModelRetry():
+                self._show_model_retry(event)
+            case ModelFailed():
+                self._show_model_error(event)
+            case SessionEnded():
+                self._show_session_ended(event)
+            case _:
+                pass
 
-    def _show_message(self, e: Any) -> None:
+    def _show_message(self, e: MessageSent) -> None:
         if e.role == "user":
             body = Text.assemble(("Customer: ", "bold"), e.text.replace("###STOP###", "(ends the conversation)"))
             self._add(Entry("user", lambda _e: body, gap=True))
@@ -233,7 +270,7 @@ class TranscriptPane(ScrollView, can_focus=True):
             text = e.text
             self._add(Entry("agent", lambda _e: Markdown(f"**Agent:** {text}"), gap=True))
 
-    def _show_assistant_turn(self, e: Any) -> None:
+    def _show_assistant_turn(self, e: AssistantTurnEvent) -> None:
         if e.text:
             prefix = "**Agent:** " if not e.tool_calls else "**Agent** *(with tool calls)*: "
             text = prefix + e.text
@@ -243,7 +280,7 @@ class TranscriptPane(ScrollView, can_focus=True):
                 f"{call.name}({call.raw_arguments})")
             self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
-    def _show_gate_decision(self, e: Any) -> None:
+    def _show_gate_decision(self, e: GateDecided) -> None:
         text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ", (e.call.name, "bold"))
         if e.repeated:
             text.append("  (repeated call)", "dim")
@@ -256,13 +293,13 @@ class TranscriptPane(ScrollView, can_focus=True):
                 text.append(r.reason)
         self._add(Entry(f"gate-{e.verdict}", lambda _e: text))
 
-    def _show_supervisor_decision(self, e: Any) -> None:
+    def _show_supervisor_decision(self, e: SupervisorDecided) -> None:
         text = Text.assemble(("operator ", "bold"), decision_summary(e))
         if e.edited_arguments is not None:
             text.append(f" → {json.dumps(e.edited_arguments, sort_keys=True)}")
         self._add(Entry("override", lambda _e: text))
 
-    def _show_tool_result(self, e: Any) -> None:
+    def _show_tool_result(self, e: ToolResultEvent) -> None:
         if e.call.requestor == "user":
             name, args = e.call.name, e.call.arguments
             self._add(Entry("user", _fixed(Text.assemble(("📱 customer's phone: ", "bold"),
@@ -286,28 +323,28 @@ class TranscriptPane(ScrollView, can_focus=True):
             message = shorten(e.content, 300)
             self._add(Entry("error", lambda _e: Text(f"✗ {message}", "red")))
 
-    def _show_ledger_updated(self, e: Any) -> None:
+    def _show_ledger_updated(self, e: LedgerUpdated) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
         note = "ledger " + " ".join(parts)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_ledger_staled(self, e: Any) -> None:
+    def _show_ledger_staled(self, e: LedgerStaled) -> None:
         note = "ledger stale: " + ", ".join(e.paths)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_environment_synced(self, e: Any) -> None:
+    def _show_environment_synced(self, e: EnvironmentSynced) -> None:
         note = "sync (line ↔ phone): " + "; ".join(e.changes)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_model_retry(self, e: Any) -> None:
+    def _show_model_retry(self, e: ModelRetry) -> None:
         note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
         self._add(Entry("warning", lambda _e: Text(note, "yellow")))
 
-    def _show_model_error(self, e: Any) -> None:
+    def _show_model_error(self, e: ModelFailed) -> None:
         note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
         self._add(Entry("error", lambda _e: Text(note, "red")))
 
-    def _show_session_ended(self, e: Any) -> None:
+    def _show_session_ended(self, e: SessionEnded) -> None:
         text = f"— session ended: {words(e.reason)} after {e.steps} steps"
         if e.detail:
             text += f" ({e.detail})"
