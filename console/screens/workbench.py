@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import traceback
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.live import LiveSession
 from console.rules import reload_rules
 from console.widgets.transcript import BADGE
-from core.regate import export_trajectory, regate, write_trajectory
+from core.gate import Predicate
+from core.regate import RegateRow, export_trajectory, regate, write_trajectory
 
 
 def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
@@ -128,10 +131,26 @@ class WorkbenchScreen(Screen[None]):
         self.refresh_table()
 
     def action_regate(self) -> None:
+        """Re-gate in a thread worker (a long session's re-gate must not freeze the UI); rows come back as a
+        RegateDone message."""
         if self.gate is None:
             return
-        rows = regate(self.live.bus.history, self.live.domain, predicates=self.gate.predicates,
-                      disabled=self.gate.disabled, max_revise_streak=self.gate.max_revise_streak)
+        self._say("Re-gating the recorded decisions with the current rules …")
+        self._regate(list(self.live.bus.history), list(self.gate.predicates), set(self.gate.disabled),
+                     self.gate.max_revise_streak)
+
+    @dataclass
+    class RegateDone(Message):
+        rows: list[RegateRow]
+
+    @work(thread=True, exclusive=True, group="regate", exit_on_error=False)
+    def _regate(self, events: list[Any], predicates: list[Predicate], disabled: set[str], streak: int) -> None:
+        rows = regate(events, self.live.domain, predicates=predicates, disabled=disabled, max_revise_streak=streak)
+        self.post_message(self.RegateDone(rows))
+
+    @on(RegateDone)
+    def _regated(self, message: RegateDone) -> None:
+        rows = message.rows
         diff = self.query_one("#wb-diff", DataTable)
         diff.clear()
         for row in rows:

@@ -49,7 +49,8 @@ async def test_workbench_toggle_regate_and_export(console_app: Callable[..., Ope
         table.focus()
         await pilot.press("space")
         assert app.live is not None and "retail.refund_to_original_or_gift_card" in app.live.agent.gate.disabled
-        await pilot.press("g")
+        await pilot.press("g")  # re-gated in a worker
+        await wait_for(pilot, lambda: hasattr(screen, "last_regate"))
         rows = screen.last_regate
         assert [(r.old_verdict, r.new_verdict, r.changed) for r in rows] == [("REVISE", "ALLOW", True),
                                                                            ("ALLOW", "ALLOW", False)]
