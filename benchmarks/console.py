@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.timing import MS, Result, S, summarise
 
@@ -41,24 +42,46 @@ def bench_cold_start(repeat: int = 5) -> Result:
                      target_ns=int(1.5 * S))
 
 
-def bench_append(samples: int = 200) -> tuple[Result, Result, Result]:
-    """One event appended to the panes with 2,000 events already in the transcript and a 5,000-entry ledger in
-    the tree: the work (handler + the layout and drawing it causes), the latency until that frame is on screen
-    (adds the wait for Textual's 60 fps update timer), and the peak memory of that process."""
+APPEND_SIZES = ((160, 45), (120, 35), (80, 24))
+
+
+def _child(*argv: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
-        done = subprocess.run([sys.executable, "-m", "benchmarks.console_child", "append", str(samples)], cwd=ROOT,
-                              capture_output=True, text=True, env=_env(home), timeout=600, check=True)
-    data = json.loads(done.stdout.strip().splitlines()[-1])
-    append = summarise("console_append_event",
-                       f"console: append one event, {data['transcript_events']:,}-event transcript, "
-                       f"{data['ledger_entries']:,}-entry ledger", data["samples_ns"], target_ns=16 * MS)
-    latency = summarise("console_append_latency", "console: …same event until its frame is drawn (60 fps timer)",
-                        data["latency_ns"])
-    peak = float(data["peak_rss_bytes"])
-    memory = Result(key="console_memory", figure="console: peak memory (RSS) of that session", median_ns=peak,
-                    p95_ns=peak, n=1, target_ns=300 * MIB, unit="B")
-    return append, latency, memory
+        done = subprocess.run([sys.executable, "-m", "benchmarks.console_child", *argv], cwd=ROOT,
+                              capture_output=True, text=True, env=_env(home), timeout=900, check=True)
+    data: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return data
+
+
+def bench_append(samples: int = 200) -> list[Result]:
+    """One event appended to the panes with 2,000 events already in the transcript and a 5,000-entry ledger in
+    the tree, at each terminal size (the stacked layout below 110 columns included): the work (handler + the
+    layout and drawing it causes); at 160x45 also the latency until that frame is on screen (adds the wait
+    for Textual's 60 fps update timer) and the peak memory of that process."""
+    results: list[Result] = []
+    for width, height in APPEND_SIZES:
+        data = _child("append", str(samples), f"{width}x{height}")
+        suffix = "" if (width, height) == APPEND_SIZES[0] else f"_{width}x{height}"
+        results.append(summarise(f"console_append_event{suffix}",
+                                 f"console: append one event at {width}x{height}, {data['transcript_events']:,}-event "
+                                 f"transcript, {data['ledger_entries']:,}-entry ledger", data["samples_ns"],
+                                 target_ns=16 * MS))
+        if not suffix:
+            results.append(summarise("console_append_latency",
+                                     "console: …same event until its frame is drawn (60 fps timer)",
+                                     data["latency_ns"]))
+            peak = float(data["peak_rss_bytes"])
+            results.append(Result(key="console_memory", figure="console: peak memory (RSS) of that session",
+                                  median_ns=peak, p95_ns=peak, n=1, target_ns=300 * MIB, unit="B"))
+    return results
+
+
+def bench_layout_switch(samples: int = 40) -> Result:
+    """Resizing across the stacked-layout breakpoint (120 <-> 100 columns) until the new layout is drawn."""
+    data = _child("layout", str(samples))
+    return summarise("console_layout_switch", "console: layout switch across the 110-column breakpoint, redrawn",
+                     data["samples_ns"], target_ns=50 * MS)
 
 
 def bench_console() -> list[Result]:
-    return [bench_cold_start(), *bench_append()]
+    return [bench_cold_start(), *bench_append(), bench_layout_switch()]

@@ -13,6 +13,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +61,73 @@ def big_ledger(entries: int) -> Any:
     return ledger
 
 
-async def append(samples_wanted: int) -> None:
-    from console.app import SessionEvent, make_app
+def timed_frames(screen: Any) -> tuple[asyncio.Event, list[int], Callable[[bool], None]]:
+    """Wrap the screen's update timer: returns (drawn event, [render ns], arm(flag)) for timing one frame."""
+    drawn = asyncio.Event()
+    render = [0]
+    armed = [False]
+    original_update = screen._on_timer_update
+
+    def timed_update() -> None:
+        start = time.perf_counter_ns()
+        original_update()
+        if armed[0]:
+            render[0] += time.perf_counter_ns() - start
+            drawn.set()
+
+    screen._on_timer_update = timed_update
+    screen._update_timer._callback = timed_update  # the timer holds the bound method it was given
+
+    def arm(flag: bool) -> None:
+        armed[0] = flag
+        if not flag:
+            render[0] = 0
+            drawn.clear()
+
+    return drawn, render, arm
+
+
+async def layout_switch(samples_wanted: int) -> None:
+    """Resize across the stacked-layout breakpoint (120 <-> 100 columns) with a finished session on screen;
+    time the resize handling plus the frame it causes."""
+    from textual import events
+    from textual.geometry import Size
+
+    from console.app import make_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = make_app(root=Path(tmp))
+        async with app.run_test(size=(120, 35)) as pilot:
+            await pilot.press("space")
+            while app.live is None or app.live.state.phase != "ended":
+                await pilot.pause(0.05)
+            await pilot.pause()
+            drawn, render, arm = timed_frames(app.main)
+            samples: list[int] = []
+            for index in range(samples_wanted):
+                width = 100 if index % 2 == 0 else 120
+                arm(False)
+                arm(True)
+                start = time.perf_counter_ns()
+                app._driver._size = Size(width, 35)  # as Pilot.resize_terminal does for the headless driver
+                app.post_message(events.Resize(Size(width, 35), Size(width, 35)))
+                await asyncio.wait_for(drawn.wait(), timeout=5)
+                samples.append(time.perf_counter_ns() - start)
+                await pilot.pause()
+                assert app.main.panes.narrow == (width < 110), "the layout did not switch"
+            print(json.dumps({"samples_ns": samples}), flush=True)
+
+
+async def append(samples_wanted: int, width: int = 160, height: int = 45) -> None:
+    from console.app import make_app
+    from console.screens.main import SessionEvent
     from core.tools import ToolCall
 
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         pattern = await recorded_events(home)
         app = make_app(root=home)
-        async with app.run_test(size=(160, 45)) as pilot:
+        async with app.run_test(size=(width, height)) as pilot:
             assert app.live is not None and app.live.session is not None
             ledger = big_ledger(LEDGER_ENTRIES)
             app.live.session.agent.ledger = ledger
@@ -86,44 +145,28 @@ async def append(samples_wanted: int) -> None:
                     event = event.model_copy(update={"added": [f"orders.{order_id}"], "changed": []})
                 return event.model_copy(update={"seq": seq})
 
+            main = app.main
             for index in range(TRANSCRIPT_EVENTS):
-                app.post_message(SessionEvent(next_event(index)))
+                main.post_message(SessionEvent(next_event(index)))
                 if index % 100 == 99:
                     await pilot.pause()
             await pilot.pause()
             # Two numbers per event. `work`: the handler plus the screen updates it causes (layout, compositing,
             # drawing) — the CPU an append costs. `latency`: until that frame is drawn, which also includes
             # waiting for Textual's 60 fps update timer (up to 16.7 ms of idle time by design).
-            drawn = asyncio.Event()
-            handled = False
-            render_ns = 0
-            screen = app.screen
-            original_update = screen._on_timer_update
-
-            def timed_update() -> None:
-                nonlocal render_ns
-                start = time.perf_counter_ns()
-                original_update()
-                if handled:
-                    render_ns += time.perf_counter_ns() - start
-                    drawn.set()
-
-            screen._on_timer_update = timed_update  # type: ignore[method-assign]
-            screen._update_timer._callback = timed_update  # the timer holds the bound method it was given
+            drawn, render, arm = timed_frames(main)
             samples: list[int] = []
             latencies: list[int] = []
             for index in range(samples_wanted):
                 event = next_event(TRANSCRIPT_EVENTS + index)
-                handled = False
-                render_ns = 0
-                drawn.clear()
+                arm(False)
                 start = time.perf_counter_ns()
-                app._event(SessionEvent(event))
+                main._event(SessionEvent(event))
                 handler_ns = time.perf_counter_ns() - start
-                handled = True
+                arm(True)
                 await asyncio.wait_for(drawn.wait(), timeout=5)
                 latencies.append(time.perf_counter_ns() - start)
-                samples.append(handler_ns + render_ns)
+                samples.append(handler_ns + render[0])
                 await asyncio.sleep(0)
             peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             print(json.dumps({"samples_ns": samples, "latency_ns": latencies, "peak_rss_bytes": peak_kib * 1024,
@@ -134,9 +177,12 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["first-frame"]:
         asyncio.run(first_frame())
     elif argv[:1] == ["append"]:
-        asyncio.run(append(int(argv[1]) if len(argv) > 1 else 200))
+        size = [int(n) for n in argv[2].split("x")] if len(argv) > 2 else [160, 45]
+        asyncio.run(append(int(argv[1]) if len(argv) > 1 else 200, size[0], size[1]))
+    elif argv[:1] == ["layout"]:
+        asyncio.run(layout_switch(int(argv[1]) if len(argv) > 1 else 40))
     else:
-        raise SystemExit("usage: python -m benchmarks.console_child first-frame | append [N]")
+        raise SystemExit("usage: python -m benchmarks.console_child first-frame | append [N [WxH]] | layout [N]")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from console.check_report import check_text_file, run_check
+from console.cli_common import (  # noqa: F401 - re-exported: the old names stay importable from console.cli
+    DEMO_SCENARIO,
+    _add_console_arguments,
+    _default_operator,
+    _domain,
+    _scenario,
+    first_scenario,
+)
 from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
 from console.cli_errors import OneLineParser, non_negative_int, positive_float, positive_int, print_error, run_handler
 from console.eval_cli import register as register_eval
@@ -25,10 +33,10 @@ from core.domain import Domain
 from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
-from core.replay import Checker
+from core.replay import Checker, TrajectoryProblem, iter_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
-from domains.registry import DOMAINS, UnknownDomain, load_domain, load_offline_reader
+from domains.registry import DOMAINS, load_domain, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import BackendSourceError, open_backend
 
@@ -40,31 +48,6 @@ AGENTS = {
 
 
 _err = print_error
-
-
-def _domain(name: str) -> Domain:
-    try:
-        return load_domain(name)
-    except UnknownDomain as exc:
-        raise CliError(str(exc.args[0])) from exc
-
-
-def _scenario(domain: Domain, name: str) -> Scenario:
-    available = list_scenarios(domain.scenarios_dir)
-    path = Path(name)
-    if path.suffix == ".json" and path.exists():
-        chosen = path
-    elif name in available:
-        chosen = available[name]
-    else:
-        raise CliError(f"unknown scenario {name!r} for {domain.name}; available: {', '.join(available) or 'none'}")
-    try:
-        scenario = load_scenario(chosen)
-    except ScenarioError as exc:
-        raise CliError(str(exc)) from exc
-    if scenario.domain != domain.name:
-        raise CliError(f"scenario {scenario.name!r} is for domain {scenario.domain!r}, not {domain.name!r}")
-    return scenario
 
 
 async def _open_backend(domain: Domain, db_path: Path, source: str | None) -> SQLiteToolBackend:
@@ -81,8 +64,6 @@ def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
-    if not args.headless:
-        raise CliError("`run` is the headless runner: pass --headless (or use `ledgeragent console` for the UI)")
     domain = _domain(args.domain)
     scenario = _scenario(domain, args.scenario)
     config = AGENTS[args.agent]
@@ -123,12 +104,34 @@ async def cmd_run(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _tool_names(path: Path) -> set[str]:
+    """The tool names a trajectory file calls, read line by line (bounded memory; broken lines are reported
+    later, by the check itself)."""
+    names: set[str] = set()
+    with path.open("rb") as handle:
+        for item in iter_trajectory(line.decode("utf-8") for line in handle):
+            if not isinstance(item, TrajectoryProblem):
+                names.add(item.name)
+    return names
+
+
+def infer_domain(names: set[str]) -> Domain:
+    """The one domain whose tools include every tool the trajectory calls; a clear error otherwise."""
+    if not names:
+        raise CliError("cannot tell the domain: the file calls no tool (see the line errors); pass --domain")
+    matches = [d for d in (load_domain(n) for n in DOMAINS) if names <= {t.name for t in d.tools}]
+    if len(matches) != 1:
+        which = "no domain has" if not matches else f"{', '.join(d.name for d in matches)} all have"
+        raise CliError(f"cannot tell the domain: {which} the tools this file calls; pass --domain")
+    return matches[0]
+
+
 async def cmd_check(args: argparse.Namespace) -> int:
-    domain = _domain(args.domain)
     path = Path(args.trajectory)
     if not path.is_file():
         raise CliError(f"no such trajectory file: {path}")
     check_text_file(path)
+    domain = _domain(args.domain) if args.domain else infer_domain(_tool_names(path))
     with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
         backend = await _open_backend(domain, folder.path / "db.sqlite", args.db)
         folder.started()
@@ -181,6 +184,8 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     domain = _domain(args.domain)
     scenario = None if args.scenario in ("", "none", "chat") else args.scenario
+    if args.scenario is None:  # a domain alone opens its first scenario
+        scenario = first_scenario(domain)
     if scenario is not None:
         scenario = _scenario(domain, scenario).name
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
@@ -197,37 +202,18 @@ def cmd_console(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
-    from console.live import SupervisionMode
-
-    parser.add_argument("--domain", default="retail", choices=DOMAINS)
-    parser.add_argument("--scenario", default="refund-to-original-payment",
-                        help="scenario name, or 'chat' for free chat (needs --seat customer and a real model)")
-    parser.add_argument("--agent", choices=sorted(AGENTS), default="ledger")
-    parser.add_argument("--model", help="a model name for an OpenAI-compatible endpoint (default: scripted demo)")
-    parser.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
-    parser.add_argument("--seat", choices=("watch", "customer", "agent"), default="watch",
-                        help="watch, play the customer, or play the agent")
-    parser.add_argument("--mode", choices=[m.value for m in SupervisionMode], default="autopilot",
-                        help="when the operator is asked about writes")
-    parser.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
-    parser.add_argument("--autostart", action="store_true", help="start the session right away")
-    parser.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file")
-    parser.add_argument("--pace", type=float, help="seconds between steps (default 0.6 for the scripted demo, so "
-                        "an audience can follow; 0 for real models)")
-
-
-def _default_operator() -> str:
-    import getpass
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "operator"
+        return version("ledgeragent-console")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="ledgeragent", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="the operator console (the default command)")
@@ -237,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario and print the event stream")
     run.add_argument("--domain", default="retail", choices=DOMAINS)
     run.add_argument("--scenario", required=True, help="scenario name (see `ledgeragent scenarios`) or a .json path")
-    run.add_argument("--headless", action="store_true", help="no UI: print the transcript")
+    run.add_argument("--headless", action="store_true", help=argparse.SUPPRESS)  # accepted: `run` is headless
     run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
     run.add_argument("--agent", choices=sorted(AGENTS), default="ledger")
     run.add_argument("--disable-predicate", action="append", default=[], metavar="ID")
@@ -252,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="replay a trajectory of tool calls through the ledger and gate")
     check.add_argument("trajectory")
-    check.add_argument("--domain", default="retail", choices=DOMAINS)
+    check.add_argument("--domain", choices=DOMAINS, help="default: the one domain whose tools the file calls")
     check.add_argument("--db", help="a tau2 db.json or a .sqlite file (default: seed data)")
     check.add_argument("--json", action="store_true", help="one JSON object per call")
     check.add_argument("--all", action="store_true", help="also list successful reads")
@@ -279,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["console", *argv]  # `ledgeragent` alone opens the console
     args = parser.parse_args(argv)
     handler: Any = args.handler

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from console.facts import decision_summary, outcome_summary, verdict_summary, words
+
 
 def _call(call: Any) -> str:
     if call.parse_error:
@@ -18,27 +20,34 @@ def transcript_markdown(events: Iterable[Any], title: str = "") -> str:
     for e in events:
         if e.type == "session_started":
             lines += [f"- domain: **{e.domain}**, scenario: **{e.scenario or 'free chat'}**, agent: **{e.agent}**, "
-                      f"model: **{e.model}**, user: **{e.user}**", ""]
+                      f"model: **{e.model}**, user: **{e.user}**"]
+            if e.disabled_predicates:
+                lines.append(f"- rules NOT CHECKED (disabled): {', '.join(e.disabled_predicates)}")
+            if e.rules_version:
+                lines.append(f"- rules version: {e.rules_version}")
+            lines.append("")
         elif e.type == "message":
-            lines += [f"**{'Customer' if e.role == 'user' else 'Agent'}:** {e.text}", ""]
+            text = e.text.replace("###STOP###", words("###STOP###"))
+            lines += [f"**{'Customer' if e.role == 'user' else 'Agent'}:** {text}", ""]
         elif e.type == "assistant_turn":
             if e.text:
                 lines += [f"**Agent:** {e.text}", ""]
             lines += [f"- → `{_call(c)}`" for c in e.tool_calls]
         elif e.type == "gate_decision":
-            failed = [r for r in e.results if r.status not in ("pass", "disabled")]
-            lines.append(f"  - gate **{e.verdict}**" + ("" if not failed else ": " + "; ".join(
-                f"`{r.predicate_id}` {r.reason}" for r in failed)))
+            lines.append(f"  - gate **{e.verdict}** ({verdict_summary(e)})")
+            lines += [f"    - `{r.predicate_id}` {r.reason}" for r in e.results if r.status not in ("pass", "disabled")]
         elif e.type == "supervisor_decision":
-            lines.append(f"  - operator **{e.who}** {e.decision} at {e.when}" + (f": {e.reason}" if e.reason else ""))
+            lines.append(f"  - operator: {decision_summary(e)}")
         elif e.type == "tool_result":
-            if e.outcome == "ok":
+            if e.kind == "write":
+                lines.append(f"  - outcome: {outcome_summary(e, 200)}")
+            elif e.outcome == "ok":
                 content = e.content if len(e.content) <= 200 else e.content[:199] + "…"
                 lines.append(f"  - ← `{content}`")
-            elif e.outcome != "rejected":
+            else:
                 lines.append(f"  - ✗ {e.content}")
         elif e.type == "model_error":
             lines.append(f"- model error ({e.kind}): {e.message}")
         elif e.type == "session_ended":
-            lines += ["", f"*Session ended: {e.reason} after {e.steps} steps.*"]
+            lines += ["", f"*Session ended: {words(e.reason)} after {e.steps} steps.*"]
     return "\n".join(lines).rstrip() + "\n"

@@ -8,12 +8,14 @@ executor's gate), so the trace records it exactly as it would for a headless run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from console.rules import LiveRules, shipped_rules
 from console.storage import new_session_dir
 from core.agent import AgentConfig
 from core.domain import Domain
@@ -195,11 +197,23 @@ class OperatorAgent:
             self.waiting = False
 
 
+class Phase(StrEnum):
+    """What the session is doing, as the status bar says it (a StrEnum: compares equal to its words)."""
+
+    READY = "ready"
+    RUNNING = "running"
+    PAUSED = "paused"
+    WAITING = "waiting for operator"
+    MODEL_ERROR = "model error"
+    ENDED = "ended"
+    YOUR_TURN = "your turn"
+
+
 @dataclass
 class LiveState:
     """What the status bar shows, updated in place by the session callbacks."""
 
-    phase: str = "ready"  # ready | running | paused | waiting for operator | model error | ended
+    phase: Phase = Phase.READY
     steps: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -216,12 +230,17 @@ class LiveSession:
                  on_review: Callable[[PendingReview], object] = lambda r: None,
                  on_state: Callable[[], object] = lambda: None, on_model_error: Callable[[ModelError], object]
                  = lambda e: None, operator: str = "operator", root: Path | None = None,
-                 model_factory: Callable[[SessionSpec], ChatModel] | None = None) -> None:
+                 model_factory: Callable[[SessionSpec], ChatModel] | None = None,
+                 rules: Mapping[str, LiveRules] | None = None) -> None:
         problems = spec.problems()
         if problems:
             raise ValueError("; ".join(problems))
         self.spec = spec
         self.domain: Domain = load_domain(spec.domain)
+        reloaded = (rules or {}).get(spec.domain)
+        if reloaded is not None:  # the workbench reloaded this domain's rules: later sessions run them too
+            self.domain = replace(self.domain, predicates=reloaded.predicates)
+        self.rules: LiveRules = reloaded or shipped_rules(self.domain)
         self.scenario: Scenario | None = None
         if spec.scenario is not None:
             available = list_scenarios(self.domain.scenarios_dir)
@@ -246,6 +265,7 @@ class LiveSession:
         self.session: Session | None = None
         self.result: SessionResult | None = None
         self._retry: asyncio.Future[bool] | None = None
+        self.cancel_reason = "cancelled"  # the session_ended reason if the console stops the session
         if spec.mode is SupervisionMode.STEP:
             self.pacer.pause()
 
@@ -268,8 +288,8 @@ class LiveSession:
         return self.scenario.build_user()
 
     def _seen(self, event: Any) -> None:
-        if event.type == "supervisor_decision" and self.state.phase == "waiting for operator":
-            self.state.phase = "running"
+        if event.type == "supervisor_decision" and self.state.phase == Phase.WAITING:
+            self.state.phase = Phase.RUNNING
         if event.type in ("assistant_turn", "model_error", "session_ended"):
             self.state.thinking = False
         if event.type == "assistant_turn":
@@ -283,8 +303,8 @@ class LiveSession:
         self.on_state()
 
     def _pacer_changed(self) -> None:
-        if self.state.phase in ("running", "paused"):
-            self.state.phase = "paused" if self.pacer.waiting else "running"
+        if self.state.phase in (Phase.RUNNING, Phase.PAUSED):
+            self.state.phase = Phase.PAUSED if self.pacer.waiting else Phase.RUNNING
         self.on_state()
 
     async def _pace(self, kind: str) -> None:
@@ -294,14 +314,14 @@ class LiveSession:
             self.on_state()
 
     def _ask(self, review: PendingReview) -> None:
-        self.state.phase = "waiting for operator"
+        self.state.phase = Phase.WAITING
         self.on_state()
         self._on_review(review)
 
     async def _model_failed(self, error: ModelError) -> bool:
         if error.kind == "script":
             return False  # a diverged script stays diverged: retrying cannot help, end the session
-        self.state.phase = "model error"
+        self.state.phase = Phase.MODEL_ERROR
         self.state.error = f"{error.kind}: {error.message}"
         self.on_state()
         self._retry = asyncio.get_running_loop().create_future()
@@ -311,7 +331,7 @@ class LiveSession:
         finally:
             self._retry = None
         self.state.error = None
-        self.state.phase = "running"
+        self.state.phase = Phase.RUNNING
         self.on_state()
         return again
 
@@ -329,7 +349,8 @@ class LiveSession:
             domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
             supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,
             max_steps=self.scenario.max_steps if self.scenario else self.spec.max_steps,
-            scenario=self.spec.scenario, pacer=self._pace, on_model_error=self._model_failed)
+            scenario=self.spec.scenario, pacer=self._pace, on_model_error=self._model_failed,
+            rules_version=self.rules.version)
 
     async def close(self) -> None:
         """Release the database. Safe to call twice, and while the session task is being cancelled."""
@@ -341,13 +362,18 @@ class LiveSession:
         if self.session is None:
             await self.open()
         assert self.session is not None and self.backend is not None
-        self.state.phase = "paused" if self.pacer.paused else "running"
+        self.state.phase = Phase.PAUSED if self.pacer.paused else Phase.RUNNING
         self.on_state()
         try:
             self.result = await self.session.run()
+        except asyncio.CancelledError:
+            # Stopped from outside (quit, new session): the trace still ends with a session_ended.
+            with contextlib.suppress(Exception):
+                self.result = await self.session.finish(self.cancel_reason)
+            raise
         finally:
             await self.close()
-        self.state.phase = "ended"
+        self.state.phase = Phase.ENDED
         self.state.end_reason = self.result.reason
         self.state.error = self.result.detail or None
         self.on_state()
@@ -374,6 +400,16 @@ class LiveSession:
         if self.human is None:
             raise RuntimeError("the customer seat is not yours in this session")
         self.human.say(text)
+
+    @property
+    def rules_version(self) -> str:
+        return self.rules.version
+
+    @property
+    def disabled_rules(self) -> int:
+        """How many rules the gate skips right now (set at start, or toggled in the workbench)."""
+        gate = self.agent.gate if self.session is not None else None
+        return len(gate.disabled) if gate is not None else len(self.spec.disabled_predicates)
 
     @property
     def agent(self) -> Any:

@@ -90,7 +90,7 @@ class ServeConfig:
 
 def register(subparsers: Any) -> None:
     """Add the `serve` subcommand (with its handler) to an argparse subparsers object."""
-    from console.cli import _add_console_arguments
+    from console.cli_common import _add_console_arguments
 
     parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=DESCRIPTION,
                                                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,7 +122,7 @@ def _positive_int(text: str) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Validate, then serve until Ctrl+C / SIGTERM; open tabs' consoles are ended, their traces stay."""
-    from console.cli import CliError
+    from console.cli_common import CliError
 
     try:
         config = build_config(args, os.environ)
@@ -136,7 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeConfig:
     """Check the console options once (a typo should fail here, not in every tab) and the bind policy."""
-    from console.cli import _domain, _scenario
+    from console.cli_common import _domain, _scenario, first_scenario
     from console.live import SessionSpec, SupervisionMode
     from console.storage import data_root
 
@@ -145,6 +145,8 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         raise ServeError("--public-url must start with http:// or https://")
     check_bind(args.host, token, public_url=args.public_url)
     domain = _domain(args.domain)
+    if args.scenario is None:  # a domain alone opens its first scenario (as `ledgeragent console` does)
+        args.scenario = first_scenario(domain) or "chat"
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
     seat = "watch" if args.seat == "agent" else args.seat
@@ -272,7 +274,7 @@ def is_loopback(host: str) -> bool:
 def console_argv(args: argparse.Namespace) -> list[str]:
     """The argv every tab runs: `ledgeragent console …` with our options, through `console.tab` (which keeps the
     console's stderr out of the server's log: see there), with the server's own interpreter and code."""
-    scenario = args.scenario
+    scenario = args.scenario or "chat"
     if Path(scenario).suffix == ".json" and Path(scenario).is_file():
         scenario = str(Path(scenario).resolve())  # a scenario file: the same file whatever the child's cwd
     argv = [sys.executable, "-m", "console.tab", "--domain", args.domain, "--scenario", scenario,
@@ -318,7 +320,7 @@ def child_environment(environ: Mapping[str, str], *, home: Path, live_model: boo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m console.serve …`: the same as `ledgeragent serve …`, without the main CLI's wiring."""
-    from console.cli import CliError, _err
+    from console.cli_common import CliError, _err
 
     parser = argparse.ArgumentParser(prog="ledgeragent")
     register(parser.add_subparsers(dest="command"))

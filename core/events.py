@@ -65,6 +65,7 @@ class SessionStarted(_Event):
     reference_time: str | None = None
     predicates: list[str] = []
     disabled_predicates: list[str] = []
+    rules_version: str | None = None  # hash of the predicates' source when the console reloaded them
 
 
 class MessageSent(_Event):
@@ -127,7 +128,7 @@ class SupervisorDecided(_Event):
     type: Literal["supervisor_decision"] = "supervisor_decision"
     call: CallInfo
     gate_verdict: str | None
-    decision: Literal["approve", "veto", "edit", "force_allow"]
+    decision: Literal["approve", "accept_verdict", "veto", "edit", "force_allow"]
     who: str
     when: str
     reason: str = ""

@@ -143,6 +143,9 @@ class CallExecutor:
                 return self._refuse(call, step, ToolKind.WRITE, "vetoed",
                                     f"NOT EXECUTED: a human supervisor vetoed {call.name}: {text}", decision)
             allowed = decision is None or decision.verdict is Verdict.ALLOW
+            if resolution.decision is Decision.ACCEPT_VERDICT and not allowed:
+                assert decision is not None
+                return self._refuse(call, step, ToolKind.WRITE, "rejected", decision.feedback, decision)
             if allowed or resolution.decision is Decision.FORCE_ALLOW:
                 return await self._run(call, ToolKind.WRITE, step, decision)
             assert decision is not None

@@ -158,8 +158,14 @@ class TrajectoryExport:
         return to_jsonl(self.lines)
 
 
-def _line(name: str, arguments: Mapping[str, Any], expect: str, note: str = "") -> dict[str, Any]:
+def _line(name: str, arguments: Mapping[str, Any], expect: str, note: str = "",
+          gate: GateDecided | None = None) -> dict[str, Any]:
+    """A check line; for a gated write also which rules objected and which of those crashed, so a fixture
+    expecting REVISE from rule X fails when the REVISE comes from a crash or from another rule."""
     line: dict[str, Any] = {"name": name, "arguments": dict(arguments), "expect": expect}
+    if gate is not None:
+        line["expect_rules"] = list(failed_ids(gate.results))
+        line["expect_crashed"] = [r.predicate_id for r in gate.results if r.status == "error"]
     if note:
         line["note"] = note
     return line
@@ -247,7 +253,7 @@ def _export_call(result: ToolResultEvent, gated: Sequence[GateDecided], human: S
             if result.ok:
                 warning = ("force-allowed in the session, where it ran; check will not run it, so later lines "
                            "may differ")
-    return _line(last.call.name, last.call.arguments, expect, "; ".join(notes)), warning
+    return _line(last.call.name, last.call.arguments, expect, "; ".join(notes), last), warning
 
 
 def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:

@@ -37,6 +37,8 @@ class TrajectoryCall:
     arguments: dict[str, Any]
     expect: str | None = None
     requestor: str = "assistant"
+    expect_rules: tuple[str, ...] | None = None  # ids of the rules that must object (None: not checked)
+    expect_crashed: tuple[str, ...] | None = None  # ids of those that must have crashed (None: not checked)
 
 
 @dataclass(frozen=True)
@@ -58,16 +60,36 @@ class CheckResult:
     expect: str | None
     evidence: tuple[str, ...] = ()
     requestor: str = "assistant"
+    crashed: tuple[str, ...] = ()  # objecting rules that raised (the gate failed closed on them)
+    expect_rules: tuple[str, ...] | None = None
+    expect_crashed: tuple[str, ...] | None = None
 
     @property
     def met(self) -> bool | None:
-        return None if self.expect is None else self.expect == self.verdict
+        """The verdict, and (when the line says) the objecting rules and the crashed ones, all as expected."""
+        if self.expect is None:
+            return None
+        if self.expect != self.verdict:
+            return False
+        if self.expect_rules is not None and sorted(self.expect_rules) != sorted(self.predicates):
+            return False
+        return self.expect_crashed is None or sorted(self.expect_crashed) == sorted(self.crashed)
+
+    @property
+    def expected(self) -> str:
+        """The expectation in words, for the failure message."""
+        text = str(self.expect)
+        if self.expect_rules is not None:
+            text += f" from [{', '.join(self.expect_rules)}]"
+        if self.expect_crashed:
+            text += f" (crashed: {', '.join(self.expect_crashed)})"
+        return text
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "line": self.line, "name": self.name, "kind": self.kind,
                 "verdict": self.verdict, "predicates": list(self.predicates), "reason": self.reason,
                 "executed": self.executed, "expect": self.expect, "met": self.met, "evidence": list(self.evidence),
-                "requestor": self.requestor}
+                "requestor": self.requestor, "crashed": list(self.crashed)}
 
 
 @dataclass
@@ -121,10 +143,18 @@ def _parse_line(raw: str, number: int, index: int) -> tuple[str, TrajectoryCall 
         return f"'expect' must be one of {', '.join(VERDICTS)}, got {expect!r}", None
     if requestor not in REQUESTORS:
         return f"'requestor' must be one of {', '.join(REQUESTORS)}, got {requestor!r}", None
-    unknown = sorted(set(item) - {"name", "arguments", "expect", "note", "requestor"})
+    unknown = sorted(set(item) - {"name", "arguments", "expect", "note", "requestor", "expect_rules",
+                                  "expect_crashed"})
     if unknown:
         return f"unknown field(s): {', '.join(unknown)}", None
-    return "", TrajectoryCall(index, number, name, arguments, expect, requestor)
+    rule_lists: dict[str, tuple[str, ...] | None] = {}
+    for key in ("expect_rules", "expect_crashed"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            return f"'{key}' must be a list of rule ids", None
+        rule_lists[key] = None if value is None else tuple(value)
+    return "", TrajectoryCall(index, number, name, arguments, expect, requestor, rule_lists["expect_rules"],
+                              rule_lists["expect_crashed"])
 
 
 class Checker:
@@ -165,8 +195,11 @@ class Checker:
             reason += " (escalated to BLOCK after repeated REVISE)"
         kind = outcome.kind.value if outcome.kind is not None else "unknown"
         evidence = () if decision is None else decision.evidence
+        crashed = () if decision is None else tuple(r.predicate_id for r in decision.failed
+                                                    if r.status.value == "error")
         return CheckResult(call.index, call.line, call.name, kind, outcome.verdict, failed, reason,
-                           outcome.executed, call.expect, evidence, call.requestor)
+                           outcome.executed, call.expect, evidence, call.requestor, crashed, call.expect_rules,
+                           call.expect_crashed)
 
     async def run(self, calls: list[TrajectoryCall]) -> list[CheckResult]:
         return [await self.check(call) for call in calls]

@@ -101,8 +101,9 @@ class Session:
                  trace_path: Path | None = None, bus: EventBus | None = None, max_steps: int = 100,
                  scenario: str | None = None, greeting: str = GREETING,
                  clock: Callable[[], str] = utc_now, pacer: Pacer | None = None,
-                 on_model_error: ModelErrorHandler | None = None) -> None:
+                 on_model_error: ModelErrorHandler | None = None, rules_version: str | None = None) -> None:
         self.domain = domain
+        self.rules_version = rules_version
         self.pacer = pacer
         self.on_model_error = on_model_error
         self.backend = backend
@@ -145,7 +146,7 @@ class Session:
             scenario=self.scenario,
             reference_time=None if self.domain.reference_time is None else self.domain.reference_time.isoformat(),
             predicates=[p.id for p in self.domain.predicates] if config.gate else [],
-            disabled_predicates=sorted(config.disabled_predicates)))
+            disabled_predicates=sorted(config.disabled_predicates), rules_version=self.rules_version))
         if self.greeting:
             self._say("assistant", self.greeting)
 

@@ -18,6 +18,7 @@ from core.tools import ToolCall
 
 class Decision(StrEnum):
     APPROVE = "approve"  # accept the gate's verdict (run an ALLOW, drop a REVISE/BLOCK)
+    ACCEPT_VERDICT = "accept_verdict"  # a human agreed with a REVISE/BLOCK: the call is not run
     VETO = "veto"  # do not run, tell the model why
     EDIT = "edit"  # replace the arguments; the edited call is gated again
     FORCE_ALLOW = "force_allow"  # run despite REVISE/BLOCK; reason required

@@ -3,7 +3,8 @@
     .venv/bin/python docs/make_screenshots.py
 
 Runs the scripted retail demo headless and saves the three panes right after the gate's
-REVISE (mid-scenario), the override modal, and the predicate workbench after a re-gate.
+REVISE (mid-scenario), the override modal, a force-allowed BLOCK (verdict, decision and outcome), the
+stacked layout at 80x24, and the predicate workbench after a re-gate.
 """
 
 from __future__ import annotations
@@ -47,6 +48,26 @@ async def main() -> None:
             await until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
             await pilot.pause(2)
             app.save_screenshot(str(OUT / "console-review.svg"))
+        app = make_app(root=Path(home), scenario="other-customers-order", mode=SupervisionMode.APPROVE_NON_ALLOW,
+                       operator="dana")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("space")
+            await until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
+            await pilot.pause(0.5)
+            app.screen.query_one("#review-reason").value = "spouse, verified by phone"  # type: ignore[attr-defined]
+            app.screen.query_one("#approve").focus()
+            await pilot.press("f")  # force-allow: the gate pane shows verdict, decision and outcome
+            await until(pilot, lambda: any(r.executed for r in app.gate_pane.rows.values()))
+            app.gate_pane.table.focus()
+            app.gate_pane.table.move_cursor(row=0)
+            await pilot.pause(1)
+            app.save_screenshot(str(OUT / "console-force-allow.svg"))
+        app = make_app(root=Path(home))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("space")
+            await until(pilot, lambda: app.live.state.phase == "ended")  # type: ignore[union-attr]
+            await pilot.pause(1)
+            app.save_screenshot(str(OUT / "console-80x24.svg"))
         app = make_app(root=Path(home))
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("space")

@@ -1,4 +1,9 @@
-"""Every operator decision of the session: who, when, which call, the gate's verdict, the decision, why."""
+"""Every operator decision of the session: time, who, tool, the gate's verdict, the decision, why, the call.
+
+The decision is the fifth column (not behind a full-JSON column), named in words, one name per kind:
+an accepted REVISE is "accepted the gate's refusal", never "approve". Built from the events it is given,
+so the replay's audit shows the replayed session's decisions, not the live one's.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from console.facts import DECISION_WORDS
+from console.textview import shorten
+from console.theme import verdict_style
+from console.widgets.filter_bar import FilterBar
+
 
 class AuditScreen(Screen[None]):
-    BINDINGS = [Binding("escape,a", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape,a", "app.pop_screen", "Back"), Binding("slash", "filter", "Filter")]
 
     def __init__(self, events: Sequence[Any]) -> None:
         super().__init__()
@@ -22,13 +34,38 @@ class AuditScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(f"Audit: {len(self.decisions)} operator decision(s) in this session (also in trace.jsonl)",
                      id="audit-title")
-        table: DataTable[str] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("when", "who", "step", "call", "gate", "decision", "reason / edit")
-        for e in self.decisions:
-            detail = e.reason
-            if e.edited_arguments is not None:
-                detail = f"{detail} → {json.dumps(e.edited_arguments, sort_keys=True)}".strip()
-            call = f"{e.call.name}({json.dumps(e.call.arguments, sort_keys=True)})"
-            table.add_row(e.when, e.who, str(e.step), call, e.gate_verdict or "—", e.decision, detail)
+        table: DataTable[Any] = DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("time", "who", "tool", "gate", "decision", "reason", "call")
         yield table
+        yield FilterBar(id="filter-bar")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_rows("")
+
+    @staticmethod
+    def row(e: Any) -> list[Any]:
+        arguments = e.edited_arguments if e.edited_arguments is not None else e.call.arguments
+        call = shorten(json.dumps(arguments, sort_keys=True, ensure_ascii=False), 60)
+        if e.edited_arguments is not None:
+            call = f"edited to {call}"
+        verdict = e.gate_verdict or "—"
+        return [e.when, e.who, e.call.name, Text(f" {verdict} ", verdict_style(verdict)),
+                DECISION_WORDS.get(e.decision, e.decision), e.reason or "—", call]
+
+    def show_rows(self, text: str) -> None:
+        """Show the decisions whose row contains `text` (case-insensitive)."""
+        needle = text.strip().lower()
+        table = self.query_one("#audit-table", DataTable)
+        table.clear()
+        for e in self.decisions:
+            cells = self.row(e)
+            if not needle or needle in " ".join(str(c) for c in cells).lower():
+                table.add_row(*cells)
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Applied)
+    def _filtered(self, message: FilterBar.Applied) -> None:
+        self.show_rows(message.text)

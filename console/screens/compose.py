@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import LiveSession
 from console.widgets.schema_form import SchemaForm
@@ -16,8 +16,8 @@ from console.widgets.transcript import BADGE
 
 
 class ComposeScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+d", "dry_run", "Dry-run"),
-                Binding("ctrl+s", "send_call", "Send call")]
+    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+d", "dry_run", "Dry-run", priority=True),
+                Binding("ctrl+s", "send_call", "Send call"), Binding("question_mark", "app.help", "Keys")]
 
     def __init__(self, live: LiveSession) -> None:
         super().__init__()
@@ -39,6 +39,7 @@ class ComposeScreen(ModalScreen[None]):
                 yield Button(Text("Dry-run [ctrl+d]"), id="dry-run")
                 yield Button(Text("Send call [ctrl+s]"), id="send-call", variant="primary")
                 yield Button(Text("Close [esc]"), id="close")
+        yield Footer()
 
     @property
     def form(self) -> SchemaForm | None:

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import AGENTS, SessionSpec, SupervisionMode
 from core.scenario import list_scenarios
@@ -23,7 +23,8 @@ MODELS = [("scripted demo (the scenario's script)", "scripted"), ("you play the 
 
 
 class NewSessionScreen(ModalScreen[SessionSpec]):
-    BINDINGS = [Binding("escape", "dismiss", "Cancel"), Binding("ctrl+s", "start", "Start")]
+    BINDINGS = [Binding("escape", "dismiss", "Cancel"), Binding("ctrl+s", "start", "Start"),
+                Binding("question_mark", "app.help", "Keys")]
 
     def __init__(self, current: SessionSpec) -> None:
         super().__init__()
@@ -65,6 +66,7 @@ class NewSessionScreen(ModalScreen[SessionSpec]):
             with Horizontal(id="ns-buttons"):
                 yield Button(Text("Start [ctrl+s]"), id="ns-start", variant="primary")
                 yield Button(Text("Cancel [esc]"), id="ns-cancel")
+        yield Footer()
 
     @staticmethod
     def _scenarios(domain: str) -> list[tuple[str, str]]:
@@ -75,8 +77,12 @@ class NewSessionScreen(ModalScreen[SessionSpec]):
     def _domain(self, event: Select.Changed) -> None:
         scenario = self.query_one("#ns-scenario", Select)
         options = self._scenarios(str(event.value))
+        keep = scenario.value
         scenario.set_options(options)
-        scenario.value = options[0][1]
+        # The current scenario stays selected (Select announces its first value too); another domain's
+        # list starts at its first scenario.
+        values = [value for _label, value in options]
+        scenario.value = keep if keep in values else options[0][1]
 
     def spec(self) -> SessionSpec:
         def value(widget_id: str) -> str:

@@ -13,14 +13,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Select, Static
+from textual.widgets import Button, Footer, Select, Static
 
 from console.live import LiveSession
 from console.widgets.schema_form import SchemaForm
 
 
 class PhoneScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+s", "run_action", "Run on the phone")]
+    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+s", "run_action", "Run on the phone"),
+                Binding("question_mark", "app.help", "Keys")]
 
     def __init__(self, live: LiveSession) -> None:
         super().__init__()
@@ -37,6 +38,7 @@ class PhoneScreen(ModalScreen[None]):
             with Horizontal(id="phone-buttons"):
                 yield Button(Text("Run on the phone [ctrl+s]"), id="phone-run", variant="primary")
                 yield Button(Text("Close [esc]"), id="phone-close")
+        yield Footer()
 
     @property
     def form(self) -> SchemaForm | None:

@@ -9,17 +9,16 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Static
 
 from console.storage import data_root
+from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
-from console.widgets.ledger_tree import LedgerPane
-from console.widgets.transcript import TranscriptPane
+from console.widgets.session_panes import SessionPanes, apply_filter
 from core.domain import Domain
 from core.events import Event
 from core.timeline import LedgerTimeline
@@ -77,24 +76,40 @@ class StepSlider(Widget, can_focus=True):
 
 
 class ReplayScreen(Screen[None]):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close replay")]
+    """A recorded session, step by step. Its keys are its own: the live session's keys do not exist here."""
 
-    def __init__(self, events: list[Event], domain: Domain, source: Path) -> None:
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close replay"),
+                Binding("a", "audit", "Audit (this session)"),
+                Binding("l", "cycle_pane", "Next pane"),
+                Binding("slash", "filter", "Filter")]
+
+    def __init__(self, events: list[Event], domain: Domain, source: Path, outcome: str | None = None) -> None:
         super().__init__()
         self.events = events
         self.domain = domain
         self.source = source
+        self.outcome = outcome
+        started = next((e for e in events if e.type == "session_started"), None)
+        self.has_ledger = started is None or started.agent != "fc"
         self.timeline = LedgerTimeline.build(events, domain.path_map)
         self.steps = self.timeline.steps()
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("replay ", "bold cyan"), str(self.source)), classes="screen-title")
+        title = Text.assemble(("replay ", "bold cyan"), str(self.source))
+        if not self.has_ledger:
+            title.append("   no ledger (baseline agent)", "bold yellow")
+        yield Static(title, classes="screen-title")
+        if self.outcome:
+            yield Static(Text(self.outcome, "bold red" if self.outcome.startswith("failed") else "bold green"),
+                         id="replay-outcome", classes="screen-title")
         yield StepSlider(self.steps, id="slider")
-        with Horizontal(id="panes"):
-            yield TranscriptPane(id="transcript")
-            yield LedgerPane(id="ledger")
-            yield GatePane(id="gate")
+        yield SessionPanes(id="panes")
+        yield FilterBar(id="filter-bar")
         yield Footer()
+
+    @property
+    def panes(self) -> SessionPanes:
+        return self.query_one(SessionPanes)
 
     def on_mount(self) -> None:
         self.query_one(StepSlider).focus()
@@ -102,20 +117,40 @@ class ReplayScreen(Screen[None]):
 
     def show_step(self, step: int) -> None:
         seq = self.timeline.last_seq_of_step(step) or self.timeline.last_seq
-        transcript = self.query_one(TranscriptPane)
-        gate = self.query_one(GatePane)
+        panes = self.panes
         with self.app.batch_update():
-            transcript.clear()
-            gate.clear()
+            panes.clear(ledger=False)
             for event in self.timeline.events_until(seq):
-                transcript.add_event(event)
-                if event.type == "gate_decision":
-                    gate.add_decision(event)
-                elif event.type == "supervisor_decision":
-                    gate.note_override(event)
-            ledger = self.query_one(LedgerPane)
-            ledger.sync(self.timeline.at(seq), flash=self.timeline.step_changes(step).added)
+                panes.add_event(event)
+            if self.has_ledger:
+                panes.ledger.sync(self.timeline.at(seq), flash=self.timeline.step_changes(step).added)
+            else:
+                panes.ledger.show_no_ledger()
         self.shown_step = step
+
+    def shown_events(self) -> list[Event]:
+        seq = self.timeline.last_seq_of_step(self.shown_step) or self.timeline.last_seq
+        return list(self.timeline.events_until(seq))
+
+    def action_audit(self) -> None:
+        from console.screens.audit import AuditScreen
+
+        self.app.push_screen(AuditScreen(self.events))
+
+    def action_cycle_pane(self) -> None:
+        self.panes.cycle()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Applied)
+    def _filtered(self, message: FilterBar.Applied) -> None:
+        apply_filter(self.panes, self.panes.front, message.text)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cycle_pane":
+            return self.panes.narrow
+        return True
 
     @on(StepSlider.Moved)
     def _moved(self, message: StepSlider.Moved) -> None:
@@ -123,7 +158,7 @@ class ReplayScreen(Screen[None]):
 
     @on(GatePane.EvidenceSelected)
     def _evidence(self, message: GatePane.EvidenceSelected) -> None:
-        self.query_one(LedgerPane).highlight(message.evidence)
+        self.panes.ledger.highlight(message.evidence)
 
 
 def load_replay(path: Path) -> tuple[list[Event], Domain, list[str]]:
@@ -143,64 +178,3 @@ def load_replay(path: Path) -> tuple[list[Event], Domain, list[str]]:
     except UnknownDomain as exc:
         raise ValueError(str(exc.args[0])) from exc
     return events, domain, problems
-
-
-def _is_results(path: Path) -> bool:
-    """An eval run (results.json, or a run folder) rather than a session trace."""
-    return path.name == "results.json" or (path.is_dir() and (path / "run.json").is_file())
-
-
-class OpenTraceScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
-
-    def __init__(self, domain: Domain | None = None) -> None:
-        super().__init__()
-        self.traces = recent_traces()
-
-    def compose(self) -> ComposeResult:
-        with Widget(id="open-dialog"):
-            yield Static("Open a recorded session", classes="screen-title")
-            yield Input(placeholder="a session's trace.jsonl, or an eval results.json / run folder (Enter); "
-                        "or pick a recent session below",
-                        id="open-path")
-            table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
-            table.add_columns("session", "folder")
-            for path in self.traces:
-                table.add_row(path.parent.name, str(path.parent), key=str(path))
-            yield table
-            yield Static("", id="open-error")
-
-    def open(self, path: Path) -> None:
-        if _is_results(path):
-            self._open_results(path)
-            return
-        try:
-            events, domain, problems = load_replay(path)
-        except (OSError, ValueError) as exc:
-            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
-            return
-        self.dismiss()
-        if problems:
-            self.app.notify(f"{len(problems)} unreadable line(s) skipped: {problems[0]}", severity="warning")
-        self.app.push_screen(ReplayScreen(events, domain, path))
-
-    def _open_results(self, path: Path) -> None:
-        from console.screens.results import ResultsScreen
-        from core.evaluation.results import ResultsError, load_results
-
-        try:
-            results = load_results(path)
-        except (OSError, ResultsError) as exc:
-            self.query_one("#open-error", Static).update(Text(str(exc), "bold red"))
-            return
-        self.dismiss()
-        self.app.push_screen(ResultsScreen(results, path))
-
-    @on(Input.Submitted, "#open-path")
-    def _typed(self, event: Input.Submitted) -> None:
-        self.open(Path(event.value.strip()).expanduser())
-
-    @on(DataTable.RowSelected, "#open-recent")
-    def _picked(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.open(Path(event.row_key.value))

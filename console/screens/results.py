@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.screens.replay import ReplayScreen
+from console.widgets.filter_bar import FilterBar
 from core.evaluation.results import EvalResults, TrialResult
 from core.events import EVENT_ADAPTER, Event
 from domains.registry import UnknownDomain, load_domain
@@ -26,9 +27,21 @@ def trial_events(trial: TrialResult) -> list[Event]:
     return [EVENT_ADAPTER.validate_python(raw) for raw in trial.events]
 
 
+def trial_outcome(trial: TrialResult) -> str:
+    """The trial's verdict in words, for the replay header: passed, or the failure's category and reason."""
+    if trial.status != "ok":
+        return f"failed: the trial did not complete ({trial.status})"
+    if trial.success:
+        return "passed"
+    if trial.failure is not None:
+        return f"failed: {trial.failure.category} — {trial.failure.evidence}"
+    return f"failed: {trial.termination}"
+
+
 class ResultsScreen(Screen[None]):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close results"),
-                Binding("enter", "open_trial", "Open trial")]
+                Binding("enter", "open_trial", "Open trial"),
+                Binding("f", "failures_only", "Failures only"), Binding("slash", "filter", "Filter")]
 
     def __init__(self, results: EvalResults, source: Path) -> None:
         super().__init__()
@@ -38,6 +51,8 @@ class ResultsScreen(Screen[None]):
         for trial in sorted(results.trials, key=lambda t: (t.domain, t.task_id, t.agent, t.trial)):
             self.rows[f"{trial.domain}|{trial.task_id}|{trial.agent}"].append(trial)
         self.max_trials = max((len(v) for v in self.rows.values()), default=0)
+        self.failures_only = False
+        self.filter = ""
 
     def compose(self) -> ComposeResult:
         header = self.results.header
@@ -52,14 +67,41 @@ class ResultsScreen(Screen[None]):
         yield Static(self._summary(), id="results-summary")
         table: DataTable[Any] = DataTable(id="results-table", cursor_type="cell", zebra_stripes=True)
         table.add_columns("domain", "task", "agent", "passed", *[f"trial {n + 1}" for n in range(self.max_trials)])
+        yield table
+        yield Static("Enter on a trial opens its trace in the replay view; f shows failures only; / filters.",
+                     id="results-hint")
+        yield FilterBar(id="filter-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.fill()
+
+    def fill(self) -> None:
+        """(Re)build the table: only tasks with a failed trial when `failures_only`, only rows matching `filter`."""
+        table = self.query_one("#results-table", DataTable)
+        table.clear()
+        needle = self.filter.strip().lower()
         for key, trials in self.rows.items():
+            if self.failures_only and all(t.success for t in trials):
+                continue
+            if needle and not any(needle in text.lower() for text in (key, *(self._cell(t).plain for t in trials))):
+                continue
             domain, task, agent = key.split("|")
             passed = sum(t.success for t in trials)
             cells = [self._cell(t) for t in trials] + [Text("")] * (self.max_trials - len(trials))
             table.add_row(domain, task, agent, f"{passed}/{len(trials)}", *cells, key=key)
-        yield table
-        yield Static("Enter on a trial opens its trace in the replay view.", id="results-hint")
-        yield Footer()
+
+    def action_failures_only(self) -> None:
+        self.failures_only = not self.failures_only
+        self.fill()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Applied)
+    def _filtered(self, message: FilterBar.Applied) -> None:
+        self.filter = message.text
+        self.fill()
 
     def _summary(self) -> Text:
         by_agent: dict[str, list[bool]] = defaultdict(list)
@@ -107,7 +149,7 @@ class ResultsScreen(Screen[None]):
             self.app.notify(str(exc.args[0]), severity="error")
             return
         name = f"{self.source} · {trial.domain}/{trial.task_id}/{trial.agent}/trial {trial.trial + 1}"
-        self.app.push_screen(ReplayScreen(trial_events(trial), domain, Path(name)))
+        self.app.push_screen(ReplayScreen(trial_events(trial), domain, Path(name), outcome=trial_outcome(trial)))
 
     @on(DataTable.CellSelected, "#results-table")
     def _selected(self, _event: DataTable.CellSelected) -> None:

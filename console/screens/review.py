@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
 from console.widgets.transcript import BADGE
 from core.domain import Domain
@@ -28,6 +28,7 @@ class ReviewScreen(ModalScreen[Resolution]):
         Binding("v", "veto", "Veto"),
         Binding("e", "edit", "Edit & re-gate"),
         Binding("f", "force", "Force-allow"),
+        Binding("question_mark", "app.help", "Keys"),  # a modal hides the App's keys: its own `?`
     ]
 
     def __init__(self, call: ToolCall, decision: GateDecision | None, domain: Domain, who: str) -> None:
@@ -56,7 +57,7 @@ class ReviewScreen(ModalScreen[Resolution]):
                 yield Label("Arguments (edit, then press Edit & re-gate):")
                 yield TextArea(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False),
                                language="json", id="review-arguments", soft_wrap=True)
-                yield Label("Reason / message to the model (required to veto or force-allow):")
+                yield Label("Reason / message to the model (required to veto or force-allow; Enter: to the buttons):")
                 yield Input(placeholder="why?", id="review-reason")
                 yield Static("", id="review-error")
             with Horizontal(id="review-buttons"):
@@ -67,9 +68,23 @@ class ReviewScreen(ModalScreen[Resolution]):
                 yield Button(Text("Edit & re-gate [e]"), id="edit")
                 if verdict in ("REVISE", "BLOCK"):
                     yield Button(Text("Force-allow [f]"), id="force", variant="warning")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#approve", Button).focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Keep the buttons on screen in a small terminal: the scrolling body gives up the rows."""
+        compact = event.size.width < 110 or event.size.height < 30
+        self.set_class(compact, "-compact")
+        self.query_one("#review-body").styles.max_height = max(3, min(30, event.size.height - (13 if compact
+                                                                                             else 12)))
+
+    @on(Input.Submitted, "#review-reason")
+    def _reason_entered(self) -> None:
+        """Enter in the reason box moves on to the decision buttons (the reason is kept)."""
+        target = "#veto" if self.verdict in (None, "ALLOW") else "#force"
+        self.query_one(target, Button).focus()
 
     def _feedback(self) -> Text:
         if self.decision is None:
@@ -86,7 +101,9 @@ class ReviewScreen(ModalScreen[Resolution]):
         self.query_one("#review-error", Static).update(Text(message, "bold red"))
 
     def action_approve(self) -> None:
-        self.dismiss(Resolution(Decision.APPROVE, who=self.who, reason=self._reason()))
+        """Approve an ALLOW (it runs); for a REVISE/BLOCK this accepts the refusal, recorded under its own name."""
+        kind = Decision.APPROVE if self.verdict in (None, "ALLOW") else Decision.ACCEPT_VERDICT
+        self.dismiss(Resolution(kind, who=self.who, reason=self._reason()))
 
     def action_veto(self) -> None:
         reason = self._reason()

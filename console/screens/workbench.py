@@ -3,26 +3,27 @@ re-gate the whole session with the rules as they are now, and export the session
 
 from __future__ import annotations
 
-import importlib
-import sys
 import traceback
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.coverage import CoverageReport, coverage
 from console.live import LiveSession
+from console.rules import reload_rules
 from console.widgets.transcript import BADGE
 from core.gate import Predicate
-from core.regate import export_trajectory, regate, write_trajectory
+from core.regate import RegateRow, export_trajectory, regate, write_trajectory
 
 
 def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
@@ -33,15 +34,6 @@ def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
             for r in e.results:
                 counts.setdefault(r.predicate_id, Counter())[r.status] += 1
     return counts
-
-
-def reload_predicates(domain_name: str) -> tuple[Predicate, ...]:
-    """Re-import the domain's predicates module from source. Raises whatever the edited file raises."""
-    module_name = f"domains.{domain_name}.predicates"
-    module = sys.modules.get(module_name)
-    module = importlib.import_module(module_name) if module is None else importlib.reload(module)
-    predicates: tuple[Predicate, ...] = tuple(module.PREDICATES)
-    return predicates
 
 
 class WorkbenchScreen(Screen[None]):
@@ -104,7 +96,8 @@ class WorkbenchScreen(Screen[None]):
         house = sum(p.house_rule for p in gate.predicates)
         self.query_one("#wb-title", Static).update(
             f"{title}: {len(gate.predicates)} rules ({house} house rules), {len(gate.disabled)} disabled; "
-            f"{len(self.coverage.unchecked)} policy sentences no predicate can check")
+            f"{len(self.coverage.unchecked)} policy sentences no predicate can check · live: "
+            f"{self.live.rules.describe()}")
 
     def _selected(self) -> str | None:
         table = self.query_one("#wb-predicates", DataTable)
@@ -126,23 +119,45 @@ class WorkbenchScreen(Screen[None]):
         if self.gate is None:
             return
         try:
-            predicates = reload_predicates(self.live.domain.name)
+            rules = reload_rules(self.live.domain.name)
         except Exception as exc:  # noqa: BLE001 - an edited file may raise anything; keep the old rules
             last = traceback.extract_tb(exc.__traceback__)[-1]
             self._say(Text(f"Reload failed, the previous predicates stay active: {type(exc).__name__}: {exc} "
                            f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})", "bold red"))
             return
+        predicates = rules.predicates
         known = {p.id for p in predicates}
         self.gate.predicates = list(predicates)
         self.gate.disabled &= known
-        self._say(f"Reloaded {len(predicates)} predicates from source. Press g to see what the gate would say now.")
+        self.live.rules = rules
+        store = getattr(self.app, "rules", None)
+        if isinstance(store, dict):
+            store[rules.domain] = rules  # every later session of this console runs these rules
+        self._say(f"Reloaded {len(predicates)} predicates from source ({rules.describe()}); they apply to this "
+                  "session and every later one. Press g to see what the gate would say now.")
         self.refresh_table()
 
     def action_regate(self) -> None:
+        """Re-gate in a thread worker (a long session's re-gate must not freeze the UI); rows come back as a
+        RegateDone message."""
         if self.gate is None:
             return
-        rows = regate(self.live.bus.history, self.live.domain, predicates=self.gate.predicates,
-                      disabled=self.gate.disabled, max_revise_streak=self.gate.max_revise_streak)
+        self._say("Re-gating the recorded decisions with the current rules …")
+        self._regate(list(self.live.bus.history), list(self.gate.predicates), set(self.gate.disabled),
+                     self.gate.max_revise_streak)
+
+    @dataclass
+    class RegateDone(Message):
+        rows: list[RegateRow]
+
+    @work(thread=True, exclusive=True, group="regate", exit_on_error=False)
+    def _regate(self, events: list[Any], predicates: list[Predicate], disabled: set[str], streak: int) -> None:
+        rows = regate(events, self.live.domain, predicates=predicates, disabled=disabled, max_revise_streak=streak)
+        self.post_message(self.RegateDone(rows))
+
+    @on(RegateDone)
+    def _regated(self, message: RegateDone) -> None:
+        rows = message.rows
         diff = self.query_one("#wb-diff", DataTable)
         diff.clear()
         for row in rows:

@@ -85,16 +85,33 @@ class LedgerTree(Tree[str]):
             names.pop(index)
 
     def label_for(self, entry: LedgerEntry) -> Text:
+        """Markers (evidence, new, stale) come first: a narrow pane truncates the end of a label, not them."""
         key = entry.path.rpartition(".")[2]
-        label = Text(key, style="bold")
-        label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
+        label = Text()
+        if entry.path in self.highlighted:
+            label.append("◆ ", "bold cyan")
+        if entry.path in self.flashing:
+            label.append("new ", "bold green")
         if entry.is_stale:
-            label.append("  stale", style="italic yellow")
+            label.append("stale ", "italic yellow")
+        label.append(key, style="bold")
+        label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
         if entry.path in self.flashing:
             label.stylize("reverse green")
         if entry.path in self.highlighted:
             label.stylize("bold black on cyan")
         return label
+
+    def reset(self) -> None:  # type: ignore[override]
+        """Forget every node and mark (a new session, or a replay jumping back)."""
+        self.clear()
+        self.nodes_by_path.clear()
+        self.shown_versions.clear()
+        self._sorted_children.clear()
+        self._auto_expanded.clear()
+        self.flashing.clear()
+        self.highlighted.clear()
+        self.reader = None
 
     def sync(self, reader: LedgerReader, flash: Iterable[str] = (), paths: Iterable[str] | None = None) -> None:
         """Bring the tree in line with `reader`: add, relabel and remove only what changed.
@@ -173,13 +190,16 @@ class LedgerTree(Tree[str]):
             self.scroll_to_node(self.nodes_by_path[sorted(self.highlighted)[0]])
 
 
+LEDGER_PLACEHOLDER = "Select an entry to see its record and where it came from."
+
+
 class LedgerPane(Vertical):
     BORDER_TITLE = "Ledger"
 
     def compose(self) -> ComposeResult:
         yield LedgerTree()
         with VerticalScroll(id="ledger-detail-scroll"):
-            yield Static("Select an entry to see its record and where it came from.", id="ledger-detail")
+            yield Static(LEDGER_PLACEHOLDER, id="ledger-detail")
 
     @property
     def ledger_tree(self) -> LedgerTree:
@@ -191,6 +211,18 @@ class LedgerPane(Vertical):
 
     def highlight(self, paths: Iterable[str]) -> None:
         self.ledger_tree.highlight(paths)
+
+    def clear(self) -> None:
+        """Empty the tree, the detail and the counter (a new session starts with nothing)."""
+        self.ledger_tree.reset()
+        self.query_one("#ledger-detail", Static).update(LEDGER_PLACEHOLDER)
+        self.border_subtitle = ""
+
+    def show_no_ledger(self) -> None:
+        """A baseline (function-calling) agent keeps no ledger: say so instead of showing an empty tree."""
+        self.ledger_tree.reset()
+        self.query_one("#ledger-detail", Static).update(Text("no ledger (baseline agent)", "bold"))
+        self.border_subtitle = "no ledger (baseline agent)"
 
     def show_entry(self, path: str) -> None:
         reader = self.ledger_tree.reader

@@ -27,18 +27,25 @@ class StatusBar(Widget):
         return self._text
 
     def show(self, *, domain: str, scenario: str | None, agent: str, model: str, mode: str, seat: str,
-             phase: str, steps: int, tokens: int, error: str | None = None, spinner: str = "") -> None:
+             phase: str, steps: int, tokens: int, error: str | None = None, spinner: str = "",
+             ready_hint: bool = False, disabled: int = 0, rules: str = "") -> None:
+        """Most important first: phase, step, tokens and disabled rules come before the long names, so a
+        narrow terminal cuts the scenario name, not the facts."""
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {phase} ", PHASE_STYLE.get(phase.split(" — ")[0], "bold"))
+        text.append(f" {phase}{' — press space' if ready_hint else ''} ", PHASE_STYLE.get(str(phase), "bold"))
         if spinner:
             text.append(f"{spinner} waiting for the model ", "bold cyan")
-        for label, value in (("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
-                             ("model", model), ("mode", mode), ("seat", seat), ("step", str(steps)),
-                             ("tokens", f"{tokens:,}")):
+        if error:
+            text.append(f" {error} ", "bold red")
+        if disabled:
+            text.append(f" {disabled} rule(s) DISABLED ", "bold black on yellow")
+        for label, value in (("step", str(steps)), ("tokens", f"{tokens:,}"), ("mode", mode), ("seat", seat),
+                             ("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
+                             ("model", model)):
             text.append(f"  {label} ", "dim")
             text.append(value)
-        if error:
-            text.append(f"  {error}", "bold red")
+        if rules:
+            text.append(f"  rules {rules}", "dim")
         if text != self._text:
             self._text = text
             self.refresh()

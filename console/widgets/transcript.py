@@ -27,10 +27,26 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from console.facts import decision_summary, outcome_summary, verdict_summary, words
 from console.textview import format_call, shorten
+from console.theme import VERDICT_BADGE
+from core.events import (
+    AssistantTurnEvent,
+    EnvironmentSynced,
+    Event,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    MessageSent,
+    ModelFailed,
+    ModelRetry,
+    SessionEnded,
+    SupervisorDecided,
+    ToolResultEvent,
+)
 
 MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
-BADGE = {"ALLOW": "bold black on green", "REVISE": "bold black on yellow", "BLOCK": "bold white on red"}
+BADGE = VERDICT_BADGE
 BAR = {"user": "bold cyan", "agent": "bold blue", "gate-ALLOW": "green", "gate-REVISE": "yellow",
        "gate-BLOCK": "red", "override": "magenta", "error": "red", "warning": "yellow", "intro": "cyan"}
 
@@ -53,7 +69,9 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.items: list[Entry] = []
+        self.items: list[Entry] = []  # the entries shown (all of them unless a filter is set)
+        self.every: list[Entry] = []  # every entry kept, for the filter
+        self.filter = ""
         self._starts: list[int] = []  # first line of each entry
         self._lines = 0
         self._width = 0
@@ -104,7 +122,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         width = self._content_width()
         if width != self._width:
             self._width = width
-            for entry in self.items:
+            for entry in self.every:
                 entry.strips = self._render_entry(entry, width)
             self._reflow()
             if self._follow:
@@ -133,6 +151,7 @@ class TranscriptPane(ScrollView, can_focus=True):
     def clear(self) -> None:
         self._generation += 1
         self.items.clear()
+        self.every.clear()
         self._starts.clear()
         self._lines = 0
         self._follow = True
@@ -143,6 +162,11 @@ class TranscriptPane(ScrollView, can_focus=True):
     def _add(self, entry: Entry) -> None:
         self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
         entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self.every.append(entry)
+        if len(self.every) > MAX_ENTRIES:
+            del self.every[: len(self.every) - MAX_ENTRIES]
+        if not self._matches(entry):
+            return
         self.items.append(entry)
         self._starts.append(self._lines)
         self._lines += len(entry.strips)
@@ -153,6 +177,21 @@ class TranscriptPane(ScrollView, can_focus=True):
         if self._follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
+
+    def _matches(self, entry: Entry) -> bool:
+        if not self.filter or entry.kind == "intro":
+            return True
+        return self.filter in " ".join(strip.text for strip in entry.strips).lower()
+
+    def set_filter(self, text: str) -> int:
+        """Show only the entries containing `text` (case-insensitive); "" shows everything. Returns the count."""
+        self.filter = text.strip().lower()
+        self.items = [e for e in self.every if self._matches(e)]
+        self._follow = True
+        self._reflow()
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+        return len(self.items)
 
     def _entry_at(self, y: int) -> Entry | None:
         line = self.scroll_y + y
@@ -195,20 +234,43 @@ class TranscriptPane(ScrollView, can_focus=True):
         body.append("\n\n" + hints, "italic")
         self._add(Entry("intro", lambda _e: Panel(body, border_style="cyan"), gap=True))
 
-    def add_event(self, event: Any) -> None:
-        handler = getattr(self, f"_show_{event.type}", None)
-        if handler is not None:
-            handler(event)
+    def add_event(self, event: Event) -> None:
+        """One entry (or a few) per event; events the transcript does not show are ignored."""
+        match event:
+            case MessageSent():
+                self._show_message(event)
+            case AssistantTurnEvent():
+                self._show_assistant_turn(event)
+            case GateDecided():
+                self._show_gate_decision(event)
+            case SupervisorDecided():
+                self._show_supervisor_decision(event)
+            case ToolResultEvent():
+                self._show_tool_result(event)
+            case LedgerUpdated():
+                self._show_ledger_updated(event)
+            case LedgerStaled():
+                self._show_ledger_staled(event)
+            case EnvironmentSynced():
+                self._show_environment_synced(event)
+            case ModelRetry():
+                self._show_model_retry(event)
+            case ModelFailed():
+                self._show_model_error(event)
+            case SessionEnded():
+                self._show_session_ended(event)
+            case _:
+                pass
 
-    def _show_message(self, e: Any) -> None:
+    def _show_message(self, e: MessageSent) -> None:
         if e.role == "user":
-            body = Text.assemble(("Customer: ", "bold"), e.text)
+            body = Text.assemble(("Customer: ", "bold"), e.text.replace("###STOP###", "(ends the conversation)"))
             self._add(Entry("user", lambda _e: body, gap=True))
         else:
             text = e.text
             self._add(Entry("agent", lambda _e: Markdown(f"**Agent:** {text}"), gap=True))
 
-    def _show_assistant_turn(self, e: Any) -> None:
+    def _show_assistant_turn(self, e: AssistantTurnEvent) -> None:
         if e.text:
             prefix = "**Agent:** " if not e.tool_calls else "**Agent** *(with tool calls)*: "
             text = prefix + e.text
@@ -218,33 +280,33 @@ class TranscriptPane(ScrollView, can_focus=True):
                 f"{call.name}({call.raw_arguments})")
             self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
-    def _show_gate_decision(self, e: Any) -> None:
-        failed = [r for r in e.results if r.status not in ("pass", "disabled")]
+    def _show_gate_decision(self, e: GateDecided) -> None:
         text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ", (e.call.name, "bold"))
         if e.repeated:
             text.append("  (repeated call)", "dim")
         if e.escalated:
             text.append("  (escalated after repeated REVISE)")
-        for r in failed:
-            text.append(f"\n  {r.predicate_id}: ", "bold")
-            text.append(r.reason)
+        text.append(f"\n  {verdict_summary(e)}", "dim")
+        for r in e.results:
+            if r.status not in ("pass", "disabled"):
+                text.append(f"\n  {r.predicate_id}: ", "bold")
+                text.append(r.reason)
         self._add(Entry(f"gate-{e.verdict}", lambda _e: text))
 
-    def _show_supervisor_decision(self, e: Any) -> None:
-        text = Text.assemble(("operator ", "bold"), (e.who, "bold"), f": {e.decision}")
+    def _show_supervisor_decision(self, e: SupervisorDecided) -> None:
+        text = Text.assemble(("operator ", "bold"), decision_summary(e))
         if e.edited_arguments is not None:
             text.append(f" → {json.dumps(e.edited_arguments, sort_keys=True)}")
-        if e.reason:
-            text.append(f" — {e.reason}")
         self._add(Entry("override", lambda _e: text))
 
-    def _show_tool_result(self, e: Any) -> None:
+    def _show_tool_result(self, e: ToolResultEvent) -> None:
         if e.call.requestor == "user":
             name, args = e.call.name, e.call.arguments
             self._add(Entry("user", _fixed(Text.assemble(("📱 customer's phone: ", "bold"),
                                                          (format_call(name, args), "bold")))))
         if e.outcome == "ok":
-            summary = f"← {e.call.name}: {shorten(e.content, 70)}"
+            ran = " executed" if e.kind == "write" else ""
+            summary = f"← {e.call.name}{ran}: {shorten(e.content, 70)}"
             body = _pretty(e.content)
 
             def render(expanded: bool) -> RenderableType:
@@ -254,36 +316,36 @@ class TranscriptPane(ScrollView, can_focus=True):
                 return head
 
             self._add(Entry("result", render, foldable=True))
-        elif e.outcome == "rejected":
-            name = e.call.name
-            self._add(Entry("rejected", lambda _e: Text(f"✗ {name} not executed", "italic red")))
+        elif e.outcome in ("rejected", "vetoed"):
+            note = f"✗ {e.call.name} {outcome_summary(e)}"
+            self._add(Entry("rejected", lambda _e: Text(note, "italic red")))
         else:
             message = shorten(e.content, 300)
             self._add(Entry("error", lambda _e: Text(f"✗ {message}", "red")))
 
-    def _show_ledger_updated(self, e: Any) -> None:
+    def _show_ledger_updated(self, e: LedgerUpdated) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
         note = "ledger " + " ".join(parts)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_ledger_staled(self, e: Any) -> None:
+    def _show_ledger_staled(self, e: LedgerStaled) -> None:
         note = "ledger stale: " + ", ".join(e.paths)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_environment_synced(self, e: Any) -> None:
+    def _show_environment_synced(self, e: EnvironmentSynced) -> None:
         note = "sync (line ↔ phone): " + "; ".join(e.changes)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
-    def _show_model_retry(self, e: Any) -> None:
+    def _show_model_retry(self, e: ModelRetry) -> None:
         note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
         self._add(Entry("warning", lambda _e: Text(note, "yellow")))
 
-    def _show_model_error(self, e: Any) -> None:
+    def _show_model_error(self, e: ModelFailed) -> None:
         note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
         self._add(Entry("error", lambda _e: Text(note, "red")))
 
-    def _show_session_ended(self, e: Any) -> None:
-        text = f"— session ended: {e.reason} after {e.steps} steps"
+    def _show_session_ended(self, e: SessionEnded) -> None:
+        text = f"— session ended: {words(e.reason)} after {e.steps} steps"
         if e.detail:
             text += f" ({e.detail})"
         self._add(Entry("ended", lambda _e: Text(text, "bold"), gap=True))

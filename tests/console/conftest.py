@@ -36,3 +36,10 @@ async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 1
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.02)
         waited += 0.02
+
+
+async def wait_for_screen(pilot: Any, app: Any, kind: type[Any], timeout: float = 10.0) -> Any:
+    """Wait until a screen of `kind` is in front *and mounted* (its widgets exist): pushing a screen from an
+    action returns before it is composed, and on a busy machine a query right after the key press fails."""
+    await wait_for(pilot, lambda: isinstance(app.screen, kind) and app.screen.is_mounted, timeout)
+    return app.screen

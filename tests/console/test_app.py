@@ -22,7 +22,7 @@ def ended(app: OperatorConsole) -> Callable[[], bool]:
 
 
 def reviewing(app: OperatorConsole) -> Callable[[], bool]:
-    return lambda: isinstance(app.screen, ReviewScreen)
+    return lambda: isinstance(app.screen, ReviewScreen) and app.screen.is_mounted
 
 
 async def db_order(app: OperatorConsole, order_id: str) -> dict[str, object]:
@@ -87,12 +87,13 @@ async def test_approve_every_write_asks_and_records(console_app: Callable[..., O
         assert app.live is not None and app.live.state.phase == "waiting for operator"
         assert app.screen.verdict == "REVISE"  # type: ignore[attr-defined]
         await pilot.press("a")  # accept the REVISE: the call is dropped
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.verdict == "ALLOW")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.is_mounted
+                       and app.screen.verdict == "ALLOW")
         await pilot.press("a")  # approve the corrected call: it runs
         await wait_for(pilot, ended(app))
         decisions = [e for e in app.live.bus.history if e.type == "supervisor_decision"]
         assert [(d.decision, d.gate_verdict, d.who) for d in decisions] == [
-            ("approve", "REVISE", "operator"), ("approve", "ALLOW", "operator")]
+            ("accept_verdict", "REVISE", "operator"), ("approve", "ALLOW", "operator")]
         assert (await db_order(app, "#W4821001"))["status"] == "return requested"
         await pilot.press("a")
         assert "audit-table" in [w.id for w in app.screen.query("*")]
@@ -132,7 +133,8 @@ async def test_edit_is_regated_and_the_transcript_shows_what_ran(console_app: Ca
                                 "payment_method_id": "gift_card_4821001"})
         screen.query_one("#approve").focus()
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen is not screen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen is not screen
+                       and app.screen.is_mounted)
         assert app.screen.verdict == "ALLOW"  # type: ignore[attr-defined]
         await pilot.press("a")
         assert app.live is not None

@@ -7,14 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import wait_for
+from conftest import wait_for, wait_for_screen
 from textual.widgets import Input, Select
 
 from console.app import OperatorConsole
 from console.live import SessionSpec
 from console.screens.compose import ComposeScreen
 from console.screens.new_session import NewSessionScreen
-from console.screens.replay import OpenTraceScreen, ReplayScreen, StepSlider
+from console.screens.open_trace import OpenTraceScreen
+from console.screens.replay import ReplayScreen, StepSlider
 from console.screens.workbench import WorkbenchScreen
 from core.llm.openai_model import OpenAIChatModel
 from core.replay import Checker, parse_trajectory
@@ -40,8 +41,7 @@ async def test_workbench_toggle_regate_and_export(console_app: Callable[..., Ope
     async with app.run_test(size=SIZE) as pilot:
         await run_to_end(app, pilot)
         await pilot.press("w")
-        screen = app.screen
-        assert isinstance(screen, WorkbenchScreen)
+        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
         table = screen.query_one("#wb-predicates")
         assert table.row_count == len(DOMAIN.predicates)  # type: ignore[attr-defined]
         row = [p.id for p in DOMAIN.predicates].index("retail.refund_to_original_or_gift_card")
@@ -49,7 +49,8 @@ async def test_workbench_toggle_regate_and_export(console_app: Callable[..., Ope
         table.focus()
         await pilot.press("space")
         assert app.live is not None and "retail.refund_to_original_or_gift_card" in app.live.agent.gate.disabled
-        await pilot.press("g")
+        await pilot.press("g")  # re-gated in a worker
+        await wait_for(pilot, lambda: hasattr(screen, "last_regate"))
         rows = screen.last_regate
         assert [(r.old_verdict, r.new_verdict, r.changed) for r in rows] == [("REVISE", "ALLOW", True),
                                                                            ("ALLOW", "ALLOW", False)]
@@ -79,10 +80,10 @@ async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., O
     async with app.run_test(size=SIZE) as pilot:
         await run_to_end(app, pilot)
         await pilot.press("w")
-        screen = app.screen
+        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
         assert app.live is not None
         before = list(app.live.agent.gate.predicates)
-        monkeypatch.setattr(workbench, "reload_predicates", broken)
+        monkeypatch.setattr(workbench, "reload_rules", broken)
         await pilot.press("r")
         assert "Reload failed" in str(screen.query_one("#wb-message").render())
         assert app.live.agent.gate.predicates == before
@@ -99,15 +100,13 @@ async def test_replay_slider_shows_the_state_at_each_step(console_app: Callable[
         assert app.live is not None and app.live.folder is not None
         trace = app.live.folder / "trace.jsonl"
         await pilot.press("o")
-        opener = app.screen
-        assert isinstance(opener, OpenTraceScreen)
+        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
         assert trace in opener.traces
         box = opener.query_one("#open-path", Input)
         box.value = str(trace)
         box.focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
-        replay = app.screen
+        replay = await wait_for_screen(pilot, app, ReplayScreen)
         assert isinstance(replay, ReplayScreen)
         gate = replay.query_one("#gate")
         assert [r.verdict for r in gate.rows.values()] == ["REVISE", "ALLOW"]  # type: ignore[attr-defined]
@@ -132,13 +131,13 @@ async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorC
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("o")
-        opener = app.screen
+        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
         box = opener.query_one("#open-path", Input)
         box.value = str(bad)
         box.focus()
-        await pilot.press("enter")
+        await pilot.press("enter")  # read in a worker: the error arrives as a message
+        await wait_for(pilot, lambda: "not a LedgerAgent trace" in str(opener.query_one("#open-error").render()))
         assert app.screen is opener
-        assert "not a LedgerAgent trace" in str(opener.query_one("#open-error").render())
 
 
 async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., OperatorConsole]) -> None:
@@ -150,8 +149,7 @@ async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., 
 
         async def compose_call(name: str, arguments: dict[str, Any]) -> ComposeScreen:
             await pilot.press("c")
-            screen = app.screen
-            assert isinstance(screen, ComposeScreen)
+            screen = await wait_for_screen(pilot, app, ComposeScreen)
             screen.query_one("#compose-tool", Select).value = name
             await wait_for(pilot, lambda: screen.form is not None and screen.form.spec.name == name)
             await pilot.pause()
@@ -188,8 +186,7 @@ async def test_compose_rejects_bad_field_values(console_app: Callable[..., Opera
         await pilot.press("space")
         await wait_for(pilot, lambda: app.live.operator_agent.waiting)  # type: ignore[union-attr]
         await pilot.press("c")
-        screen = app.screen
-        assert isinstance(screen, ComposeScreen)
+        screen = await wait_for_screen(pilot, app, ComposeScreen)
         assert not screen.action_dry_run()
         assert "Choose a tool first" in str(screen.query_one("#compose-verdict").render())
         screen.query_one("#compose-tool", Select).value = "return_delivered_order_items"
@@ -208,8 +205,7 @@ async def test_new_session_dialog_validates_and_switches(console_app: Callable[.
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+n")
-        dialog = app.screen
-        assert isinstance(dialog, NewSessionScreen)
+        dialog = await wait_for_screen(pilot, app, NewSessionScreen)
         dialog.query_one("#ns-scenario", Select).value = "(free chat)"
         await pilot.pause()
         dialog.action_start()
@@ -265,12 +261,11 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("o")
-        box = app.screen.query_one("#open-path", Input)
+        box = (await wait_for_screen(pilot, app, OpenTraceScreen)).query_one("#open-path", Input)
         box.value = str(out / "results.json")
         box.focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
-        results = app.screen
+        results = await wait_for_screen(pilot, app, ResultsScreen)
         assert isinstance(results, ResultsScreen)
         assert "SIMULATION" in str(results.query_one(".screen-title").render())
         table = results.query_one("#results-table")
@@ -279,8 +274,7 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
         table.focus()
         table.move_cursor(row=0, column=4)  # type: ignore[attr-defined]
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReplayScreen))
-        replay = app.screen
+        replay = await wait_for_screen(pilot, app, ReplayScreen)
         assert isinstance(replay, ReplayScreen) and replay.events[0].type == "session_started"
 
 

@@ -1,0 +1,122 @@
+"""Open a recorded session (trace.jsonl) or an eval run (results.json / run folder): one `open_path` for both.
+
+Reading runs in a thread worker (harlequin's `@work(thread=True, exclusive=True)`): a long trace or a big
+results file never freezes the UI; completion comes back as a typed message. This module sits above both
+the replay and the results screens, so neither imports the other's opener (no import circle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Input, Static
+
+from console.screens.replay import ReplayScreen, load_replay, recent_traces
+from console.screens.results import ResultsScreen
+from core.domain import Domain
+from core.evaluation.results import EvalResults, ResultsError, load_results
+from core.events import Event
+
+
+def is_results(path: Path) -> bool:
+    """An eval run (results.json, or a run folder) rather than a session trace."""
+    return path.name == "results.json" or (path.is_dir() and (path / "run.json").is_file())
+
+
+@dataclass
+class TraceLoaded(Message):
+    path: Path
+    events: list[Event]
+    domain: Domain
+    problems: list[str]
+
+
+@dataclass
+class ResultsLoaded(Message):
+    path: Path
+    results: EvalResults
+
+
+@dataclass
+class OpenFailed(Message):
+    path: Path
+    error: str
+
+
+def read_path(path: Path) -> TraceLoaded | ResultsLoaded | OpenFailed:
+    """Read a trace or a results file; never raises for bad input (the answer says what was wrong)."""
+    try:
+        if is_results(path):
+            return ResultsLoaded(path, load_results(path))
+        events, domain, problems = load_replay(path)
+        return TraceLoaded(path, events, domain, problems)
+    except (OSError, ValueError, ResultsError) as exc:
+        return OpenFailed(path, str(exc))
+
+
+class OpenTraceScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss", "Cancel")]
+
+    def __init__(self, domain: Domain | None = None) -> None:
+        super().__init__()
+        self.traces = recent_traces()
+
+    def compose(self) -> ComposeResult:
+        with Widget(id="open-dialog"):
+            yield Static("Open a recorded session", classes="screen-title")
+            yield Input(placeholder="a session's trace.jsonl, or an eval results.json / run folder (Enter); "
+                        "or pick a recent session below",
+                        id="open-path")
+            table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
+            table.add_columns("session", "folder")
+            for path in self.traces:
+                table.add_row(path.parent.name, str(path.parent), key=str(path))
+            yield table
+            yield Static("", id="open-error")
+        yield Footer()
+
+    def open(self, path: Path) -> None:
+        """Start reading `path` in a worker; the screen to show it is pushed when it arrives."""
+        self.query_one("#open-error", Static).update(Text(f"opening {path} …", "dim"))
+        self._read(path)
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def _read(self, path: Path) -> None:
+        self.post_message(read_path(path))
+
+    @on(OpenFailed)
+    def _failed(self, message: OpenFailed) -> None:
+        self.query_one("#open-error", Static).update(Text(message.error, "bold red"))
+
+    @on(TraceLoaded)
+    def _trace(self, message: TraceLoaded) -> None:
+        self.dismiss()
+        if message.problems:
+            self.app.notify(f"{len(message.problems)} unreadable line(s) skipped: {message.problems[0]}",
+                            severity="warning")
+        self.app.push_screen(ReplayScreen(message.events, message.domain, message.path))
+
+    @on(ResultsLoaded)
+    def _results(self, message: ResultsLoaded) -> None:
+        self.dismiss()
+        self.app.push_screen(ResultsScreen(message.results, message.path))
+
+    @on(Input.Submitted, "#open-path")
+    def _typed(self, event: Input.Submitted) -> None:
+        self.open(Path(event.value.strip()).expanduser())
+
+    @on(DataTable.RowSelected, "#open-recent")
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open(Path(event.row_key.value))
+
+
+__all__ = ["OpenTraceScreen", "is_results", "read_path"]

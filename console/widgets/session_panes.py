@@ -1,0 +1,147 @@
+"""The three panes of a session (transcript | ledger | gate), fed one event at a time.
+
+Live sessions and replay both build their screen from this widget and both call `add_event`, so a fact
+looks the same whether it is happening or being replayed. In a narrow terminal the panes stack: one is
+shown full-width and `cycle()` moves to the next (the layout switch is a CSS class, no re-compose).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+
+from console.widgets.gate_log import GatePane
+from console.widgets.ledger_tree import LedgerPane
+from console.widgets.transcript import TranscriptPane
+from core.events import (
+    Event,
+    GateDecided,
+    LedgerStaled,
+    LedgerUpdated,
+    SessionStarted,
+    SupervisorDecided,
+    ToolResultEvent,
+)
+from core.ledger import LedgerReader
+
+NARROW_WIDTH = 110  # below this many columns the panes stack, one full-width at a time
+PANES = ("transcript", "ledger", "gate")
+
+
+class SessionPanes(Horizontal):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("id", "panes")
+        super().__init__(**kwargs)
+        self.front = "transcript"
+        self._narrow = False
+
+    def compose(self) -> ComposeResult:
+        yield TranscriptPane(id="transcript")
+        yield LedgerPane(id="ledger")
+        yield GatePane(id="gate")
+
+    def on_mount(self) -> None:
+        self._pane_refs = (self.query_one(TranscriptPane), self.query_one(LedgerPane), self.query_one(GatePane))
+        self.set_front(self.front)
+
+    @property
+    def transcript(self) -> TranscriptPane:
+        return self._pane_refs[0]
+
+    @property
+    def ledger(self) -> LedgerPane:
+        return self._pane_refs[1]
+
+    @property
+    def gate(self) -> GatePane:
+        return self._pane_refs[2]
+
+    def clear(self, ledger: bool = True) -> None:
+        """Forget everything shown: entries, rows, counters, details, highlights.
+
+        Replay keeps the ledger tree (`ledger=False`) when it moves between steps and syncs it to the
+        step's ledger instead, so the operator's expanded groups survive the slider.
+        """
+        self.transcript.clear()
+        self.gate.clear()
+        if ledger:
+            self.ledger.clear()
+
+    def add_event(self, event: Event, ledger: LedgerReader | None = None) -> None:
+        """Show one core event in every pane it concerns; `ledger` is the ledger as of this event."""
+        self.transcript.add_event(event)
+        match event:
+            case SessionStarted(agent="fc"):
+                self.ledger.show_no_ledger()
+            case GateDecided():
+                self.gate.add_decision(event)
+            case SupervisorDecided():
+                self.gate.note_override(event)
+            case ToolResultEvent():
+                self.gate.note_result(event)
+            case LedgerUpdated() if ledger is not None:
+                flash = list(event.added) + list(event.changed)
+                self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
+            case LedgerStaled() if ledger is not None:
+                self.ledger.sync(ledger, flash=list(event.paths), paths=list(event.paths))
+            case _:
+                pass
+
+    # ------------------------------------------------------------------------------------ layout
+
+    @property
+    def narrow(self) -> bool:
+        return self._narrow
+
+    def _apply_layout(self) -> None:
+        """Stacked or side by side, by inline styles on the three panes only.
+
+        A CSS class on this container would re-match the stylesheet for every descendant (thousands of
+        lines' worth of DataTable, Tree and transcript styles) on each switch; inline rules touch three nodes.
+        """
+        for name, pane in zip(PANES, self._pane_refs, strict=True):
+            styles = pane.styles
+            if self._narrow:
+                styles.display = "block" if name == self.front else "none"
+                styles.width = "1fr"
+                styles.min_width = 0
+            else:
+                for rule in ("display", "width", "min_width"):
+                    styles.clear_rule(rule)
+
+    def set_front(self, pane: str) -> None:
+        self.front = pane
+        self._apply_layout()
+
+    def cycle(self) -> str:
+        """Bring the next pane to the front (used in the stacked, narrow layout)."""
+        self.set_front(PANES[(PANES.index(self.front) + 1) % len(PANES)])
+        return self.front
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """In the stacked layout the pane that gets the focus comes to the front."""
+        for name, pane in zip(PANES, self._pane_refs, strict=True):
+            if event.widget is pane or pane in event.widget.ancestors:
+                if name != self.front:
+                    self.set_front(name)
+                return
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < NARROW_WIDTH
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._apply_layout()
+
+
+def apply_filter(panes: SessionPanes, target: str, text: str) -> None:
+    """Filter one pane: transcript entries and gate rows are narrowed; ledger paths that match are marked."""
+    if target == "gate":
+        panes.gate.set_filter(text)
+    elif target == "ledger":
+        tree = panes.ledger.ledger_tree
+        needle = text.strip().lower()
+        panes.ledger.highlight([p for p in tree.nodes_by_path if needle and needle in p.lower()])
+    else:
+        panes.transcript.set_filter(text)
