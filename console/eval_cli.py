@@ -479,7 +479,7 @@ def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Co
 
 
 def _consoles() -> tuple[Console, Console]:
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, never wrapped
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=200)

@@ -79,6 +79,8 @@ def tau2_messages(events: Iterable[Any], cost: Callable[[int, int], float | None
         if isinstance(event, ToolResultEvent) and event.call.requestor != "user" and turn is not None:
             results.append(event)
             continue
+        if not isinstance(event, AssistantTurnEvent | MessageSent | ToolResultEvent):
+            continue  # gate decisions, ledger updates, ...: not messages
         flush()
         if isinstance(event, AssistantTurnEvent):
             turn = event
