@@ -50,6 +50,7 @@ from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks
 from core.evaluation.tau2_format import write_tau2
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
+from core.llm.tokenizer import tokenizer_name
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
 
@@ -402,7 +403,8 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
                        error_rate=args.error_rate, seed=args.seed or 0 if offline else 0, sources=sources,
                        task_ids={r.domain.name: [t.id for t in r.tasks] for r in runs}, max_steps=args.max_steps,
                        max_errors=args.max_errors, disabled_predicates=sorted(args.disable_predicate),
-                       compact_history=args.compact_history, tokenizer="estimate" if offline else "API usage",
+                       compact_history=args.compact_history,
+                       tokenizer=tokenizer_name() if offline else "API usage",
                        user_base_url=None if offline else (args.user_base_url or args.base_url),
                        judge_base_url=(args.judge_base_url or args.base_url) if args.judge_model else None,
                        temperature=None if offline else args.temperature,
@@ -464,8 +466,10 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
 def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Console, resumed: int = 0) -> None:
     console.print(results_table(header, metrics))
     if header.offline:
+        counted = "local estimates (~4 characters per token)" if header.tokenizer == "estimate" else \
+            f"local counts with the {header.tokenizer} tokenizer"
         console.print("[yellow]Figures come from scripted agents (gold actions + careful reads), not from a model; "
-                      "tokens are local estimates (~4 characters per token).[/]")
+                      f"tokens are {counted}.[/]")
     warning = unscored_warning(metrics)
     if warning:
         console.print("[bold red]" + escape(warning[0].removeprefix("> ").replace("**", "")) + "[/]")

@@ -17,6 +17,7 @@ from core.evaluation.report import write_report
 from core.evaluation.results import ResultsError, ResultStore, RunHeader, TrialSummary
 from core.evaluation.rewards import NLJudge
 from core.evaluation.runner import AgentVariant, DomainRun, EvalRunner, RunSettings
+from core.llm.tokenizer import tokenizer_name
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ async def run_evaluation(runs: Sequence[DomainRun], variants: Sequence[AgentVari
                          on_trial: Callable[[TrialSummary], None] | None = None) -> EvalOutcome:
     """Run (or finish) an evaluation into `folder`. `on_start(total, already_done)` is called once before the
     first trial, `on_trial` after each one (progress display)."""
+    tokenizer_name()  # load the tokenizer now, not inside the first trial's timeout
     store = ResultStore(folder)
     header = header.model_copy(update={"created": header.created or datetime.now(UTC).isoformat(timespec="seconds")})
     done = _check_resume(store, header, resume)

@@ -135,7 +135,8 @@ def render_markdown(header: RunHeader, metrics: Metrics, trials: Sequence[TrialS
             ("judge", header.judge_model_args)) if args) or "none"],
         ["whole-trial retries (infrastructure errors)", str(header.max_retries)],
         ["token counts", "local estimate (~4 characters per token)" if header.tokenizer == "estimate"
-         else header.tokenizer],
+         else "as the endpoint reported them" if header.tokenizer == "API usage"
+         else f"local counts with the {header.tokenizer} tokenizer (tiktoken, offline data)"],
     ])
     lines += unscored_warning(metrics)
     lines += ["## pass^k (Table 2)", "",
@@ -179,7 +180,8 @@ def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:
     lines = ["## Tokens (Table 3)", "",
              "Per trial, summed over the agent's model calls. Ledger share: the rendered ledger block's part of "
              "the prompt tokens (always a local estimate). Overhead: total tokens against FC on the same tasks."
-             + (" Counts are local estimates (about 4 characters per token), not a model's tokenizer."
+             + ((" Counts are local estimates (about 4 characters per token), not a model's tokenizer."
+                 if header.tokenizer == "estimate" else f" Local counts use the {header.tokenizer} tokenizer.")
                 if estimated else ""), ""]
     rows = []
     for cell in pool:
