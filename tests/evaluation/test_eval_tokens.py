@@ -25,3 +25,27 @@ async def test_offline_runs_say_which_tokenizer_counted(tmp_path: Path) -> None:
     assert "local counts with the cl100k_base tokenizer" in (tmp_path / "report.md").read_text(encoding="utf-8")
     (trial,) = results.trials
     assert trial.tokens.prompt > 0 and trial.tokens.ledger > 0 and trial.tokens.estimated
+
+
+def test_a_record_held_at_two_paths_is_rendered_once() -> None:
+    from core.ledger import Ledger
+    from core.tools import ToolCall
+    from domains.retail import DOMAIN
+
+    ledger = Ledger(DOMAIN.path_map)
+    profile = {"user_id": "mia_garcia_4821", "name": {"first_name": "Mia"}, "orders": ["#W1"], "email": "m@x"}
+    ledger.absorb(ToolCall("c0", "find_user_id_by_email", {"email": "m@x"}), "mia_garcia_4821", 1)
+    ledger.absorb(ToolCall("c1", "get_user_details", {"user_id": "mia_garcia_4821"}), profile, 2)
+    assert ledger.get("user") == ledger.get("users.mia_garcia_4821") == profile  # both paths still resolve
+    block = ledger.render()
+    assert block.count('"email":"m@x"') == 1
+    assert "user = (same record as users.mia_garcia_4821)" in block
+
+
+def test_the_bench_row_reports_the_prompt_token_ratio() -> None:
+    from benchmarks.token_ratio import bench_token_ratio
+
+    (row,) = bench_token_ratio(["retail"], limit=3)
+    assert row.key == "token_ratio_retail" and row.unit == "%" and row.target_ns == 100
+    assert 50 < row.median_ns < row.p95_ns < 150  # compact history costs less than the plain ledger
+    assert "pass^1 compact 100%, ledger 100%, fc 100%" in row.note
