@@ -434,6 +434,10 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
 
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:,.1f}k" if tokens >= 1000 else str(tokens)
+
+
 def results_table(header: RunHeader, metrics: Metrics) -> Table:
     """The terminal table: one row per domain × agent (plus overall when several domains ran). pass^1..K as
     separate columns; Avg is tau2's average reward over the trials that count."""
@@ -445,7 +449,7 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, top + 1)), "Avg", "write pass^1",
                    "tokens/trial", "ledger share", "vs FC", "REVISE/BLOCK", "would-refuse", "infra errors",
-                   "unscored", "cost", "top failure"):
+                   "unscored", "tokens a/u/j", "cost", "top failure"):
         table.add_column(column, justify="left" if column in ("domain", "agent", "top failure") else "right")
     cells = [*metrics.cells, *(metrics.overall if len(header.domains) > 1 else [])]
     for cell in cells:
@@ -458,6 +462,8 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
             "—" if overhead is None else f"{overhead:+.1%}",
             f"{cell.gate_verdicts.get('REVISE', 0)}/{cell.gate_verdicts.get('BLOCK', 0)}",
             str(sum(cell.would_refuse.values())), str(cell.infra_errors), str(cell.unscored),
+            "/".join(_k(cell.roles[r].prompt + cell.roles[r].completion) if r in cell.roles else "—"
+                     for r in ("agent", "user", "judge")),
             "—" if header.offline else money(cell.cost),
             escape(f"{failure[0]} ({failure[1]})") if failure else "")
     return table

@@ -219,14 +219,18 @@ class _Item:
     retries: int = 0
 
 
-def _prompt_text(messages: Sequence[Message]) -> str:
+def _prompt_pieces(messages: Sequence[Message]) -> list[str]:
+    """The prompt's text in pieces that repeat verbatim from call to call (each message; the system prompt's
+    blocks: instructions, policy, ledger), so each piece is tokenised once per trial, not once per call."""
     pieces: list[str] = []
     for message in messages:
-        pieces.append(f"{message.get('role', '')}: {message.get('content') or ''}")
+        content = str(message.get("content") or "")
+        role = str(message.get("role", ""))
+        pieces.extend(content.split("\n\n") if role == "system" else [f"{role}: {content}"])
         for call in message.get("tool_calls") or ():
             function = call.get("function", {}) if isinstance(call, Mapping) else {}
             pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
-    return "\n".join(pieces)
+    return pieces
 
 
 def _last_tool_results(messages: Sequence[Message]) -> str:
@@ -322,7 +326,8 @@ class AdaptiveScriptedAgent:
             text = "Is there anything else I can help you with?" if self._finished else self.plan.final_message
             self._finished = True
             item = _Item("say", text=text)
-        prompt = count_tokens(_prompt_text(messages)) + count_tokens(tools_text, cache=True)
+        prompt = sum(count_tokens(piece, cache=True) for piece in _prompt_pieces(messages)) \
+            + count_tokens(tools_text, cache=True)
         if item.kind == "say" or item.call is None:
             text = " ".join([*self._notes, item.text])
             self._notes.clear()

@@ -40,14 +40,14 @@ def tokenizer_name() -> str:
     return "cl100k_base" if _encoding() is not None else ESTIMATE
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8192)  # bounded: a few MB of recent message texts
 def _cached(text: str) -> int:
     return count_tokens(text, cache=False)
 
 
 def count_tokens(text: str, *, cache: bool = False) -> int:
     """Tokens in `text` (special-token markers are counted as ordinary text). `cache=True` for texts that
-    repeat on every call, such as a tool list."""
+    repeat from call to call (a tool list, a history message, an unchanged ledger block)."""
     if cache:
         return _cached(text)
     encoding = _encoding()

@@ -76,7 +76,8 @@ async def test_nl_assertion_tasks_without_a_judge_are_not_passed(tmp_path: Path,
     assert "WARNING: 1 trial(s) of 1 task(s) are UNSCORED" in (out / "report.md").read_text(encoding="utf-8")
 
 
-async def test_the_judge_sees_customer_and_tool_messages_on_its_own_endpoint(tmp_path: Path) -> None:
+async def test_the_judge_sees_customer_and_tool_messages_on_its_own_endpoint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"stub-agent": {"input": 2, "output": 8}, "stub-user": {"input": 1, "output": 4},
@@ -87,6 +88,7 @@ async def test_the_judge_sees_customer_and_tool_messages_on_its_own_endpoint(tmp
                           "--temperature", "0.5", "--agent-model-args", '{"top_p": 0.9}',
                           "--judge-model-args", '{"temperature": 0}')
         assert await run_eval(argv) == 0
+        printed = capsys.readouterr().out
         assert stub.roles.count("judge") == 0 and judge.roles == ["judge"]  # its own endpoint
         (request,) = judge.requests_of("judge")
         agent_requests = stub.requests_of("agent")
@@ -117,6 +119,7 @@ async def test_the_judge_sees_customer_and_tool_messages_on_its_own_endpoint(tmp
     assert cell["cost"] == pytest.approx(trial.cost)
     assert {role: cell["roles"][role]["prompt"] for role in ("agent", "user", "judge")} == {
         "agent": agent.prompt, "user": user.prompt, "judge": 100}
+    assert f"{agent.total}/{user.total}/120" in printed  # the table: tokens of agent / user / judge
     header = results.header
     assert header.judge_base_url == judge_url and header.model_seed == 7 and header.temperature == 0.5
     assert header.agent_model_args == {"top_p": 0.9} and header.judge_model_args == {"temperature": 0}
