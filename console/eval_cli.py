@@ -237,22 +237,29 @@ def _sources(domain: Domain, tau2_dir: str | None) -> tuple[Path, Path | None]:
     return found, database
 
 
-def _with_policy(domain: Domain, tasks_path: Path, tau2_dir: str | None, choice: str | None) -> tuple[Domain, str]:
+def with_policy(domain: Domain, tasks_path: Path, tau2_dir: str | None, choice: str | None) -> tuple[Domain, str]:
     """The domain with the policy text the agent gets, and where it came from (for the results header)."""
-    policy = tasks_path.parent / "policy.md"
+    folder = tasks_path.parent
+    policy = folder / "policy.md"
+    # tau2 telecom (manual policy): main_policy.md and tech_support_manual.md, wrapped as tau2 wraps them
+    main, manual = folder / "main_policy.md", folder / "tech_support_manual.md"
     if tau2_dir is None or choice == "ours":
         if choice == "tau2":
             raise EvalInputError("--policy tau2 needs --tau2-dir")
         return domain, "ours (our own words)"
-    if not policy.is_file():
-        if choice == "tau2":
-            raise EvalInputError(f"--policy tau2: no policy.md beside {tasks_path}")
-        return domain, "ours (no policy.md in the tau2 folder)"
     try:
-        text = policy.read_text(encoding="utf-8")
+        if policy.is_file():
+            return dataclasses.replace(domain, policy=policy.read_text(encoding="utf-8")), f"tau2 {policy}"
+        if main.is_file() and manual.is_file():
+            text = (f"<main_policy>\n{main.read_text(encoding='utf-8')}\n</main_policy>\n<tech_support_policy>\n"
+                    f"{manual.read_text(encoding='utf-8')}\n</tech_support_policy>")
+            return dataclasses.replace(domain, policy=text), f"tau2 {main} + {manual.name}"
     except (OSError, UnicodeDecodeError) as exc:
-        raise EvalInputError(f"cannot read {policy}: {exc}") from exc
-    return dataclasses.replace(domain, policy=text), f"tau2 {policy}"
+        raise EvalInputError(f"cannot read the tau2 policy in {folder}: {exc}") from exc
+    if choice == "tau2":
+        raise EvalInputError(f"--policy tau2: no policy.md (telecom: main_policy.md + tech_support_manual.md) "
+                             f"beside {tasks_path}")
+    return domain, "ours (no policy.md in the tau2 folder)"
 
 
 def _check_task_domain(tasks: list[Task], domain: Domain, path: Path) -> None:
@@ -383,7 +390,7 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
                 else [t for t in pool if t.id in set(wanted)]
         except TaskFileError as exc:
             raise EvalInputError(str(exc)) from exc
-        domain, policies[domain.name] = _with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+        domain, policies[domain.name] = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
         sources[domain.name] = f"tasks {tasks_path}; database {database or 'shipped seed data'}"
         runs.append(DomainRun(domain, tasks, _opener(domain.name, database), _participants(args, domain, roles),
                               create_backend=_creator(domain.name)))
@@ -575,7 +582,7 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
             tasks, broken = read_tasks(tasks_path)
             for problem in broken:
                 err.print(f"[bold yellow]skipped:[/] {escape(problem)}")
-            domain, _policy = _with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+            domain, _policy = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
             sources.append(RegradeDomain(domain, tasks, _opener(domain.name, database)))
         source = Path(path)
         folder = Path(args.out) if args.out else (source if source.is_dir() else source.parent) / "regraded"
@@ -651,7 +658,7 @@ async def cmd_export(args: argparse.Namespace) -> int:
         for domain in _domains(",".join(results.header.domains)):
             if args.tau2_dir:
                 tasks_path, _database = _sources(domain, args.tau2_dir)
-                domain, _source = _with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+                domain, _source = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
             policies[domain.name] = domain.policy
     except (EvalInputError, ResultsError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")

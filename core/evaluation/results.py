@@ -295,13 +295,15 @@ def load_results(path: Path, kind_of: Callable[[str], str] | None = None) -> Eva
             header = store.read_header()
             if header is None:
                 raise ResultsError(f"{path}: no results.json and no run.json: not a run folder")
-            trials: list[TrialResult] = []
+            latest: dict[tuple[str, str, str, int], TrialResult] = {}  # a re-run trial's newer line wins
             for _offset, _length, line in store._lines():
                 try:
-                    trials.append(TrialResult.model_validate_json(line))
+                    trial = TrialResult.model_validate_json(line)
                 except ValidationError:
                     continue
-            return EvalResults(header=header, trials=trials)
+                latest.pop(trial.key, None)
+                latest[trial.key] = trial
+            return EvalResults(header=header, trials=list(latest.values()))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

@@ -153,3 +153,17 @@ def test_judge_answers_as_tau2_reads_them() -> None:
     for garbage in ("", "yes", '{"results": []}', '{"results": [{"metExpectation": "yes"}]}'):
         with pytest.raises(JudgeError):
             parse_judgement(garbage, ["A"])
+
+
+def test_tau2_telecom_policy_is_its_two_files_wrapped_as_tau2_does(tmp_path: Path) -> None:
+    from console.eval_cli import with_policy
+    from domains.registry import load_domain
+
+    (tmp_path / "main_policy.md").write_text("MAIN", encoding="utf-8")
+    (tmp_path / "tech_support_manual.md").write_text("MANUAL", encoding="utf-8")
+    domain, source = with_policy(load_domain("telecom"), tmp_path / "tasks_small.json", str(tmp_path), None)
+    assert domain.policy == ("<main_policy>\nMAIN\n</main_policy>\n<tech_support_policy>\nMANUAL\n"
+                             "</tech_support_policy>")
+    assert source.startswith("tau2 ") and "tech_support_manual.md" in source
+    ours, label = with_policy(load_domain("telecom"), tmp_path / "tasks_small.json", str(tmp_path), "ours")
+    assert ours.policy == load_domain("telecom").policy and label.startswith("ours")

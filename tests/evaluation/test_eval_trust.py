@@ -58,6 +58,8 @@ async def test_an_always_500_trial_is_excluded_and_rerun_on_resume(tmp_path: Pat
     cell = json.loads((out / "results.json").read_text(encoding="utf-8"))["metrics"]["cells"][0]
     assert cell["infra_errors"] == 0 and cell["pass_k"] == {"1": 1.0}
     assert "taken from the earlier run" not in capsys.readouterr().out  # an infra trial is never "done"
+    (out / "results.json").unlink()  # an unfinished-looking folder: the re-run's line wins over the infra one
+    assert [t.status for t in load_results(out).trials] == ["ok"]
 
 
 async def test_nl_assertion_tasks_without_a_judge_are_not_passed(tmp_path: Path,
