@@ -21,6 +21,7 @@ from benchmarks.step import bench_step
 from benchmarks.telecom import bench_telecom_gate
 from benchmarks.telehealth import bench_telehealth_gate
 from benchmarks.timing import Result
+from benchmarks.token_ratio import bench_token_ratio
 from benchmarks.tools import bench_tools
 
 GATE_LEDGER_RECORDS = 10_000
@@ -60,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     data = load_retail_data(args.db)
-    results = run_all(data) + run_airline() + bench_serve()  # + airline rows (issue 3), browser rows (issue 7)
+    # + airline rows (issue 3), browser rows (issue 7), ledger/fc prompt-token ratio per domain (issue 14)
+    results = run_all(data) + run_airline() + bench_serve() + bench_token_ratio()
     results += bench_check_memory(args.check_calls)  # check's peak RSS over 600k calls (issue 11)
     env = environment(data.label) | {"wall_seconds": round(time.perf_counter() - started, 1)}
     print_report(results, env)

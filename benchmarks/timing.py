@@ -33,7 +33,8 @@ class Result:
     target_ns: int | None = None
     note: str = ""
     unit: str = "ns"  # "ns" for times; "B" for a memory figure (median_ns/p95_ns/target_ns then hold bytes);
-    # "count" for a number of things (e.g. orphan processes)
+    # "count" for a number of things (e.g. orphan processes); "%" for a ratio (token_ratio: median_ns holds the
+    # figure, p95_ns a companion figure named in the note)
 
     @property
     def status(self) -> str:
@@ -111,9 +112,11 @@ async def time_async(operation: Callable[[], Awaitable[object]], *, repeat: int,
 
 
 def format_value(value: float | None, unit: str = "ns") -> str:
-    """A time (ns), a size in bytes ("B") or a "count", in the unit that reads best."""
+    """A time (ns), a size in bytes ("B"), a "count" or a percentage ("%"), in the unit that reads best."""
     if unit == "count" and value is not None:
         return f"{value:.0f}"
+    if unit == "%" and value is not None:
+        return f"{value:.1f} %"
     if unit != "B" or value is None:
         return format_ns(value)
     if abs(value) < 1024:

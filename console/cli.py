@@ -118,7 +118,7 @@ def _tool_names(path: Path) -> set[str]:
 def infer_domain(names: set[str]) -> Domain:
     """The one domain whose tools include every tool the trajectory calls; a clear error otherwise."""
     if not names:
-        raise CliError("cannot tell the domain: the file calls no tool (see the line errors); pass --domain")
+        raise CliError("cannot tell the domain: the file holds no valid tool call; pass --domain")
     matches = [d for d in (load_domain(n) for n in DOMAINS) if names <= {t.name for t in d.tools}]
     if len(matches) != 1:
         which = "no domain has" if not matches else f"{', '.join(d.name for d in matches)} all have"

@@ -5,6 +5,11 @@ task's gold actions and a scripted customer, so CI and a newcomer can run it; th
 so. With --model (and --base-url for any OpenAI-compatible server) the agent is a real model and the customer
 an LLM user simulator (--user-model, default: the same model).
 
+Besides running, `eval` works on saved results (ours or tau2-bench's):
+    ledgeragent eval regrade RESULTS [--tau2-dir D] [--judge-model M] [--out FOLDER]
+    ledgeragent eval compare A B
+    ledgeragent eval export RUN --out FOLDER      (tau2-bench results files, one per domain and agent)
+
 Wiring only: the harness is `core.evaluation`; this module picks the domains, tasks, databases and
 participants, shows progress, and prints the table. `register(subparsers)` adds the subcommand to any
 argparse parser, so the main CLI needs one call.
@@ -13,7 +18,9 @@ argparse parser, so the main CLI needs one call.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
+import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -27,17 +34,23 @@ from rich.table import Table
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
+from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
 from core.evaluation.judge import llm_judge
-from core.evaluation.metrics import Metrics
+from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import GoldPlanner, OfflinePlanner
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
-from core.evaluation.results import ResultsError, RunHeader, TrialSummary
-from core.evaluation.rewards import TrialBackend
+from core.evaluation.pricing import PriceTable, PriceTableError
+from core.evaluation.regrade import RegradeDomain, regrade
+from core.evaluation.report import money, unscored_warning, write_report
+from core.evaluation.results import EvalResults, ResultsError, ResultStore, RunHeader, TrialSummary, load_results
+from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
-from core.evaluation.tasks import TaskFileError, load_tasks, select_tasks
+from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
+from core.evaluation.tau2_format import write_tau2
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
+from core.llm.tokenizer import tokenizer_name
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
 
@@ -57,26 +70,49 @@ def register(subparsers: Any) -> None:
     """Add the `eval` subcommand (with its handler) to an argparse subparsers object."""
     parser: argparse.ArgumentParser = subparsers.add_parser("eval", help=HELP, description=__doc__,
                                                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--domain", default="retail",
-                        help=f"a domain, a comma-separated list, or 'all' ({', '.join(DOMAINS)})")
+    parser.add_argument("action", nargs="?", choices=("run", "regrade", "compare", "export"), default="run",
+                        help="run (default) an evaluation; regrade RESULTS; compare A B; export RUN --out FOLDER")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="the results file(s) or run folder(s) to work on")
+    parser.add_argument("--domain", default=None,
+                        help=f"a domain, a comma-separated list, or 'all' ({', '.join(DOMAINS)}); default retail, "
+                             "or the domain of --tau2-dir")
     parser.add_argument("--agent", choices=("ledger", "fc", "both"), default="both")
     parser.add_argument("--trials", type=int, default=4, help="trials per task and agent (pass^k for k ≤ this)")
-    parser.add_argument("--tasks", action="append", default=[], metavar="IDS",
-                        help="only these task ids (comma-separated; repeatable)")
+    parser.add_argument("--tasks", action="append", default=[], metavar="IDS|FILE",
+                        help="only these task ids (comma-separated; repeatable), or a file: task ids (JSON list or "
+                             "one per line) or a tau2 tasks file whose tasks to run")
     parser.add_argument("--concurrency", type=int, default=4, help="trials running at once")
     parser.add_argument("--out", help="run folder (default: a new folder under the user data dir)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished trials")
     parser.add_argument("--tau2-dir", metavar="PATH",
                         help="load tau2-bench's db.json (telecom: db.toml + user_db.toml) and tasks.json (else "
-                             "tasks_small.json) from PATH (or PATH/<domain>/) instead of ours")
+                             "tasks_small.json) from PATH (or PATH/<domain>/) instead of ours; the domain is "
+                             "inferred when --domain is not given")
+    parser.add_argument("--policy", choices=("tau2", "ours"), default=None,
+                        help="with --tau2-dir: the agent gets tau2's own policy.md (default when present, so "
+                             "scores compare with tau2's) or our paraphrase")
+    parser.add_argument("--price-table", metavar="FILE",
+                        help="JSON {model: {\"input\": USD, \"output\": USD}} per million tokens, over the default "
+                             "table (a model in neither has an unknown price)")
     model = parser.add_argument_group("models (omit --model to run offline with scripted agents)")
     model.add_argument("--model", help="agent model name on an OpenAI-compatible endpoint")
     model.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
     model.add_argument("--user-model", help="user simulator model (default: --model)")
     model.add_argument("--user-base-url", help="base URL for the user simulator (default: --base-url)")
-    model.add_argument("--judge-model", help="grade NL assertions with this model (default: leave them unscored)")
+    model.add_argument("--judge-model", help="grade NL assertions with this model (default: leave them unscored, "
+                                             "and such trials count as neither passed nor failed)")
+    model.add_argument("--judge-base-url", help="base URL for the judge (default: --base-url)")
     model.add_argument("--request-timeout", type=float, default=60.0, help="seconds per model request")
     model.add_argument("--retries", type=int, default=3, help="retries per model request (429, 5xx, timeouts)")
+    model.add_argument("--max-retries", type=int, default=3,
+                       help="whole-trial retries after an infrastructure failure (as tau2); then the trial is an "
+                            "infrastructure error, left out of the metrics and re-run on --resume")
+    model.add_argument("--retry-delay", type=float, default=1.0, help="seconds before a whole-trial retry")
+    model.add_argument("--temperature", type=float, default=0.0, help="sampling temperature sent to every role")
+    for role in ("agent", "user", "judge"):
+        model.add_argument(f"--{role}-model-args", metavar="JSON", default=None,
+                           help=f"extra request fields for the {role} model, a JSON object (e.g. "
+                                '\'{"top_p": 0.9}\'); recorded in the results header')
     ablation = parser.add_argument_group("ablations and variants")
     ablation.add_argument("--no-gate", action="store_true", help="ledger agent without the gate (rendering only)")
     ablation.add_argument("--disable-predicate", action="append", default=[], metavar="ID",
@@ -86,7 +122,9 @@ def register(subparsers: Any) -> None:
     ablation.add_argument("--error-rate", type=float, default=0.0, metavar="P",
                           help="offline only: per write, the chance the scripted agent first proposes a "
                                "policy-violating variant (a seeded simulation)")
-    ablation.add_argument("--seed", type=int, default=0, help="seed of the error-prone scripted agent")
+    ablation.add_argument("--seed", type=int, default=None,
+                          help="offline: seed of the error-prone scripted agent (default 0); with --model: the "
+                               "`seed` sent to every role's endpoint")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--max-steps", type=int, default=100)
     limits.add_argument("--max-errors", type=int, default=10, help="tool errors before a trial ends")
@@ -96,6 +134,61 @@ def register(subparsers: Any) -> None:
 
 
 # -- building the run ------------------------------------------------------------------------------
+
+MAX_ARGS_JSON = 65536
+
+
+def _json_object(text: str | None, flag: str) -> dict[str, Any]:
+    """A per-role model-arguments JSON object: strict JSON (no NaN/Infinity), bounded, an object."""
+    if text is None:
+        return {}
+    if len(text) > MAX_ARGS_JSON:
+        raise EvalInputError(f"{flag}: longer than {MAX_ARGS_JSON} characters")
+
+    def reject(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        value = json.loads(text, parse_constant=reject)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise EvalInputError(f"{flag}: not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise EvalInputError(f"{flag}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _tau2_folder(root: Path, name: str) -> Path | None:
+    for folder in (root / name, root):
+        if any((folder / f).is_file() for f in TAU2_TASK_FILES):
+            return folder
+    return None
+
+
+def infer_domains(tau2_dir: str) -> str:
+    """The domain(s) a tau2 data folder holds: its name, its domain-named subfolders with tasks, else the
+    `domain` its tasks' instructions name."""
+    root = Path(tau2_dir)
+    if not root.is_dir():
+        raise EvalInputError(f"no such tau2 data folder: {root} (it should hold tasks.json and db.json, or "
+                             "<domain>/ folders with them)")
+    if root.name in DOMAINS and _tau2_folder(root, root.name):
+        return root.name
+    found = [name for name in DOMAINS if any((root / name / f).is_file() for f in TAU2_TASK_FILES)]
+    if found:
+        return ",".join(found)
+    for name in TAU2_TASK_FILES:
+        if (root / name).is_file():
+            try:
+                tasks, _problems = read_tasks(root / name)
+            except TaskFileError:
+                break
+            named = {t.user_scenario.instructions.domain or "" for t in tasks
+                     if not isinstance(t.user_scenario.instructions, str)} & set(DOMAINS)
+            if len(named) == 1:
+                return named.pop()
+            break
+    raise EvalInputError(f"cannot tell which domain {root} holds (no {'/'.join(DOMAINS)} folder, and its tasks "
+                         "name no single domain): pass --domain")
 
 
 def _domains(spec: str) -> list[Domain]:
@@ -132,7 +225,7 @@ def _sources(domain: Domain, tau2_dir: str | None) -> tuple[Path, Path | None]:
             raise EvalInputError(f"domain {domain.name!r} ships no tasks yet ({tasks}); use --tau2-dir")
         return tasks, None
     root = Path(tau2_dir)
-    found = next((folder / name for folder in (root, root / domain.name) for name in TAU2_TASK_FILES
+    found = next((folder / name for folder in (root / domain.name, root) for name in TAU2_TASK_FILES
                   if (folder / name).is_file()), None)
     if found is None:
         raise EvalInputError(f"no {' or '.join(TAU2_TASK_FILES)} in {root} or {root / domain.name}")
@@ -142,6 +235,39 @@ def _sources(domain: Domain, tau2_dir: str | None) -> tuple[Path, Path | None]:
     if database is None:
         raise EvalInputError(f"no db.json or db.toml beside {found}")
     return found, database
+
+
+def with_policy(domain: Domain, tasks_path: Path, tau2_dir: str | None, choice: str | None) -> tuple[Domain, str]:
+    """The domain with the policy text the agent gets, and where it came from (for the results header)."""
+    folder = tasks_path.parent
+    policy = folder / "policy.md"
+    # tau2 telecom (manual policy): main_policy.md and tech_support_manual.md, wrapped as tau2 wraps them
+    main, manual = folder / "main_policy.md", folder / "tech_support_manual.md"
+    if tau2_dir is None or choice == "ours":
+        if choice == "tau2":
+            raise EvalInputError("--policy tau2 needs --tau2-dir")
+        return domain, "ours (our own words)"
+    try:
+        if policy.is_file():
+            return dataclasses.replace(domain, policy=policy.read_text(encoding="utf-8")), f"tau2 {policy}"
+        if main.is_file() and manual.is_file():
+            text = (f"<main_policy>\n{main.read_text(encoding='utf-8')}\n</main_policy>\n<tech_support_policy>\n"
+                    f"{manual.read_text(encoding='utf-8')}\n</tech_support_policy>")
+            return dataclasses.replace(domain, policy=text), f"tau2 {main} + {manual.name}"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalInputError(f"cannot read the tau2 policy in {folder}: {exc}") from exc
+    if choice == "tau2":
+        raise EvalInputError(f"--policy tau2: no policy.md (telecom: main_policy.md + tech_support_manual.md) "
+                             f"beside {tasks_path}")
+    return domain, "ours (no policy.md in the tau2 folder)"
+
+
+def _check_task_domain(tasks: list[Task], domain: Domain, path: Path) -> None:
+    named = {t.user_scenario.instructions.domain or "" for t in tasks
+             if not isinstance(t.user_scenario.instructions, str)} - {""}
+    if named and domain.name not in named and named <= set(DOMAINS):
+        raise EvalInputError(f"{path} holds {', '.join(sorted(named))} tasks, not {domain.name}: "
+                             f"pass --domain {', '.join(sorted(named))} (or leave --domain out)")
 
 
 def _planner(domain: Domain) -> OfflinePlanner:
@@ -156,19 +282,27 @@ def _planner(domain: Domain) -> OfflinePlanner:
     return planner
 
 
-def _model_factory(name: str, base_url: str | None, args: argparse.Namespace) -> Callable[[], ChatModel]:
+def _model_factory(name: str, base_url: str | None, args: argparse.Namespace,
+                   extra: Mapping[str, Any]) -> Callable[[], ChatModel]:
+    """One role's model: the run's temperature and seed, then the role's extra arguments on top."""
+    body = dict(extra)
+    temperature = float(body.pop("temperature", args.temperature))
+    if args.seed is not None:
+        body.setdefault("seed", args.seed)
+
     def make() -> ChatModel:
-        return OpenAIChatModel(name, base_url=base_url, timeout=args.request_timeout, max_retries=args.retries)
+        return OpenAIChatModel(name, base_url=base_url, timeout=args.request_timeout, max_retries=args.retries,
+                               temperature=temperature, extra_body=body or None)
 
     return make
 
 
-def _participants(args: argparse.Namespace, domain: Domain) -> Participants:
+def _participants(args: argparse.Namespace, domain: Domain, roles: Mapping[str, dict[str, Any]]) -> Participants:
     if args.model is None:
-        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed)
+        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed or 0)
     user_model = args.user_model or args.model
-    return ModelParticipants(_model_factory(args.model, args.base_url, args),
-                             _model_factory(user_model, args.user_base_url or args.base_url, args))
+    return ModelParticipants(_model_factory(args.model, args.base_url, args, roles["agent"]),
+                             _model_factory(user_model, args.user_base_url or args.base_url, args, roles["user"]))
 
 
 def _opener(name: str, source: Path | None) -> Callable[[Path], Any]:
@@ -185,34 +319,80 @@ def _creator(name: str) -> Callable[[Path, Mapping[str, Any]], Any]:
     return create
 
 
-def build_run(args: argparse.Namespace) -> tuple[list[DomainRun], list[AgentVariant], RunSettings, RunHeader, Path]:
+def _wanted(args: argparse.Namespace, problems: list[str]) -> tuple[list[str] | None, list[Task] | None]:
+    """--tasks: ids (inline or from files), or the tasks of a tasks file."""
+    ids: list[str] = []
+    given: list[Task] | None = None
+    for chunk in args.tasks:
+        path = Path(chunk)
+        if path.is_file():
+            try:
+                listed = read_task_ids(path)
+                if listed is None:
+                    tasks, broken = read_tasks(path)
+                    problems.extend(broken)
+                    given = (given or []) + tasks
+                else:
+                    ids += listed
+            except TaskFileError as exc:
+                raise EvalInputError(str(exc)) from exc
+            continue
+        ids += [i.strip() for i in chunk.split(",") if i.strip()]
+    return (ids or None), given
+
+
+def _prices(args: argparse.Namespace) -> PriceTable:
+    try:
+        return PriceTable.load(Path(args.price_table) if args.price_table else None)
+    except PriceTableError as exc:
+        raise EvalInputError(str(exc)) from exc
+
+
+def build_run(args: argparse.Namespace, problems: list[str] | None = None
+              ) -> tuple[list[DomainRun], list[AgentVariant], RunSettings, RunHeader, Path]:
+    """Everything a run needs. Broken tasks in a tasks file are left out and described in `problems`."""
+    problems = problems if problems is not None else []
     if args.trials < 1 or args.concurrency < 1:
         raise EvalInputError("--trials and --concurrency must be at least 1")
+    if args.max_retries < 0:
+        raise EvalInputError("--max-retries must be at least 0")
     if not 0.0 <= args.error_rate <= 1.0:
         raise EvalInputError("--error-rate must be between 0 and 1")
     if args.error_rate and args.model:
         raise EvalInputError("--error-rate applies to the offline scripted agent; drop it with --model")
     if args.resume and not args.out:
         raise EvalInputError("--resume needs --out (the run folder to continue)")
-    domains = _domains(args.domain)
+    roles = {role: _json_object(getattr(args, f"{role}_model_args"), f"--{role}-model-args")
+             for role in ("agent", "user", "judge")}
+    spec = args.domain or (infer_domains(args.tau2_dir) if args.tau2_dir else "retail")
+    domains = _domains(spec)
     variants = _variants(args, domains)
-    wanted = [i.strip() for chunk in args.tasks for i in chunk.split(",") if i.strip()] or None
+    wanted, given = _wanted(args, problems)
     runs: list[DomainRun] = []
     sources: dict[str, str] = {}
+    policies: dict[str, str] = {}
     for domain in domains:
         try:
             tasks_path, database = _sources(domain, args.tau2_dir)
         except EvalInputError:
-            if args.domain != "all":
+            if spec != "all":
                 raise
             continue  # `all`: domains that ship no tasks yet are left out (the header lists what ran)
         try:
-            tasks = select_tasks(load_tasks(tasks_path), wanted) if len(domains) == 1 or wanted is None \
-                else [t for t in load_tasks(tasks_path) if t.id in set(wanted)]
+            if given is not None:
+                pool = given
+            else:
+                pool, broken = read_tasks(tasks_path)
+                problems.extend(broken)
+            if args.tau2_dir:
+                _check_task_domain(pool, domain, tasks_path)
+            tasks = select_tasks(pool, wanted) if len(domains) == 1 or wanted is None \
+                else [t for t in pool if t.id in set(wanted)]
         except TaskFileError as exc:
             raise EvalInputError(str(exc)) from exc
+        domain, policies[domain.name] = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
         sources[domain.name] = f"tasks {tasks_path}; database {database or 'shipped seed data'}"
-        runs.append(DomainRun(domain, tasks, _opener(domain.name, database), _participants(args, domain),
+        runs.append(DomainRun(domain, tasks, _opener(domain.name, database), _participants(args, domain, roles),
                               create_backend=_creator(domain.name)))
     if not runs:
         raise EvalInputError("no domain has tasks to run")
@@ -220,20 +400,38 @@ def build_run(args: argparse.Namespace) -> tuple[list[DomainRun], list[AgentVari
     offline = args.model is None
     timeout = args.trial_timeout if args.trial_timeout is not None else (60.0 if offline else 1800.0)
     settings = RunSettings(trials=args.trials, max_steps=args.max_steps, max_errors=args.max_errors,
-                           concurrency=args.concurrency, trial_timeout=timeout)
+                           concurrency=args.concurrency, trial_timeout=timeout, max_retries=args.max_retries,
+                           retry_delay=0.0 if offline else max(args.retry_delay, 0.0))
+    user_model = None if offline else (args.user_model or args.model)
+    models = [m for m in (args.model, user_model, args.judge_model) if m]
     header = RunHeader(domains=[d.name for d in domains], agents=[v.label for v in variants], trials=args.trials,
                        offline=offline, model=args.model, base_url=args.base_url,
-                       user_model=None if offline else (args.user_model or args.model), judge_model=args.judge_model,
-                       error_rate=args.error_rate, seed=args.seed, sources=sources,
+                       user_model=user_model, judge_model=args.judge_model,
+                       error_rate=args.error_rate, seed=args.seed or 0 if offline else 0, sources=sources,
                        task_ids={r.domain.name: [t.id for t in r.tasks] for r in runs}, max_steps=args.max_steps,
                        max_errors=args.max_errors, disabled_predicates=sorted(args.disable_predicate),
-                       compact_history=args.compact_history, tokenizer="estimate" if offline else "API usage")
+                       compact_history=args.compact_history,
+                       tokenizer=tokenizer_name() if offline else "API usage",
+                       user_base_url=None if offline else (args.user_base_url or args.base_url),
+                       judge_base_url=(args.judge_base_url or args.base_url) if args.judge_model else None,
+                       temperature=None if offline else args.temperature,
+                       model_seed=None if offline else args.seed, agent_model_args=roles["agent"],
+                       user_model_args=roles["user"] if user_model else {},
+                       judge_model_args=roles["judge"] if args.judge_model else {},
+                       max_retries=args.max_retries, policy_sources=policies, prices=_prices(args).used(models))
     if args.out:
         folder = Path(args.out)
     else:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = data_root() / "evals" / f"{stamp}-{'-'.join(header.domains)}-{args.agent}"
     return runs, variants, settings, header, folder
+
+
+def _judge(args: argparse.Namespace) -> NLJudge | None:
+    if not args.judge_model:
+        return None
+    extra = _json_object(args.judge_model_args, "--judge-model-args")
+    return llm_judge(_model_factory(args.judge_model, args.judge_base_url or args.base_url, args, extra)())
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -243,8 +441,13 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
 
+def _k(tokens: int) -> str:
+    return f"{tokens / 1000:,.1f}k" if tokens >= 1000 else str(tokens)
+
+
 def results_table(header: RunHeader, metrics: Metrics) -> Table:
-    """The terminal table: one row per domain × agent (plus overall when several domains ran)."""
+    """The terminal table: one row per domain × agent (plus overall when several domains ran). pass^1..K as
+    separate columns; Avg is tau2's average reward over the trials that count."""
     top = max((max(c.pass_k) for c in metrics.cells if c.pass_k), default=1)
     title = "LedgerAgent eval — " + ("SIMULATION: scripted agents and customers, no model" if header.offline
                                      else f"model {header.model}")
@@ -252,7 +455,8 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
         title += f" (error-prone p={header.error_rate:g}, seed {header.seed})"
     table = Table(title=title, title_justify="left")
     for column in ("domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, top + 1)), "Avg", "write pass^1",
-                   "tokens/trial", "ledger share", "vs FC", "REVISE/BLOCK", "would-refuse", "crashed", "top failure"):
+                   "tokens/trial", "ledger share", "vs FC", "REVISE/BLOCK", "would-refuse", "infra errors",
+                   "unscored", "tokens a/u/j", "cost", "top failure"):
         table.add_column(column, justify="left" if column in ("domain", "agent", "top failure") else "right")
     cells = [*metrics.cells, *(metrics.overall if len(header.domains) > 1 else [])]
     for cell in cells:
@@ -260,36 +464,64 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
         failure = max(cell.failures.items(), key=lambda kv: kv[1]) if cell.failures else None
         table.add_row(
             cell.domain, cell.agent, str(cell.tasks), *(_pct(cell.pass_k.get(k)) for k in range(1, top + 1)),
-            _pct(cell.table2.get("avg")), _pct(cell.write_pass_k.get(1)), f"{cell.tokens.total_per_trial:,.0f}",
+            f"{cell.mean_reward:.3f}", _pct(cell.write_pass_k.get(1)), f"{cell.tokens.total_per_trial:,.0f}",
             _pct(cell.tokens.ledger_share) if cell.agent != "fc" else "—",
             "—" if overhead is None else f"{overhead:+.1%}",
             f"{cell.gate_verdicts.get('REVISE', 0)}/{cell.gate_verdicts.get('BLOCK', 0)}",
-            str(sum(cell.would_refuse.values())), str(cell.crashed),
+            str(sum(cell.would_refuse.values())), str(cell.infra_errors), str(cell.unscored),
+            "/".join(_k(cell.roles[r].prompt + cell.roles[r].completion) if r in cell.roles else "—"
+                     for r in ("agent", "user", "judge")),
+            "—" if header.offline else money(cell.cost),
             escape(f"{failure[0]} ({failure[1]})") if failure else "")
     return table
 
 
-def print_outcome(outcome: EvalOutcome, console: Console) -> None:
-    console.print(results_table(outcome.header, outcome.metrics))
-    if outcome.header.offline:
+def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Console, resumed: int = 0) -> None:
+    console.print(results_table(header, metrics))
+    if header.offline:
+        counted = "local estimates (~4 characters per token)" if header.tokenizer == "estimate" else \
+            f"local counts with the {header.tokenizer} tokenizer"
         console.print("[yellow]Figures come from scripted agents (gold actions + careful reads), not from a model; "
-                      "tokens are local estimates (~4 characters per token).[/]")
-    if outcome.resumed:
-        console.print(f"[dim]{outcome.resumed} trial(s) were taken from the earlier run on disk.[/]")
-    console.print(f"results: {outcome.folder / 'results.json'}\nreport:  {outcome.folder / 'report.md'}")
+                      f"tokens are {counted}.[/]")
+    warning = unscored_warning(metrics)
+    if warning:
+        console.print("[bold red]" + escape(warning[0].removeprefix("> ").replace("**", "")) + "[/]")
+    infra = sum(c.infra_errors for c in metrics.cells)
+    if infra:
+        console.print(f"[bold yellow]{infra} trial(s) could not be run (infrastructure errors after "
+                      f"{header.max_retries} retries): left out of the metrics; --resume runs them again.[/]")
+    if resumed:
+        console.print(f"[dim]{resumed} trial(s) were taken from the earlier run on disk.[/]")
+    console.print(f"results: {folder / 'results.json'}\nreport:  {folder / 'report.md'}")
 
 
-async def cmd_eval(args: argparse.Namespace) -> int:
-    err = Console(stderr=True, highlight=False)
-    try:
-        runs, variants, settings, header, folder = build_run(args)
-    except (EvalInputError, BackendSourceError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        return 2
+def _consoles() -> tuple[Console, Console]:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, never wrapped
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=200)
-    judge = llm_judge(_model_factory(args.judge_model, args.base_url, args)()) if args.judge_model else None
+    return console, err
+
+
+async def cmd_eval(args: argparse.Namespace) -> int:
+    handlers = {"regrade": cmd_regrade, "compare": cmd_compare, "export": cmd_export}
+    if args.action in handlers:
+        return await handlers[args.action](args)
+    console, err = _consoles()
+    if args.paths:
+        err.print(f"[bold red]error:[/] unexpected argument(s) {escape(' '.join(args.paths))} (did you mean "
+                  "`eval regrade`, `eval compare` or `eval export`?)")
+        return 2
+    problems: list[str] = []
+    try:
+        runs, variants, settings, header, folder = build_run(args, problems)
+        judge = _judge(args)
+        prices = _prices(args)
+    except (EvalInputError, BackendSourceError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return 2
+    for problem in problems:
+        err.print(f"[bold yellow]skipped:[/] {escape(problem)}")
     progress = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("{task.description}"), console=err, transient=True)
     bar = progress.add_task("", total=None)
@@ -308,10 +540,129 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
     try:
         with progress:
-            outcome = await run_evaluation(runs, variants, settings, header, folder, resume=args.resume, judge=judge,
-                                           on_start=on_start, on_trial=on_trial)
+            outcome: EvalOutcome = await run_evaluation(runs, variants, settings, header, folder,
+                                                        resume=args.resume, judge=judge, prices=prices,
+                                                        on_start=on_start, on_trial=on_trial)
     except (ResultsError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
-    print_outcome(outcome, console)
+    print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed)
+    return 0
+
+
+# -- saved results: regrade, compare, export -------------------------------------------------------
+
+
+def _tool_kinds() -> Callable[[str], str]:
+    """Tool name -> kind over every domain (tau2 tool names do not collide across domains)."""
+    kinds = {spec.name: spec.kind.value for name in DOMAINS for spec in load_domain(name).tools}
+    return lambda name: kinds.get(name, "unknown")
+
+
+def _load(path: str) -> EvalResults:
+    return load_results(Path(path), kind_of=_tool_kinds())
+
+
+def _paths(args: argparse.Namespace, count: int, usage: str) -> list[str]:
+    if len(args.paths) != count:
+        raise EvalInputError(f"usage: ledgeragent eval {usage}")
+    return list(args.paths)
+
+
+async def cmd_regrade(args: argparse.Namespace) -> int:
+    console, err = _consoles()
+    try:
+        (path,) = _paths(args, 1, "regrade RESULTS [--tau2-dir D] [--judge-model M] [--out FOLDER]")
+        results = _load(path)
+        judge = _judge(args)
+        prices = _prices(args)
+        sources: list[RegradeDomain] = []
+        for domain in _domains(",".join(results.header.domains)):
+            tasks_path, database = _sources(domain, args.tau2_dir)
+            tasks, broken = read_tasks(tasks_path)
+            for problem in broken:
+                err.print(f"[bold yellow]skipped:[/] {escape(problem)}")
+            domain, _policy = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+            sources.append(RegradeDomain(domain, tasks, _opener(domain.name, database)))
+        source = Path(path)
+        folder = Path(args.out) if args.out else (source if source.is_dir() else source.parent) / "regraded"
+        if (folder / "trials.jsonl").exists():
+            raise EvalInputError(f"{folder} already holds a run; choose another --out folder")
+        outcome = await regrade(results, sources, folder / "work", judge=judge, prices=prices)
+    except (EvalInputError, ResultsError, TaskFileError, BackendSourceError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return 2
+    store = ResultStore(folder)
+    header = outcome.results.header
+    store.write_header(header)
+    for trial in outcome.results.trials:
+        store.append(trial)
+    store.close()
+    metrics = compute_metrics([t.light() for t in outcome.results.trials])
+    store.write_results(header, outcome.results.tasks, metrics_json(metrics))
+    write_report(folder, header, metrics, [t.light() for t in outcome.results.trials])
+    for name in ("work",):
+        work = folder / name
+        for leftover in work.glob("*") if work.is_dir() else []:
+            leftover.unlink()
+        if work.is_dir():
+            work.rmdir()
+    print_outcome(header, metrics, folder, console)
+    console.print(f"re-graded {len(outcome.results.trials)} trial(s) from {path}: {len(outcome.changed)} changed")
+    for d_name, task_id, agent, number, old, new in outcome.changed[:50]:
+        console.print(f"  {d_name} {task_id} {agent} #{number}: reward {old:g} -> {new:g}")
+    for missing in sorted(set(outcome.missing_tasks)):
+        err.print(f"[yellow]kept as recorded (task no longer in the tasks file):[/] {escape(missing)}")
+    for failure in outcome.judge_failures:
+        err.print(f"[yellow]kept as recorded (judge failed):[/] {escape(failure)}")
+    return 0
+
+
+async def cmd_compare(args: argparse.Namespace) -> int:
+    console, err = _consoles()
+    try:
+        first, second = _paths(args, 2, "compare A B")
+        a, b = _load(first), _load(second)
+    except (EvalInputError, ResultsError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return 2
+    cells = compare(a, b)
+    if not cells:
+        err.print("[bold red]error:[/] the two runs share no (domain, agent) cell")
+        return 2
+    for cell in cells:
+        table = Table(title=f"{cell.domain} / {cell.agent}: B - A over {cell.tasks} common task(s)",
+                      title_justify="left")
+        for column in ("k", "A pass^k", "B pass^k", "B - A", "95% CI (bootstrap over tasks)"):
+            table.add_column(column, justify="right")
+        for k in cell.ks:
+            table.add_row(str(k.k), _pct(k.a), _pct(k.b), f"{k.delta * 100:+.1f} pt",
+                          f"[{k.low * 100:+.1f}, {k.high * 100:+.1f}] pt")
+        console.print(table)
+        for diff in cell.differences[:100]:
+            console.print(f"  task {escape(diff.task_id)}: {diff.a[0]}/{diff.a[1]} -> {diff.b[0]}/{diff.b[1]} passed")
+        if cell.only_a or cell.only_b:
+            console.print(f"  [dim]only in A: {len(cell.only_a)} task(s); only in B: {len(cell.only_b)}[/]")
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace) -> int:
+    console, err = _consoles()
+    try:
+        (path,) = _paths(args, 1, "export RUN --out FOLDER")
+        if not args.out:
+            raise EvalInputError("export needs --out FOLDER (one tau2 results file per domain and agent)")
+        results = _load(path)
+        prices = _prices(args)
+        policies: dict[str, str] = {}
+        for domain in _domains(",".join(results.header.domains)):
+            if args.tau2_dir:
+                tasks_path, _database = _sources(domain, args.tau2_dir)
+                domain, _source = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+            policies[domain.name] = domain.policy
+    except (EvalInputError, ResultsError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return 2
+    for written in write_tau2(results, Path(args.out), policies, prices.cost):
+        console.print(f"wrote {written}")
     return 0

@@ -15,7 +15,8 @@ from core.events import AssistantTurnEvent, CallInfo, EventBus, LedgerUpdated, M
 from core.executor import CallExecutor, CallOutcome, utc_now
 from core.gate import PolicyGate
 from core.ledger import Ledger
-from core.llm.base import AssistantTurn, ChatModel, ModelError, Usage, estimate_tokens
+from core.llm.base import AssistantTurn, ChatModel, ModelError, Usage
+from core.llm.tokenizer import count_tokens
 from core.supervisor import Supervisor
 from core.tools import ToolBackend
 
@@ -143,7 +144,7 @@ class Agent:
         """One model call, then every proposed call handled in order. Raises ModelError."""
         self._step = step
         block = self.ledger.render() if self.config.ledger else None  # rendered once per model call
-        ledger_tokens = estimate_tokens(block) if block is not None else 0
+        ledger_tokens = count_tokens(block, cache=True) if block is not None else 0  # often unchanged per call
         turn = await self.model.complete(self.messages(block), self._tools)
         self.usage = self.usage + turn.usage
         self.bus.emit(AssistantTurnEvent(

@@ -306,12 +306,35 @@ class LedgerSnapshot(LedgerReader):
 
 
 def render_entries(entries: Mapping[str, LedgerEntry]) -> str:
+    """The prompt block: one `path = value` line per entry, in path order. A record held at several paths
+    (retail's authenticated profile at `user` and `users.<id>`) is written out once, at its most specific
+    path; the other paths say which one holds it, so the prompt carries each record once. Only the text
+    changes: every path still resolves to its own entry for the gate and the console."""
     if not entries:
         return "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>"
+    holder: dict[str, str] = {}  # record text -> the path that spells it out
+    for path in sorted(entries, key=lambda p: (-p.count("."), p)):
+        if isinstance(entries[path].value, dict):  # records only: a repeated scalar is no duplicate record
+            holder.setdefault(_value_text(entries[path]), path)
     lines = ["<ledger>"]
-    lines.extend(entries[p].rendered for p in sorted(entries))
+    for path in sorted(entries):
+        entry = entries[path]
+        owner = holder.get(_value_text(entry), path) if isinstance(entry.value, dict) else path
+        lines.append(entry.rendered if owner == path else _render_alias(entry, owner))
     lines.append("</ledger>")
     return "\n".join(lines)
+
+
+def _value_text(entry: LedgerEntry) -> str:
+    return entry.value_text or render_value(entry.value)
+
+
+def _render_alias(entry: LedgerEntry, owner: str) -> str:
+    line = f"{entry.path} = (same record as {owner})"
+    if entry.stale is not None:
+        line += (f"  # STALE: {entry.stale.tool} (step {entry.stale.step}) may have changed this;"
+                 " read it again before relying on it")
+    return line
 
 
 def diff_entries(old: Mapping[str, LedgerEntry], new: Mapping[str, LedgerEntry]) -> LedgerDiff:

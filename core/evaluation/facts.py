@@ -66,16 +66,6 @@ class TrialFacts:
     def termination(self) -> str:
         return self.ended.reason if self.ended is not None else "unknown"
 
-    def transcript(self) -> str:
-        """Role-prefixed conversation, as tau2's NL judge sees it."""
-        lines: list[str] = []
-        for turn in self.turns:
-            if turn.text:
-                lines.append(f"assistant: {turn.text}")
-            for call in turn.tool_calls:
-                lines.append(f"assistant (tool call): {call.name}({json.dumps(call.arguments, sort_keys=True)})")
-        return "\n".join(lines)
-
 
 def collect(events: Iterable[Any]) -> TrialFacts:
     """Facts from typed events (the bus history or a trace loaded back)."""
@@ -109,7 +99,11 @@ def collect(events: Iterable[Any]) -> TrialFacts:
 
 
 def arguments_equal(expected: Mapping[str, Any], actual: Mapping[str, Any], compare: list[str] | None) -> bool:
-    """tau2's action match: equal values on `compare` (all of the expected arguments when None)."""
-    keys = list(expected) if compare is None else compare
-    return all(expected.get(k) == actual.get(k) for k in keys) and (compare is not None or
-                                                                     set(expected) == set(actual))
+    """tau2's `Action.compare_with_tool_call` (names already equal): with `compare_args` None the keys compared
+    are the CALL's own keys, so an argument the call leaves out is not a mismatch, while an argument the gold
+    action lacks is; with `compare_args` given, exactly those keys are compared (absent on one side only is a
+    mismatch); no keys to compare is a match."""
+    keys = set(actual) if compare is None else set(compare)
+    if not keys:
+        return True
+    return {k: v for k, v in actual.items() if k in keys} == {k: v for k, v in expected.items() if k in keys}

@@ -12,10 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
+from core.evaluation.pricing import PriceTable
 from core.evaluation.report import write_report
 from core.evaluation.results import ResultsError, ResultStore, RunHeader, TrialSummary
 from core.evaluation.rewards import NLJudge
 from core.evaluation.runner import AgentVariant, DomainRun, EvalRunner, RunSettings
+from core.llm.tokenizer import tokenizer_name
 
 
 @dataclass(frozen=True)
@@ -46,17 +48,19 @@ def _check_resume(store: ResultStore, header: RunHeader, resume: bool) -> list[T
 
 async def run_evaluation(runs: Sequence[DomainRun], variants: Sequence[AgentVariant], settings: RunSettings,
                          header: RunHeader, folder: Path, *, resume: bool = False, judge: NLJudge | None = None,
+                         prices: PriceTable | None = None,
                          on_start: Callable[[int, int], None] | None = None,
                          on_trial: Callable[[TrialSummary], None] | None = None) -> EvalOutcome:
     """Run (or finish) an evaluation into `folder`. `on_start(total, already_done)` is called once before the
     first trial, `on_trial` after each one (progress display)."""
+    tokenizer_name()  # load the tokenizer now, not inside the first trial's timeout
     store = ResultStore(folder)
     header = header.model_copy(update={"created": header.created or datetime.now(UTC).isoformat(timespec="seconds")})
     done = _check_resume(store, header, resume)
     store.write_header(header)
     skip = frozenset(t.key for t in done)
     runner = EvalRunner(runs, variants, settings, workdir=folder / "work", store=store, judge=judge,
-                        on_trial=on_trial, skip=skip)
+                        on_trial=on_trial, skip=skip, prices=prices)
     if on_start is not None:
         on_start(runner.total(), len(done))
     try:

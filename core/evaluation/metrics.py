@@ -3,8 +3,13 @@ the ledger's overhead against FC (Table 3), gate statistics and the failure taxo
 
 pass^k is tau-bench's unbiased estimator: for a task with n trials of which c succeeded, the probability
 that k trials drawn without replacement all succeed is C(c, k) / C(n, k); pass^k is its mean over tasks.
-k runs from 1 to the smallest number of trials any task has. A crashed or timed-out trial is a failure
-(as on tau2's leaderboard) and is counted separately so it is visible.
+k runs from 1 to the smallest number of trials any task has.
+
+What counts, as in tau2-bench's `compute_metrics`: a trial that ended as an infrastructure error (it could not
+be run) is left out of pass^k and the mean reward, and counted (`infra_errors`). A timed-out trial is a
+failure. Beyond tau2: a trial with an unscored reward component (NL assertions and no judge) is left out
+too, and counted (`unscored`, `unscored_tasks`); it is never a success. `mean_reward` is tau2's avg_reward:
+the mean reward of the trials that count.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from core.evaluation.results import TrialSummary
+from core.evaluation.results import ROLES, TrialSummary
 
 BASELINE = "fc"
 
@@ -49,6 +54,17 @@ class TokenSummary(BaseModel):
     estimated: bool = False
 
 
+class RoleTotals(BaseModel):
+    """One role's tokens and cost summed over a cell's trials. `cost` None: some price is unknown."""
+
+    models: list[str] = Field(default_factory=list)
+    prompt: int = 0
+    completion: int = 0
+    calls: int = 0
+    cost: float | None = None
+    estimated: bool = False
+
+
 class AgentMetrics(BaseModel):
     domain: str
     agent: str
@@ -58,9 +74,14 @@ class AgentMetrics(BaseModel):
     table2: dict[str, float]  # pass^1, pass^K and their average, as the paper's Table 2
     write_tasks: int
     write_pass_k: dict[int, float]
-    mean_reward: float
-    crashed: int
-    unscored: int  # trials whose NL assertions were left unscored (no judge model)
+    mean_reward: float  # tau2's avg_reward over the trials that count
+    infra_errors: int  # trials that could not be run (left out of the metrics)
+    timeouts: int
+    unscored: int  # trials whose NL assertions were left unscored (no judge model): left out of the metrics
+    unscored_tasks: int
+    roles: dict[str, RoleTotals] = Field(default_factory=dict)  # agent / user / judge
+    cost: float | None = None  # every role, every trial; None when some price is unknown
+    cost_per_trial: float | None = None
     terminations: dict[str, int]
     failures: dict[str, int]
     tokens: TokenSummary
@@ -107,9 +128,28 @@ def _merge(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def agent_metrics(domain: str, agent: str, trials: Sequence[TrialSummary]) -> AgentMetrics:
+def _roles(trials: Sequence[TrialSummary]) -> dict[str, RoleTotals]:
+    totals: dict[str, RoleTotals] = {}
+    for role in ROLES:
+        used = [t.usage[role] for t in trials if role in t.usage and t.usage[role].calls]
+        if not used:
+            continue
+        costs = [u.cost for u in used]
+        cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        totals[role] = RoleTotals(models=sorted({u.model for u in used}), prompt=sum(u.prompt for u in used),
+                                  completion=sum(u.completion for u in used), calls=sum(u.calls for u in used),
+                                  cost=cost, estimated=any(u.estimated for u in used))
+    return totals
+
+
+def agent_metrics(domain: str, agent: str, all_trials: Sequence[TrialSummary]) -> AgentMetrics:
     by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
     writes: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    ran = [t for t in all_trials if not t.infra]
+    trials = [t for t in ran if t.scored]
+    roles = _roles(all_trials)
+    priced = [r.cost for r in roles.values()]
+    cost = None if not priced or any(c is None for c in priced) else sum(c for c in priced if c is not None)
     for trial in sorted(trials, key=lambda t: t.trial):
         by_task[(trial.domain, trial.task_id)].append(trial.success)
         if trial.has_write:
@@ -120,31 +160,33 @@ def agent_metrics(domain: str, agent: str, trials: Sequence[TrialSummary]) -> Ag
     if ks:
         table2 = {"pass^1": ks[1], f"pass^{top}": ks[top], "avg": (ks[1] + ks[top]) / 2}
     predicates: dict[str, Counter[str]] = defaultdict(Counter)
-    for trial in trials:
+    for trial in ran:
         for pid, counts in trial.gate.predicates.items():
             predicates[pid].update(counts)
     return AgentMetrics(
         domain=domain, agent=agent, tasks=len(by_task), trials=len(trials), pass_k=ks, table2=table2,
         write_tasks=len(writes), write_pass_k=pass_k({f"{d}/{t}": s for (d, t), s in writes.items()}),
         mean_reward=mean(t.reward for t in trials) if trials else 0.0,
-        crashed=sum(t.status != "ok" for t in trials),
-        unscored=sum(bool(t.unscored) for t in trials),
-        terminations=dict(sorted(Counter(t.termination for t in trials).items())),
+        infra_errors=sum(t.infra for t in all_trials), timeouts=sum(t.status == "timeout" for t in ran),
+        unscored=sum(bool(t.unscored) for t in ran),
+        unscored_tasks=len({(t.domain, t.task_id) for t in ran if t.unscored}),
+        roles=roles, cost=cost, cost_per_trial=cost / len(all_trials) if cost is not None and all_trials else None,
+        terminations=dict(sorted(Counter(t.termination for t in all_trials).items())),
         failures=dict(sorted(Counter(t.failure.category for t in trials if t.failure).items())),
-        tokens=_tokens(trials),
-        gate_verdicts=_merge(t.gate.verdicts for t in trials),
+        tokens=_tokens(ran),
+        gate_verdicts=_merge(t.gate.verdicts for t in ran),
         gate_predicates={pid: dict(sorted(c.items())) for pid, c in sorted(predicates.items())},
-        gate_escalated=sum(t.gate.escalated for t in trials),
-        overrides=_merge(t.gate.overrides for t in trials),
-        would_refuse=dict(sorted(Counter(p for t in trials for p in t.would_refuse).items())),
-        slips=sum(len(t.slips) for t in trials),
+        gate_escalated=sum(t.gate.escalated for t in ran),
+        overrides=_merge(t.gate.overrides for t in ran),
+        would_refuse=dict(sorted(Counter(p for t in ran for p in t.would_refuse).items())),
+        slips=sum(len(t.slips) for t in ran),
     )
 
 
 def _overhead(trials: Sequence[TrialSummary], agent: str, field: str) -> float | None:
     """Mean per-trial tokens of `agent` vs FC over the tasks both ran (paired, so task mix cancels out)."""
     per: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
-    for t in trials:
+    for t in (t for t in trials if not t.infra):
         per[t.agent][(t.domain, t.task_id)].append(t.tokens.total if field == "total" else t.tokens.prompt)
     common = set(per[agent]) & set(per[BASELINE])
     if not common:

@@ -22,8 +22,9 @@ and an agent that asks for the wrong one gets that one, as with a cooperative ta
 the looks a careful agent asks for before a phone action (`before_ask`) and the reads it makes after one
 (`after_ask`: a payment made on the phone changes the bills).
 
-Token usage is estimated locally (`estimate_tokens`, about 4 characters per token) over the text a real
-endpoint would tokenise: message contents, tool calls and tool schemas (not their JSON escaping).
+Token usage is counted locally (`core.llm.tokenizer.count_tokens`: the cl100k_base tokenizer, offline, or
+about 4 characters per token without it) over the text a real endpoint would tokenise: message contents,
+tool calls and tool schemas (not their JSON escaping).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from typing import Any, Literal, Protocol
 
 from core.domain import Domain
 from core.evaluation.tasks import Action, Task, opening_line
-from core.llm.base import AssistantTurn, Message, Usage, estimate_tokens
+from core.llm.base import AssistantTurn, Message, Usage
+from core.llm.tokenizer import count_tokens
 from core.tools import ToolCall, ToolKind
 from core.users import STOP, Phone, PhoneResult, Utterance
 
@@ -217,14 +219,18 @@ class _Item:
     retries: int = 0
 
 
-def _prompt_text(messages: Sequence[Message]) -> str:
+def _prompt_pieces(messages: Sequence[Message]) -> list[str]:
+    """The prompt's text in pieces that repeat verbatim from call to call (each message; the system prompt's
+    blocks: instructions, policy, ledger), so each piece is tokenised once per trial, not once per call."""
     pieces: list[str] = []
     for message in messages:
-        pieces.append(f"{message.get('role', '')}: {message.get('content') or ''}")
+        content = str(message.get("content") or "")
+        role = str(message.get("role", ""))
+        pieces.extend(content.split("\n\n") if role == "system" else [f"{role}: {content}"])
         for call in message.get("tool_calls") or ():
             function = call.get("function", {}) if isinstance(call, Mapping) else {}
             pieces.append(f"{function.get('name', '')} {function.get('arguments', '')}")
-    return "\n".join(pieces)
+    return pieces
 
 
 def _last_tool_results(messages: Sequence[Message]) -> str:
@@ -320,16 +326,17 @@ class AdaptiveScriptedAgent:
             text = "Is there anything else I can help you with?" if self._finished else self.plan.final_message
             self._finished = True
             item = _Item("say", text=text)
-        prompt = estimate_tokens(_prompt_text(messages)) + estimate_tokens(tools_text)
+        prompt = sum(count_tokens(piece, cache=True) for piece in _prompt_pieces(messages)) \
+            + count_tokens(tools_text, cache=True)
         if item.kind == "say" or item.call is None:
             text = " ".join([*self._notes, item.text])
             self._notes.clear()
-            usage = Usage(prompt, estimate_tokens(text), estimated=True)
+            usage = Usage(prompt, count_tokens(text), estimated=True)
             return AssistantTurn(text=text, usage=usage, model=self.name, finish_reason="stop")
         self._calls += 1
         call = ToolCall(f"call_{self._calls}", item.call.name, dict(item.call.arguments))
         self._awaiting = item
-        usage = Usage(prompt, estimate_tokens(call.name + call.arguments_json()), estimated=True)
+        usage = Usage(prompt, count_tokens(call.name + call.arguments_json()), estimated=True)
         return AssistantTurn(text=None, tool_calls=(call,), usage=usage, model=self.name, finish_reason="tool_calls")
 
 

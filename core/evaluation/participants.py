@@ -13,6 +13,7 @@ from core.domain import Domain
 from core.evaluation.offline import AdaptiveScriptedAgent, GoldPlanner, OfflineCustomer, OfflinePlan, OfflinePlanner
 from core.evaluation.runner import AgentVariant
 from core.evaluation.tasks import Task, render_instructions
+from core.evaluation.usage import MeteredModel
 from core.llm.base import ChatModel
 from core.users import LLMUserSimulator, UserProxy
 
@@ -69,7 +70,7 @@ class ModelParticipants:
     def user(self, task: Task, trial: int) -> UserProxy:
         if self.user_model is None:
             return OfflineCustomer.for_task(task)
-        return LLMUserSimulator(self.user_model(), render_instructions(task.user_scenario))
+        return LLMUserSimulator(MeteredModel(self.user_model()), render_instructions(task.user_scenario))
 
     async def release(self, model: ChatModel, user: UserProxy) -> None:
         for client in (model, getattr(user, "model", None)):

@@ -68,6 +68,27 @@ def pass_k_svg(title: str, series: dict[str, dict[int, float]], *, width: int = 
     return "\n".join(parts) + "\n"
 
 
+def _opt(value: object) -> str:
+    return "endpoint default" if value is None else str(value)
+
+
+def money(value: float | None) -> str:
+    """A cost for a table: "unknown price" when any price was unknown, never 0 for a missing price."""
+    return "unknown price" if value is None else f"${value:,.4f}"
+
+
+def unscored_warning(metrics: Metrics) -> list[str]:
+    """The loud line a run without a judge gets when tasks have NL assertions."""
+    pool = metrics.cells
+    trials = sum(c.unscored for c in pool)
+    if not trials:
+        return []
+    tasks = sum(c.unscored_tasks for c in pool)
+    return [f"> **WARNING: {trials} trial(s) of {tasks} task(s) are UNSCORED**: their tasks have NL assertions and "
+            "no judge model graded them (pass --judge-model). They are not counted as passed: they are left out "
+            "of pass^k and the average reward.", ""]
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.1f}%"
 
@@ -105,22 +126,34 @@ def render_markdown(header: RunHeader, metrics: Metrics, trials: Sequence[TrialS
         ["max steps / max tool errors", f"{header.max_steps} / {header.max_errors}"],
         ["disabled predicates", ", ".join(header.disabled_predicates) or "none"],
         ["compact history (ledger)", "on" if header.compact_history else "off"],
-        ["NL judge", header.judge_model or "none (NL assertions unscored)"],
+        ["NL judge", (f"{header.judge_model}" + (f" at {header.judge_base_url}" if header.judge_base_url else ""))
+         if header.judge_model else "none (trials of tasks with NL assertions are unscored)"],
+        ["policy", "; ".join(f"{d}: {s}" for d, s in header.policy_sources.items()) or "ours"],
+        ["temperature / seed sent", f"{_opt(header.temperature)} / {_opt(header.model_seed)}"],
+        ["extra model arguments", "; ".join(f"{role}: {args}" for role, args in (
+            ("agent", header.agent_model_args), ("user", header.user_model_args),
+            ("judge", header.judge_model_args)) if args) or "none"],
+        ["whole-trial retries (infrastructure errors)", str(header.max_retries)],
         ["token counts", "local estimate (~4 characters per token)" if header.tokenizer == "estimate"
-         else header.tokenizer],
+         else "as the endpoint reported them" if header.tokenizer == "API usage"
+         else f"local counts with the {header.tokenizer} tokenizer (tiktoken, offline data)"],
     ])
+    lines += unscored_warning(metrics)
     lines += ["## pass^k (Table 2)", "",
               "pass^k: the chance that k independent trials of a task all succeed (unbiased estimator "
-              "C(c, k) / C(n, k), averaged over tasks). Avg = (pass^1 + pass^K) / 2, as in the paper's Table 2.", ""]
+              "C(c, k) / C(n, k), averaged over tasks). Avg = tau2-bench's average reward over the trials that "
+              "count. Trials that could not be run (infrastructure errors) and unscored trials are left out of "
+              "both, and counted in their own columns.", ""]
     rows = []
-    for cell in [*metrics.cells, *(metrics.overall if len(header.domains) > 1 else [])]:
+    cells = [*metrics.cells, *(metrics.overall if len(header.domains) > 1 else [])]
+    top = max((max(c.pass_k) for c in cells if c.pass_k), default=1)
+    for cell in cells:
         ks = cell.pass_k
-        top = max(ks) if ks else 0
-        rows.append([cell.domain, cell.agent, str(cell.tasks), str(cell.trials), _pct(ks.get(1)),
-                     _pct(ks.get(top)) + (f" (k={top})" if top else ""), _pct(cell.table2.get("avg")),
-                     f"{cell.mean_reward:.3f}", str(cell.crashed)])
-    lines += _table(["domain", "agent", "tasks", "trials", "pass^1", "pass^K", "Avg", "mean reward",
-                     "crashed/timeout"], rows)
+        rows.append([cell.domain, cell.agent, str(cell.tasks), str(cell.trials),
+                     *(_pct(ks.get(k)) for k in range(1, top + 1)), f"{cell.mean_reward:.3f}",
+                     str(cell.infra_errors), str(cell.unscored), str(cell.timeouts), money(cell.cost)])
+    lines += _table(["domain", "agent", "tasks", "trials", *(f"pass^{k}" for k in range(1, top + 1)), "Avg",
+                     "infra errors", "unscored", "timeouts", "cost"], rows)
     for domain in header.domains:
         cells = [c for c in metrics.cells if c.domain == domain]
         if not cells:
@@ -147,7 +180,8 @@ def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:
     lines = ["## Tokens (Table 3)", "",
              "Per trial, summed over the agent's model calls. Ledger share: the rendered ledger block's part of "
              "the prompt tokens (always a local estimate). Overhead: total tokens against FC on the same tasks."
-             + (" Counts are local estimates (about 4 characters per token), not a model's tokenizer."
+             + ((" Counts are local estimates (about 4 characters per token), not a model's tokenizer."
+                 if header.tokenizer == "estimate" else f" Local counts use the {header.tokenizer} tokenizer.")
                 if estimated else ""), ""]
     rows = []
     for cell in pool:
@@ -159,8 +193,20 @@ def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:
                      "baseline" if cell.agent == "fc" else (f"{overhead:+.1%}" if overhead is not None else "—"),
                      "baseline" if cell.agent == "fc" else
                      (f"{prompt_overhead:+.1%}" if prompt_overhead is not None else "—")])
-    return lines + _table(["domain", "agent", "prompt/trial", "completion/trial", "model calls/trial",
-                           "prompt/call", "ledger share", "overhead vs FC", "prompt vs FC"], rows)
+    lines += _table(["domain", "agent", "prompt/trial", "completion/trial", "model calls/trial",
+                     "prompt/call", "ledger share", "overhead vs FC", "prompt vs FC"], rows)
+    lines += ["### Tokens and cost per role", "",
+              "Every model each trial used: the agent, the customer simulator and the judge; prompt and "
+              "completion tokens summed over the cell's trials, cost from the run's price table (USD per million "
+              "tokens; \"unknown price\" when a model is not in it). Scripted stand-ins use no model and cost "
+              "nothing.", ""]
+    role_rows = [[c.domain, c.agent, role, ", ".join(r.models), f"{r.prompt:,}", f"{r.completion:,}", str(r.calls),
+                  money(r.cost) if not header.offline else "— (scripted)"]
+                 for c in pool for role, r in c.roles.items()]
+    role_rows += [[c.domain, c.agent, "all roles", "", "", "", "", money(c.cost) if not header.offline else "—"]
+                  for c in pool]
+    return lines + _table(["domain", "agent", "role", "model", "prompt tokens", "completion tokens", "calls",
+                           "cost"], role_rows)
 
 
 def _gate_section(metrics: Metrics) -> list[str]:

@@ -14,7 +14,7 @@ order (domain, task, agent, trial), so the same run gives the same file whatever
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -24,7 +24,12 @@ from core.evaluation.rewards import RewardInfo
 from core.evaluation.tasks import Task
 
 RESULTS_VERSION = 1
-TrialStatus = Literal["ok", "crashed", "timeout"]
+# "infra_error": the trial could not be run (a model endpoint kept failing, the harness crashed) even after
+# --max-retries whole-trial retries. As in tau2-bench it is no task failure: left out of every metric, counted
+# and shown, and run again on --resume. "crashed" is what older runs recorded for the same thing.
+TrialStatus = Literal["ok", "crashed", "timeout", "infra_error"]
+EXCLUDED_STATUSES = frozenset({"crashed", "infra_error"})
+ROLES = ("agent", "user", "judge")
 
 
 class StepTokens(BaseModel):
@@ -42,6 +47,24 @@ class TokenStats(BaseModel):
     model_calls: int = 0
     estimated: bool = False  # True when any count is a local estimate rather than the API's usage
     steps: list[StepTokens] = Field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+
+class RoleUsage(BaseModel):
+    """Tokens and cost of one role (agent, customer simulator or judge) in one trial.
+
+    `cost` is None when the price of `model` is unknown (never 0: a missing price is not a free model) or
+    when the role used no model (scripted stand-ins). `estimated`: some count is a local estimate."""
+
+    model: str = ""
+    prompt: int = 0
+    completion: int = 0
+    calls: int = 0
+    cost: float | None = None
+    estimated: bool = False
 
     @property
     def total(self) -> int:
@@ -86,10 +109,28 @@ class TrialSummary(BaseModel):
     unscored: list[str] = Field(default_factory=list)  # reward components left unscored (NL without a judge)
     reward_info: RewardInfo | None = None
     failure: Failure | None = None
+    attempts: int = 1  # whole-trial attempts made (more than 1 after infrastructure failures)
+    usage: dict[str, RoleUsage] = Field(default_factory=dict)  # role -> tokens and cost (agent, user, judge)
 
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.domain, self.task_id, self.agent, self.trial)
+
+    @property
+    def infra(self) -> bool:
+        """The trial could not be run: no evidence about the agent, so it is in no metric."""
+        return self.status in EXCLUDED_STATUSES
+
+    @property
+    def scored(self) -> bool:
+        """Counted in pass^k and the mean reward: it ran, and every reward component was graded."""
+        return not self.infra and not self.unscored
+
+    @property
+    def cost(self) -> float | None:
+        """Summed cost of every role that used a model; None when any of them has an unknown price."""
+        costs = [u.cost for u in self.usage.values() if u.calls]
+        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
     def light(self) -> TrialSummary:
         """What a run keeps in memory per trial: no trace, no per-step tokens, no reward details (all on
@@ -126,10 +167,20 @@ class RunHeader(BaseModel):
     disabled_predicates: list[str] = Field(default_factory=list)
     compact_history: bool = False
     tokenizer: str = "estimate"
+    user_base_url: str | None = None
+    judge_base_url: str | None = None
+    temperature: float | None = None  # sent to every role's endpoint (None: the endpoint's default)
+    model_seed: int | None = None  # `seed` sent to every role's endpoint (--seed with a model)
+    agent_model_args: dict[str, Any] = Field(default_factory=dict)  # extra request fields per role
+    user_model_args: dict[str, Any] = Field(default_factory=dict)
+    judge_model_args: dict[str, Any] = Field(default_factory=dict)
+    max_retries: int = 3  # whole-trial retries after an infrastructure failure
+    policy_sources: dict[str, str] = Field(default_factory=dict)  # domain -> the policy text the agent got
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)  # model -> input/output USD per 1M tokens
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields a resumed run must share with the run on disk."""
-        return self.model_dump(exclude={"created", "trials", "version"})
+        """The fields a resumed run must share with the run on disk (retries and prices change no trial)."""
+        return self.model_dump(exclude={"created", "trials", "version", "max_retries", "prices"})
 
 
 class EvalResults(BaseModel):
@@ -177,7 +228,8 @@ class ResultStore:
                 offset += len(raw)
 
     def done(self) -> list[TrialSummary]:
-        """Trials already on disk (a half-written last line from an interrupted run is ignored)."""
+        """Trials already on disk (a half-written last line from an interrupted run is ignored). A trial that
+        ended as an infrastructure error is not done: --resume runs it again (the newer line wins)."""
         found: dict[tuple[str, str, str, int], TrialSummary] = {}
         for _offset, _length, line in self._lines():
             try:
@@ -185,7 +237,7 @@ class ResultStore:
             except ValidationError:
                 continue
             found[summary.key] = summary.light()
-        return list(found.values())
+        return [s for s in found.values() if not s.infra]
 
     def append(self, result: TrialResult) -> None:
         if self._handle is None:
@@ -231,9 +283,10 @@ class ResultStore:
         return self.results_path
 
 
-def load_results(path: Path) -> EvalResults:
-    """Load a finished run (`results.json`, or a run folder) or an interrupted one (a folder with only
-    run.json and trials.jsonl): the public entry point for a results viewer."""
+def load_results(path: Path, kind_of: Callable[[str], str] | None = None) -> EvalResults:
+    """Load a finished run (`results.json`, or a run folder), an interrupted one (a folder with only
+    run.json and trials.jsonl), or a tau2-bench results file (`tau2_format.from_tau2`; `kind_of` gives its
+    tools' kinds, "unknown" without it): the public entry point for a results viewer."""
     if path.is_dir():
         if (path / "results.json").is_file():
             path = path / "results.json"
@@ -242,20 +295,36 @@ def load_results(path: Path) -> EvalResults:
             header = store.read_header()
             if header is None:
                 raise ResultsError(f"{path}: no results.json and no run.json: not a run folder")
-            trials: list[TrialResult] = []
+            latest: dict[tuple[str, str, str, int], TrialResult] = {}  # a re-run trial's newer line wins
             for _offset, _length, line in store._lines():
                 try:
-                    trials.append(TrialResult.model_validate_json(line))
+                    trial = TrialResult.model_validate_json(line)
                 except ValidationError:
                     continue
-            return EvalResults(header=header, trials=trials)
+                latest.pop(trial.key, None)
+                latest[trial.key] = trial
+            return EvalResults(header=header, trials=list(latest.values()))
     try:
-        return EvalResults.model_validate_json(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ResultsError(f"no such results file: {path}") from exc
+    except (UnicodeDecodeError, IsADirectoryError) as exc:
+        raise ResultsError(f"{path}: not a results file ({exc})") from exc
+    try:
+        return EvalResults.model_validate_json(text)
     except ValidationError as exc:
+        from core.evaluation.tau2_format import is_tau2, load_tau2
+
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError:
+            raw = None
+        if is_tau2(raw):
+            return load_tau2(path, raw, kind_of)
         first = exc.errors()[0]
-        raise ResultsError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+        where = ".".join(str(p) for p in first["loc"])
+        raise ResultsError(f"{path}: not a LedgerAgent or tau2-bench results file ({where + ': ' if where else ''}"
+                           f"{first['msg']})") from exc
 
 
 def summaries(trials: Iterable[TrialSummary]) -> list[TrialSummary]:

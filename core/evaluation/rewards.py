@@ -37,6 +37,7 @@ fails when the customer never toggles, however right the agent's own writes were
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -44,6 +45,7 @@ from pydantic import BaseModel, Field
 from core.domain import Domain
 from core.evaluation.facts import ExecutedCall, TrialFacts, arguments_equal
 from core.evaluation.tasks import Action, EnvAssertion, EnvFunctionCall, RewardType, Task, side_of
+from core.llm.base import Usage
 from core.tools import ToolError, ToolKind, format_tool_result
 
 # tau2: user_stop covers all three user stop tokens; agent_stop is the agent's own stop.
@@ -115,10 +117,26 @@ class RewardInfo(BaseModel):
 
     @property
     def success(self) -> bool:
-        return abs(self.reward - 1.0) < 1e-6
+        """tau2's `is_successful` (reward within 1e-6 of 1), and never for a trial with an unscored component:
+        a reward that was not graded is no evidence of success."""
+        return abs(self.reward - 1.0) < 1e-6 and not self.unscored
 
 
-NLJudge = Callable[[str, Sequence[str]], Awaitable[list[CheckResult]]]
+class JudgeError(Exception):
+    """The NL judge could not grade (endpoint failure, unreadable answer): an infrastructure failure."""
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    checks: list[CheckResult]
+    usage: Usage
+    model: str = ""
+
+
+class NLJudge(Protocol):
+    """Grades NL assertions against a trajectory of tau2 messages (`trajectory.tau2_messages`)."""
+
+    async def __call__(self, messages: Sequence[Mapping[str, Any]], assertions: Sequence[str]) -> JudgeVerdict: ...
 
 
 # -- environment preparation -----------------------------------------------------------------------
@@ -229,8 +247,9 @@ def action_checks(task: Task, facts: TrialFacts, domain: Domain) -> list[ActionC
     checks: list[ActionCheck] = []
     for action in task.gold_actions:
         kind = domain.kind_of(action.name)
-        matched = any(c.name == action.name and side_of(c.requestor) == action.side
-                      and arguments_equal(action.arguments, c.arguments, action.compare_args)
+        # tau2's ActionEvaluator: any tool call of the trajectory (either requestor, succeeded or failed)
+        # that `compare_with_tool_call` accepts; calls the gate stopped never ran and are not in it.
+        matched = any(c.name == action.name and arguments_equal(action.arguments, c.arguments, action.compare_args)
                       for c in facts.executed)
         checks.append(ActionCheck(action_id=action.action_id, name=action.name,
                                   kind=kind.value if kind is not None else "unknown", matched=matched,
@@ -275,9 +294,19 @@ def write_checks(task: Task, facts: TrialFacts, domain: Domain, failed: Sequence
 
 
 async def evaluate(*, task: Task, domain: Domain, facts: TrialFacts, backend: TrialBackend, base: Any,
-                   gold: GoldState, live_hash: str | None, judge: NLJudge | None = None) -> RewardInfo:
-    """Grade one finished trial. Leaves `backend` restored to `base`."""
-    basis = [RewardType(b) for b in task.criteria.reward_basis]
+                   gold: GoldState, live_hash: str | None, judge: NLJudge | None = None,
+                   messages: Sequence[Mapping[str, Any]] = ()) -> tuple[RewardInfo, JudgeVerdict | None]:
+    """Grade one finished trial, as tau2's `evaluate_simulation` (evaluation type ALL). Leaves `backend`
+    restored to `base`. Returns the reward and the judge's verdict (None when no judge was asked).
+
+    tau2's order of edge cases: a trial that did not end with a stop token scores 0; a task without evaluation
+    criteria scores 1; a task whose criteria have neither `actions` nor `env_assertions` (both absent, not
+    merely empty) passes the DB check. The judge is asked only when NL_ASSERTION is in the reward basis and the
+    task has assertions; it gets `messages` (the tau2 trajectory). Raises JudgeError when the judge fails.
+    """
+    premature = facts.termination not in STOP_REASONS
+    criteria = task.evaluation_criteria
+    basis = [RewardType(b) for b in criteria.reward_basis] if criteria is not None else []
     await prepare(backend, base, task)
     mismatches = await _replay(backend, facts.writes)
     predicted = await backend.state_hash()
@@ -285,15 +314,23 @@ async def evaluate(*, task: Task, domain: Domain, facts: TrialFacts, backend: Tr
         mismatches.append("the trial's own database differs from the replay of its executed writes")
     env = await _env_assertions(backend, task)
     await backend.restore(base)
-    match = predicted == gold.hash
+    no_state_criteria = criteria is not None and criteria.actions is None and criteria.env_assertions is None
+    match = predicted == gold.hash or no_state_criteria
     db = DBCheck(db_match=match, db_reward=float(match), predicted_hash=predicted, gold_hash=gold.hash,
                  live_hash=live_hash, replay_mismatches=mismatches)
     communicate = communicate_checks(task, facts)
     actions = action_checks(task, facts, domain)
-    nl: list[CheckResult] | None = None
-    assertions = task.criteria.nl_assertions or []
-    if assertions and judge is not None:
-        nl = await judge(facts.transcript(), assertions)
+    checks = write_checks(task, facts, domain, gold.failed)
+    if premature or criteria is None:
+        reward = 0.0 if premature else 1.0
+        return RewardInfo(reward=reward, reward_basis=[b.value for b in basis], breakdown={}, premature=premature,
+                          db_check=db, env_assertions=env, communicate_checks=communicate, action_checks=actions,
+                          write_checks=checks), None
+    verdict: JudgeVerdict | None = None
+    assertions = criteria.nl_assertions or []
+    if assertions and judge is not None and RewardType.NL_ASSERTION in basis:
+        verdict = await judge(messages, assertions)
+    nl = verdict.checks if verdict is not None else None
     breakdown: dict[str, float | None] = {
         RewardType.DB.value: db.db_reward,
         RewardType.COMMUNICATE.value: float(all(c.met for c in communicate)),
@@ -302,17 +339,13 @@ async def evaluate(*, task: Task, domain: Domain, facts: TrialFacts, backend: Tr
         RewardType.NL_ASSERTION.value: (1.0 if not assertions else None if nl is None
                                         else float(all(c.met for c in nl))),
     }
+    breakdown = {b.value: breakdown[b.value] for b in basis}  # tau2 reports only the components it multiplies
     unscored = [b.value for b in basis if breakdown[b.value] is None]
     reward = 1.0
     for kind in basis:
         value = breakdown[kind.value]
         if value is not None:
             reward *= value
-    premature = facts.termination not in STOP_REASONS
-    if premature:
-        reward = 0.0
     return RewardInfo(reward=reward, reward_basis=[b.value for b in basis], breakdown=breakdown,
-                      premature=premature, db_check=db, env_assertions=env, communicate_checks=communicate,
-                      nl_assertions=nl, action_checks=actions,
-                      write_checks=write_checks(task, facts, domain, gold.failed),
-                      unscored=unscored)
+                      premature=False, db_check=db, env_assertions=env, communicate_checks=communicate,
+                      nl_assertions=nl, action_checks=actions, write_checks=checks, unscored=unscored), verdict

@@ -9,11 +9,17 @@ from the patched data. Nothing a trial does can leak into another: different fil
 different event buses, different model clients.
 
 Bounds. Max steps (the session's own guard), max tool errors (tau2's `too_many_errors`, checked before each
-model call), and a wall-clock timeout per trial. A trial that crashes or times out is recorded with its
-reason and graded as a failure; a slot that cannot be restored after a crash is replaced, so one broken trial
-cannot poison the next.
+model call), and a wall-clock timeout per trial (a timed-out trial is a failure, tau2's `timeout`).
 
-Resume. Finished trials are appended to `trials.jsonl` as they end; a resumed run skips the keys on disk.
+Infrastructure failures, as tau2-bench: a trial whose model endpoint (agent, customer simulator or judge)
+kept failing after the client's own retries, or in which the harness crashed, tells nothing about the agent.
+It is retried whole (`RunSettings.max_retries`, fresh state and fresh models), and if every attempt fails it
+is recorded with status `infra_error` (termination `infrastructure_error`): left out of every metric, counted
+and shown, and run again on --resume. A slot that cannot be restored after a crash is replaced, so one
+broken trial cannot poison the next.
+
+Resume. Finished trials are appended to `trials.jsonl` as they end; a resumed run skips the keys on disk
+(except infrastructure errors).
 """
 
 from __future__ import annotations
@@ -32,11 +38,24 @@ from typing import Any, Protocol
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.evaluation.analysis import classify, gate_stats, token_stats, would_refuse
-from core.evaluation.facts import collect
-from core.evaluation.results import ResultStore, TrialResult, TrialStatus, TrialSummary
-from core.evaluation.rewards import GoldState, NLJudge, RewardInfo, TrialBackend, evaluate, gold_state, prepare
+from core.evaluation.facts import TrialFacts, collect
+from core.evaluation.pricing import PriceTable
+from core.evaluation.results import ResultStore, RoleUsage, TrialResult, TrialStatus, TrialSummary
+from core.evaluation.rewards import (
+    GoldState,
+    JudgeError,
+    JudgeVerdict,
+    NLJudge,
+    RewardInfo,
+    TrialBackend,
+    evaluate,
+    gold_state,
+    prepare,
+)
 from core.evaluation.tasks import InitializationData, Task
-from core.events import EventBus, ToolResultEvent
+from core.evaluation.trajectory import tau2_messages
+from core.evaluation.usage import MeteredModel, agent_usage, role_usage
+from core.events import EventBus, ModelFailed, ToolResultEvent
 from core.llm.base import AssistantTurn, ChatModel, Message, RetryListener
 from core.session import Session, SessionResult
 from core.tools import ToolKind
@@ -75,6 +94,8 @@ class RunSettings:
     max_errors: int = 10
     concurrency: int = 4
     trial_timeout: float | None = 600.0
+    max_retries: int = 3  # whole-trial retries after an infrastructure failure (tau2's --max-retries)
+    retry_delay: float = 0.0  # seconds before a retry
 
 
 @dataclass
@@ -154,9 +175,10 @@ class EvalRunner:
     def __init__(self, runs: Sequence[DomainRun], variants: Sequence[AgentVariant], settings: RunSettings, *,
                  workdir: Path, store: ResultStore | None = None, judge: NLJudge | None = None,
                  on_trial: Callable[[TrialSummary], None] | None = None,
-                 skip: frozenset[TrialKey] = frozenset()) -> None:
-        if settings.concurrency < 1 or settings.trials < 1:
-            raise ValueError("concurrency and trials must be at least 1")
+                 skip: frozenset[TrialKey] = frozenset(), prices: PriceTable | None = None) -> None:
+        if settings.concurrency < 1 or settings.trials < 1 or settings.max_retries < 0:
+            raise ValueError("concurrency and trials must be at least 1, max_retries at least 0")
+        self.prices = prices
         self.runs = list(runs)
         self.variants = list(variants)
         self.settings = settings
@@ -206,10 +228,7 @@ class EvalRunner:
         try:
             while not queue.empty():
                 task, variant, trial = queue.get_nowait()
-                result, healthy = await self._trial(run, slot, task, variant, trial)
-                if not healthy:
-                    await self._discard(slot)
-                    slot = await self._open_slot(run)
+                result = await self._trial(run, slot, task, variant, trial)
                 summary = result.summary()
                 if self.store is not None:
                     self.store.append(result)
@@ -274,16 +293,44 @@ class EvalRunner:
     # -- one trial -----------------------------------------------------------------------------------
 
     async def _trial(self, run: DomainRun, slot: _Slot, task: Task, variant: AgentVariant,
-                     trial: int) -> tuple[TrialResult, bool]:
-        """Run, grade and summarise one trial. Returns the result and whether the slot is still usable."""
+                     trial: int) -> TrialResult:
+        """One trial, retried whole (fresh database state, fresh models) after an infrastructure failure, as
+        tau2's `run_with_retry`; after `max_retries` retries it is recorded as an infrastructure error. A slot
+        an attempt left unusable is replaced in place."""
+        attempts = self.settings.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            if attempt > 1 and self.settings.retry_delay > 0:
+                await asyncio.sleep(self.settings.retry_delay)
+            result, ok, infra = await self._attempt(run, slot, task, variant, trial)
+            if not ok:  # the shared slot may be mid-transaction: the next attempt needs a clean one
+                await self._discard(slot)
+                fresh = await self._open_slot(run)
+                slot.path, slot.backend, slot.base = fresh.path, fresh.backend, fresh.base
+            result.attempts = attempt
+            if infra is None:
+                return result
+            if attempt == attempts:
+                result.status = "infra_error"
+                result.termination = "infrastructure_error"
+                result.detail = f"infrastructure error after {attempt} attempt(s): {infra}"
+                result.reward, result.success, result.failure = 0.0, False, None
+                return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, run: DomainRun, slot: _Slot, task: Task, variant: AgentVariant,
+                       trial: int) -> tuple[TrialResult, bool, str | None]:
+        """Run, grade and summarise one attempt. Returns the result, whether the slot is still usable, and
+        the infrastructure failure that makes the attempt void (None: a real trial, whatever its reward)."""
         started = time.perf_counter()
         domain = run.domain
         status: TrialStatus = "ok"
         detail = ""
+        infra: str | None = None
         bus = EventBus()
         model: ChatModel | None = None
         user: UserProxy | None = None
         reward: RewardInfo | None = None
+        verdict: JudgeVerdict | None = None
         session_result: SessionResult | None = None
         healthy = True
         own: _Slot | None = None
@@ -310,17 +357,25 @@ class EvalRunner:
                 session_result = await session.finish("timeout", detail)
             except Exception as exc:  # noqa: BLE001 - a crashing trial is recorded, never dropped
                 status, detail = "crashed", _crash_text(exc)
+                infra = detail
                 session_result = await session.finish("crashed", detail)
-            facts = collect(bus.history)
-            key = task.id
-            if key not in run._gold:
-                run._gold[key] = await gold_state(where.backend, where.base, task, domain)
-            reward = await evaluate(task=task, domain=domain, facts=facts, backend=where.backend, base=where.base,
-                                    gold=run._gold[key], live_hash=session_result.db_hash, judge=self.judge)
+            infra = infra or endpoint_failure(bus.history, session_result.reason)
+            if infra is None:
+                facts = collect(bus.history)
+                key = task.id
+                if key not in run._gold:
+                    run._gold[key] = await gold_state(where.backend, where.base, task, domain)
+                reward, verdict = await evaluate(
+                    task=task, domain=domain, facts=facts, backend=where.backend, base=where.base,
+                    gold=run._gold[key], live_hash=session_result.db_hash, judge=self.judge,
+                    messages=tau2_messages(bus.history))
+        except JudgeError as exc:
+            infra = str(exc)
         except Exception as exc:  # noqa: BLE001 - harness-side failure: still one recorded trial
             if status == "ok":
                 status = "crashed"
             detail = (detail + "; " if detail else "") + _crash_text(exc)
+            infra = detail
             healthy = own is not None  # the shared slot may be mid-transaction: replace it
         finally:
             if own is not None:
@@ -342,8 +397,40 @@ class EvalRunner:
             scripted=run.participants.scripted, slips=list(getattr(model, "slips", [])),
             tokens=token_stats(facts), gate=gate_stats(facts), would_refuse=refused,
             unscored=reward.unscored if reward is not None else [], reward_info=reward,
+            usage=self._usage(run, facts, model, user, verdict),
             events=[event.model_dump(mode="json") for event in bus.history],
         )
-        if not success:
+        if not success and infra is None:
             result.failure = classify(status=status, facts=facts, reward=reward, task=task, refused=refused)
-        return result, healthy
+        return result, healthy, infra
+
+    def _usage(self, run: DomainRun, facts: TrialFacts, model: ChatModel | None, user: UserProxy | None,
+               verdict: JudgeVerdict | None) -> dict[str, RoleUsage]:
+        """Tokens and cost per role. Scripted stand-ins are no model: their counts are kept, never priced."""
+        priced = not run.participants.scripted
+        usage = {"agent": agent_usage(facts, model.name if model is not None else "", self.prices, priced=priced)}
+        meter = getattr(user, "model", None)
+        if isinstance(meter, MeteredModel):
+            usage["user"] = role_usage(meter.name, meter.usage, meter.calls, self.prices)
+        if verdict is not None:
+            usage["judge"] = role_usage(verdict.model, verdict.usage, 1, self.prices)
+        return usage
+
+
+# ModelError kinds that say the endpoint, not the model's behaviour, failed (after the client's own retries).
+INFRA_KINDS = frozenset({"timeout", "rate_limited", "server_error", "http_error", "connection", "bad_response"})
+
+
+def endpoint_failure(events: Sequence[Any], reason: str) -> str | None:
+    """Why the session ended on an infrastructure failure, or None. tau2 retries any exception out of a
+    simulation (its LLM calls raise after their own retries) and, when retries run out, records
+    `infrastructure_error`; protocol violations of a model that did answer (an empty user message) stay
+    `agent_error` / `user_error` there. Same rule here: the session ended with agent_error / user_error
+    because a model endpoint failed (timeout, HTTP error, unreadable body)."""
+    if reason not in ("agent_error", "user_error"):
+        return None
+    failed = next((e for e in reversed(events) if isinstance(e, ModelFailed)), None)
+    if failed is None or failed.kind not in INFRA_KINDS or failed.message.startswith("user simulator: the user "
+                                                                                      "simulator"):
+        return None
+    return f"{failed.kind}: {failed.message}"

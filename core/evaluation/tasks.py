@@ -160,30 +160,78 @@ class TaskFileError(ValueError):
     """A tasks file that cannot be read as tau2 tasks; the message names the file and the first problem."""
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Read a tau2 `tasks.json` (a JSON list of tasks, or `{"tasks": [...]}`); ids must be unique."""
+def _raw_items(path: Path) -> list[Any]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except FileNotFoundError as exc:
         raise TaskFileError(f"no such tasks file: {path}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise TaskFileError(f"{path}: not valid JSON ({exc})") from exc
     items = raw.get("tasks") if isinstance(raw, dict) else raw
     if not isinstance(items, list):
         raise TaskFileError(f"{path}: expected a JSON list of tasks")
+    return items
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_tasks(path: Path) -> tuple[list[Task], list[str]]:
+    """The valid tasks of a tau2 `tasks.json` and one message per broken task (naming the file, the task's
+    position and id, and the first problem): a run goes on with the tasks that load. A repeated id keeps its
+    first task. Raises TaskFileError only when the file itself cannot be read as a list."""
     tasks: list[Task] = []
-    for index, item in enumerate(items):
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, item in enumerate(_raw_items(path)):
+        name = f"task #{index}" + (f" (id {item.get('id')!r})" if isinstance(item, dict) and "id" in item else "")
         try:
-            tasks.append(Task.model_validate(item))
+            task = Task.model_validate(item)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise TaskFileError(f"{path}: task #{index}: {where}: {first['msg']}") from exc
-    ids = [t.id for t in tasks]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise TaskFileError(f"{path}: duplicate task ids {duplicates}")
+            problems.append(f"{path}: {name}: {where + ': ' if where else ''}{first['msg']}")
+            continue
+        if task.id in seen:
+            problems.append(f"{path}: {name}: duplicate task id {task.id!r} (the first one is kept)")
+            continue
+        seen.add(task.id)
+        tasks.append(task)
+    return tasks, problems
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Read a tau2 `tasks.json` (a JSON list of tasks, or `{"tasks": [...]}`); every task must be valid and ids
+    unique (`read_tasks` is the lenient reader)."""
+    tasks, problems = read_tasks(path)
+    if problems:
+        raise TaskFileError(problems[0])
     return tasks
+
+
+def read_task_ids(path: Path) -> list[str] | None:
+    """What `--tasks FILE` names: a JSON list of ids, plain text with one id per line (# comments), or a tasks
+    file (a JSON list of task objects; None: the caller runs those tasks, read with `read_tasks`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFileError(f"cannot read task list {path}: {exc}") from exc
+    try:
+        raw: Any = json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError):
+        raw = None
+    if isinstance(raw, dict) and isinstance(raw.get("tasks"), list):
+        raw = raw["tasks"]
+    if isinstance(raw, list) and raw and any(isinstance(i, dict) for i in raw):
+        return None
+    if isinstance(raw, list):
+        if not all(isinstance(i, str | int) and not isinstance(i, bool) for i in raw):
+            raise TaskFileError(f"{path}: a JSON task list holds task ids (strings) or task objects")
+        return [str(i) for i in raw]
+    if raw is not None:
+        raise TaskFileError(f"{path}: expected a JSON list of task ids or tasks, or one id per line")
+    return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 
 def select_tasks(tasks: Sequence[Task], ids: Iterable[str] | None) -> list[Task]:

@@ -58,9 +58,17 @@ async def test_ablation_flags_reach_the_agent_label(tmp_path: Path, capsys: pyte
     (["--resume"], "--resume needs --out"),
     (["--error-rate", "2"], "between 0 and 1"),
     (["--tasks", "zz"], "unknown task id"),
-    (["--tau2-dir", "/nonexistent"], "no tasks.json"),
+    (["--tau2-dir", "/nonexistent"], "no such tau2 data folder"),
+    (["--domain", "retail", "--tau2-dir", "/nonexistent"], "no tasks.json"),
+    (["--agent-model-args", "[1]"], "expected a JSON object"),
+    (["--user-model-args", '{"x": NaN}'], "not valid JSON"),
+    (["--max-retries", "-1"], "--max-retries"),
+    (["regrade"], "usage: ledgeragent eval regrade"),
+    (["compare", "a.json"], "usage: ledgeragent eval compare"),
+    (["export", "/nonexistent"], "needs --out"),
 ])
 async def test_input_errors_exit_2_without_a_traceback(argv: list[str], message: str, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    assert await run([*argv, "--out", str(tmp_path)] if "--resume" not in argv else argv) == 2
+    with_out = "--resume" not in argv and argv[0] != "export"
+    assert await run([*argv, "--out", str(tmp_path)] if with_out else argv) == 2
     assert message in capsys.readouterr().err

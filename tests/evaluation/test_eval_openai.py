@@ -59,13 +59,14 @@ async def test_recorded_completions_with_errors_on_the_way(tmp_path: Path) -> No
     assert ids == [m["tool_call_id"] for m in sent["messages"] if m["role"] == "tool"]
 
 
-async def test_a_model_that_keeps_failing_is_a_recorded_harness_error(tmp_path: Path) -> None:
+async def test_a_model_that_keeps_failing_is_an_infrastructure_error_not_a_failure(tmp_path: Path) -> None:
     with OpenAIStub() as stub:
-        for _ in range(4):
+        for _ in range(16):  # 4 requests per attempt (3 client retries), 4 whole-trial attempts
             stub.reply_error(500, "down for maintenance")
         run = retail_run(["r01"], participants=ModelParticipants(lambda: agent_model(stub), None))
         outcome = await evaluate(tmp_path, run, (LEDGER,), trials=1, offline=False, model="stub-model")
+        assert stub.pending == 0
     trial = outcome.trials[0]
-    assert trial.termination == "agent_error" and "down for maintenance" in trial.detail
-    assert trial.failure is not None and trial.failure.category == "harness error"
-    assert outcome.metrics.cells[0].pass_k == {1: 0.0}
+    assert trial.status == "infra_error" and trial.termination == "infrastructure_error"
+    assert "down for maintenance" in trial.detail and trial.attempts == 4 and trial.failure is None
+    assert outcome.metrics.cells[0].pass_k == {} and outcome.metrics.cells[0].infra_errors == 1

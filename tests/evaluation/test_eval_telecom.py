@@ -237,7 +237,9 @@ async def test_a_user_data_patch_without_a_user_side_is_recorded_not_dropped(tmp
     path.write_text(json.dumps([raw]), encoding="utf-8")
     outcome = await evaluate(tmp_path / "run", retail_run(tasks_file=path), (LEDGER,), trials=1)
     (trial,) = outcome.trials
-    assert trial.status == "crashed" and "has no user side" in trial.detail
+    # a task whose scene cannot be set tells nothing about the agent: retried, then an infrastructure error
+    assert trial.status == "infra_error" and "has no user side" in trial.detail and trial.attempts == 4
+    assert outcome.metrics.cells[0].infra_errors == 1 and outcome.metrics.cells[0].pass_k == {}
 
 
 # -- tau2's tasks_small ------------------------------------------------------------------------------

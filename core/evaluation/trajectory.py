@@ -1,0 +1,170 @@
+"""A trial's conversation as tau2-bench messages, and back: what tau2's NL judge reads and what its viewer shows.
+
+Why one module for both directions: the judge prompt, the tau2 export and the tau2 import must agree on
+what "the conversation" is, or our grade of a run and tau2's grade of the exported run drift apart.
+
+Events -> messages (`tau2_messages`). The order is the session's: the greeting, each customer message, each
+model call of the agent (its text and the tool calls that RAN), one `tool` message per call that ran, and the
+customer's own phone actions (dual control) as a `user` message with tool calls followed by their results.
+A call the gate or the operator stopped, or that was invalid, did not run: it is left out of `tool_calls`
+(tau2 replays every mutating call of a trajectory to grade the database, and replaying a refused write
+would fake a state change) and kept under the message's `raw_data["ledgeragent_not_executed"]`, so nothing
+the agent proposed is lost. Operator edits: the call as it ran (edited arguments) is the one exported.
+
+Messages -> events (`events_from_messages`), for a tau2 results file made by tau2 itself: every assistant
+message becomes a model call, every tool call in the file ran (tau2 has no gate), the kind of each tool comes
+from `kind_of` (the domain's, when the caller knows the domain; "unknown" otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from core.events import (
+    AssistantTurnEvent,
+    CallInfo,
+    MessageSent,
+    SessionEnded,
+    SessionStarted,
+    ToolResultEvent,
+)
+
+Tau2Message = dict[str, Any]
+NOT_EXECUTED = "ledgeragent_not_executed"
+
+
+def _call(call: CallInfo, requestor: str) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": dict(call.arguments), "requestor": requestor}
+
+
+def _tool_message(result: ToolResultEvent, requestor: str) -> Tau2Message:
+    return {"role": "tool", "id": result.call.id, "content": result.content, "requestor": requestor,
+            "error": not result.ok}
+
+
+def _assistant(turn: AssistantTurnEvent, results: Sequence[ToolResultEvent],
+               cost: Callable[[int, int], float | None] | None) -> list[Tau2Message]:
+    ran = [r for r in results if r.executed]
+    stopped = [r for r in results if not r.executed]
+    message: Tau2Message = {"role": "assistant", "content": turn.text,
+                            "tool_calls": [_call(r.call, "assistant") for r in ran] or None,
+                            "usage": {"prompt_tokens": turn.prompt_tokens,
+                                      "completion_tokens": turn.completion_tokens},
+                            "cost": cost(turn.prompt_tokens, turn.completion_tokens) if cost else None}
+    answered = {r.call.id for r in results}
+    missing = [c for c in turn.tool_calls if c.id not in answered]  # the trial ended before they were handled
+    if stopped or missing:
+        message["raw_data"] = {NOT_EXECUTED: [
+            *({**_call(r.call, "assistant"), "outcome": r.outcome, "content": r.content} for r in stopped),
+            *({**_call(c, "assistant"), "outcome": "not_handled", "content": ""} for c in missing)]}
+    return [message, *(_tool_message(r, "assistant") for r in ran)]
+
+
+def tau2_messages(events: Iterable[Any], cost: Callable[[int, int], float | None] | None = None) -> list[Tau2Message]:
+    """The trial's messages in tau2-bench's half-duplex format (see the module docstring). `cost` prices one
+    agent model call from its prompt and completion tokens (None: unknown)."""
+    messages: list[Tau2Message] = []
+    turn: AssistantTurnEvent | None = None
+    results: list[ToolResultEvent] = []
+
+    def flush() -> None:
+        nonlocal turn, results
+        if turn is not None:
+            messages.extend(_assistant(turn, results, cost))
+        turn, results = None, []
+
+    for event in events:
+        if isinstance(event, ToolResultEvent) and event.call.requestor != "user" and turn is not None:
+            results.append(event)
+            continue
+        if not isinstance(event, AssistantTurnEvent | MessageSent | ToolResultEvent):
+            continue  # gate decisions, ledger updates, ...: not messages
+        flush()
+        if isinstance(event, AssistantTurnEvent):
+            turn = event
+        elif isinstance(event, ToolResultEvent) and event.call.requestor == "user" and event.executed:
+            messages.append({"role": "user", "content": None, "tool_calls": [_call(event.call, "user")]})
+            messages.append(_tool_message(event, "user"))
+        elif isinstance(event, MessageSent):
+            messages.append({"role": event.role, "content": event.text})
+    flush()
+    for index, message in enumerate(messages):
+        message["turn_idx"] = index
+        message["timestamp"] = None  # no wall clock in a trace (byte-identical runs)
+    return messages
+
+
+def judge_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Exactly the text tau2's NL-assertions evaluator builds: one `role: content` line per message, every
+    message of the trajectory (a tool-call message with no text reads `assistant: None`, as in tau2)."""
+    return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages)
+
+
+# -- the other way: tau2 messages -> our events -----------------------------------------------------
+
+
+def _parsed(content: str | None) -> Any:
+    if content is None:
+        return None
+    try:
+        return json.loads(content)
+    except (json.JSONDecodeError, ValueError):
+        return content
+
+
+def _flatten(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    flat: list[Mapping[str, Any]] = []
+    for message in messages:
+        if message.get("role") == "tool" and isinstance(message.get("tool_messages"), list):
+            flat.extend(m for m in message["tool_messages"] if isinstance(m, Mapping))
+        else:
+            flat.append(message)
+    return flat
+
+
+def events_from_messages(messages: Sequence[Mapping[str, Any]], *, domain: str, agent: str, model: str, user: str,
+                         termination: str, kind_of: Callable[[str], str] | None = None) -> list[Any]:
+    """Typed events for a tau2 trajectory, so a tau2 run can be replayed, viewed and re-graded like ours."""
+    kinds = kind_of or (lambda _name: "unknown")
+    events: list[Any] = [SessionStarted(domain=domain, agent=agent, model=model, user=user, scenario=None)]
+    flat = _flatten(messages)
+    step = 0
+    index = 0
+    while index < len(flat):
+        message = flat[index]
+        index += 1
+        role = message.get("role")
+        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
+        content = message.get("content")
+        text = content if isinstance(content, str) else None
+        if role == "assistant":
+            step += 1
+            raw_usage = message.get("usage")
+            usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
+            infos = [CallInfo(id=str(c.get("id", "")), name=str(c.get("name", "")),
+                              arguments=dict(c.get("arguments") or {}), requestor="assistant") for c in calls]
+            events.append(AssistantTurnEvent(step=step, text=text, tool_calls=infos,
+                                             prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                                             completion_tokens=int(usage.get("completion_tokens") or 0)))
+        elif role == "user" and not calls:
+            events.append(MessageSent(step=step, role="user", text=text or ""))
+            continue
+        elif role != "user":
+            continue  # system messages, stray tool messages
+        requestor = "user" if role == "user" else "assistant"
+        for call in calls:
+            info = CallInfo(id=str(call.get("id", "")), name=str(call.get("name", "")),
+                            arguments=dict(call.get("arguments") or {}), requestor=requestor)
+            reply = flat[index] if index < len(flat) and flat[index].get("role") == "tool" else None
+            if reply is None:
+                continue
+            index += 1
+            error = bool(reply.get("error"))
+            body = reply.get("content")
+            events.append(ToolResultEvent(step=step, call=info, kind=kinds(info.name), executed=True, ok=not error,
+                                          outcome="error" if error else "ok", content=body if isinstance(body, str)
+                                          else "", result=None if error else _parsed(body)))
+    events.append(SessionEnded(step=step, reason=termination, steps=step))
+    return [event.model_copy(update={"seq": n}) for n, event in enumerate(events, start=1)]
