@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from console.eval_cli import register as register_eval
+from console.model_args import add_model_arguments, model_settings
 from console.serve import register as register_serve
 from console.storage import new_session_dir
 from console.textview import VERDICT_STYLE, TranscriptPrinter
@@ -23,7 +24,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
-from core.llm.openai_model import OpenAIChatModel
+from core.llm.settings import ModelSettings
 from core.replay import Checker, parse_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
@@ -73,7 +74,14 @@ def _scenario(domain: Domain, name: str) -> Scenario:
 def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
     if args.model is None:
         return scenario.build_model()
-    return OpenAIChatModel(args.model, base_url=args.base_url, timeout=args.timeout, max_retries=args.retries)
+    return _settings(args).build(args.model, args.base_url)
+
+
+def _settings(args: argparse.Namespace) -> ModelSettings:
+    try:
+        return model_settings(args)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -211,6 +219,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     app = make_app(domain.name, scenario, agent=args.agent, model=model, base_url=args.base_url, seat=seat,
                    mode=SupervisionMode(args.mode), operator=args.operator, autostart=args.autostart,
                    db=spec.db, pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0))
+    settings = _settings(args)
+    app.model_factory = lambda chosen: settings.build(chosen.model, chosen.base_url)  # also for sessions started later
     app.run()
     return 0
 
@@ -233,6 +243,7 @@ def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file")
     parser.add_argument("--pace", type=float, help="seconds between steps (default 0.6 for the scripted demo, so "
                         "an audience can follow; 0 for real models)")
+    add_model_arguments(parser)
 
 
 def _default_operator() -> str:
@@ -261,8 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--disable-predicate", action="append", default=[], metavar="ID")
     run.add_argument("--model", help="use a real model through an OpenAI-compatible endpoint instead of the script")
     run.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
-    run.add_argument("--timeout", type=float, default=60.0)
-    run.add_argument("--retries", type=int, default=3)
+    add_model_arguments(run)
     run.add_argument("--max-steps", type=int, default=60)
     run.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file (default: seed data)")
     run.add_argument("--out", help="session folder (default: a new folder under the user data dir)")

@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from console.model_args import add_model_arguments, model_settings
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
@@ -37,7 +38,6 @@ from core.evaluation.rewards import TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import TaskFileError, load_tasks, select_tasks
 from core.llm.base import ChatModel
-from core.llm.openai_model import OpenAIChatModel
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
 
@@ -75,8 +75,7 @@ def register(subparsers: Any) -> None:
     model.add_argument("--user-model", help="user simulator model (default: --model)")
     model.add_argument("--user-base-url", help="base URL for the user simulator (default: --base-url)")
     model.add_argument("--judge-model", help="grade NL assertions with this model (default: leave them unscored)")
-    model.add_argument("--request-timeout", type=float, default=60.0, help="seconds per model request")
-    model.add_argument("--retries", type=int, default=3, help="retries per model request (429, 5xx, timeouts)")
+    add_model_arguments(model, timeout_aliases=("--request-timeout",))
     ablation = parser.add_argument_group("ablations and variants")
     ablation.add_argument("--no-gate", action="store_true", help="ledger agent without the gate (rendering only)")
     ablation.add_argument("--disable-predicate", action="append", default=[], metavar="ID",
@@ -157,8 +156,13 @@ def _planner(domain: Domain) -> OfflinePlanner:
 
 
 def _model_factory(name: str, base_url: str | None, args: argparse.Namespace) -> Callable[[], ChatModel]:
+    try:
+        settings = model_settings(args)
+    except ValueError as exc:
+        raise EvalInputError(str(exc)) from exc
+
     def make() -> ChatModel:
-        return OpenAIChatModel(name, base_url=base_url, timeout=args.request_timeout, max_retries=args.retries)
+        return settings.build(name, base_url)
 
     return make
 

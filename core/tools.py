@@ -76,8 +76,10 @@ class ToolCall:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
+            # json's messages may end in "at" ("Unterminated string starting at"): don't say "at at".
+            where = "position" if exc.msg.endswith(" at") else "at position"
             return cls(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                       parse_error=f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+                       parse_error=f"arguments are not valid JSON ({exc.msg} {where} {exc.pos})")
         if not isinstance(value, dict):
             return cls(id=call_id, name=name, arguments={}, raw_arguments=raw,
                        parse_error=f"arguments must be a JSON object, got {type(value).__name__}")
