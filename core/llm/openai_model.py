@@ -230,7 +230,8 @@ class OpenAIChatModel:
         status = exc.status_code
         said = _server_message(exc)
         line = summarize(said) or f"HTTP {status} with no message"
-        detail = detail_text(_body_text(exc))
+        # The server's own text, unescaped (a JSON body's "\n" become line breaks); else the raw body.
+        detail = detail_text(said if said.strip() and said != exc.message else _body_text(exc))
         if status == 429:
             error = ModelError(f"rate limited (HTTP 429): {line}", kind="rate_limited", attempts=attempt,
                                status=status, detail=detail)
