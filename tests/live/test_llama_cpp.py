@@ -22,6 +22,7 @@ import pytest
 
 from core.events import AssistantTurnEvent, GateDecided, LedgerUpdated, ModelFailed, ModelRetry
 from core.llm.base import AssistantTurn, Message, ModelError, RetryListener
+from core.llm.errors import request_is_invalid
 from core.llm.openai_model import OpenAIChatModel, ToolChoice
 from core.session import Session
 from core.trace import load_trace
@@ -225,3 +226,22 @@ async def test_a_timeout_is_handled_and_counted(which: str, request: pytest.Fixt
     finally:
         await patient.aclose()
     assert turn.usage.prompt_tokens > 0 and not turn.usage.estimated
+
+
+def test_native_server_rejects_the_verbatim_malformed_history(native_server: LiveServer) -> None:
+    """What item 3 is about, seen on the real server: echoing the model's unparseable arguments verbatim makes
+    llama-server refuse the whole conversation (HTTP 500, "Failed to parse tool call arguments as JSON"), and the
+    adapter reads that answer as an invalid request, not as something to retry."""
+    history = [*QUESTION, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_order_details",
+                                                          "arguments": '{"order_id": "#W4821002"'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Error: arguments are not valid JSON"}]
+    data = json.dumps({"model": "m", "messages": history, "tools": ORDER_TOOL, "tool_choice": "auto",
+                       "max_tokens": 8}).encode()
+    req = urllib.request.Request(native_server.direct_url + "/chat/completions", data,
+                                 {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(req, timeout=CALL_TIMEOUT)  # noqa: S310 (127.0.0.1 only)
+    body = json.loads(caught.value.read())
+    assert caught.value.code >= 400
+    assert request_is_invalid(body["error"]["message"], body["error"].get("type"))
