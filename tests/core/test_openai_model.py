@@ -65,7 +65,7 @@ async def make_model(stub: OpenAIStub, recorder: Recorder) -> AsyncIterator[Make
 
     def factory(**overrides: Any) -> OpenAIChatModel:
         options: dict[str, Any] = {
-            "base_url": stub.base_url, "api_key": "sk-test", "timeout": 0.2, "max_retries": 3,
+            "base_url": stub.base_url, "api_key": "sk-test", "timeout": 5.0, "max_retries": 3,
             "backoff": 0.01, "max_backoff": 8.0, "on_retry": recorder.on_retry, "sleep": recorder.sleep,
         }
         options.update(overrides)
@@ -280,10 +280,10 @@ async def test_slow_server_times_out(stub: OpenAIStub, make_model: MakeModel) ->
 
 
 async def test_timeout_is_retried(stub: OpenAIStub, make_model: MakeModel, recorder: Recorder) -> None:
-    stub.reply_text("too late", delay=2.0)
+    stub.reply_text("too late", delay=5.0)
     stub.reply_text("in time")
 
-    turn = await make_model(timeout=0.2, max_retries=1).complete(USER, [])
+    turn = await make_model(timeout=1.0, max_retries=1).complete(USER, [])
 
     assert turn.text == "in time"
     assert [error.kind for _, error, _ in recorder.retries] == ["timeout"]
@@ -475,10 +475,10 @@ async def test_a_server_traceback_becomes_its_exception_line(stub: OpenAIStub, m
 
 
 async def test_timed_out_attempts_are_counted_in_the_usage(stub: OpenAIStub, make_model: MakeModel) -> None:
-    stub.reply_text("too late", delay=2.0)
+    stub.reply_text("too late", delay=5.0)
     stub.reply_text("in time", prompt_tokens=40, completion_tokens=3)
 
-    turn = await make_model(timeout=0.2, max_retries=1).complete(USER, TOOLS)
+    turn = await make_model(timeout=1.0, max_retries=1).complete(USER, TOOLS)
 
     assert turn.text == "in time"
     assert turn.usage.prompt_tokens > 40  # the abandoned attempt's prompt, which the server still processed
