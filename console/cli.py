@@ -23,8 +23,9 @@ from console.cli_common import (  # noqa: F401 - re-exported: the old names stay
     first_scenario,
 )
 from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
-from console.cli_errors import OneLineParser, non_negative_int, positive_float, positive_int, print_error, run_handler
+from console.cli_errors import OneLineParser, positive_int, print_error, run_handler
 from console.eval_cli import register as register_eval
+from console.model_args import add_model_arguments, model_settings
 from console.serve import register as register_serve
 from console.storage import claim_session_folder
 from console.textview import VERDICT_STYLE, TranscriptPrinter
@@ -32,7 +33,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
-from core.llm.openai_model import OpenAIChatModel
+from core.llm.settings import ModelSettings
 from core.replay import Checker, TrajectoryProblem, iter_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
@@ -60,7 +61,14 @@ async def _open_backend(domain: Domain, db_path: Path, source: str | None) -> SQ
 def _model(args: argparse.Namespace, scenario: Scenario) -> ChatModel:
     if args.model is None:
         return scenario.build_model(load_offline_reader(scenario.domain))
-    return OpenAIChatModel(args.model, base_url=args.base_url, timeout=args.timeout, max_retries=args.retries)
+    return _settings(args).build(args.model, args.base_url)
+
+
+def _settings(args: argparse.Namespace) -> ModelSettings:
+    try:
+        return model_settings(args)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 async def cmd_run(args: argparse.Namespace) -> int:
@@ -198,6 +206,8 @@ def cmd_console(args: argparse.Namespace) -> int:
     app = make_app(domain.name, scenario, agent=args.agent, model=model, base_url=args.base_url, seat=seat,
                    mode=SupervisionMode(args.mode), operator=args.operator, autostart=args.autostart,
                    db=spec.db, pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0))
+    settings = _settings(args)
+    app.model_factory = lambda chosen: settings.build(chosen.model, chosen.base_url)  # also for sessions started later
     app.run()
     return 0
 
@@ -229,8 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--disable-predicate", action="append", default=[], metavar="ID")
     run.add_argument("--model", help="use a real model through an OpenAI-compatible endpoint instead of the script")
     run.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
-    run.add_argument("--timeout", type=positive_float, default=60.0)
-    run.add_argument("--retries", type=non_negative_int, default=3)
+    add_model_arguments(run)
     run.add_argument("--max-steps", type=positive_int, default=60)
     run.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file (default: seed data)")
     run.add_argument("--out", help="session folder (default: a new folder under the user data dir)")

@@ -11,7 +11,8 @@ import argparse
 from pathlib import Path
 
 from console.cli_errors import CliError as CliError  # re-exported
-from console.cli_errors import print_error
+from console.cli_errors import non_negative_float, print_error
+from console.model_args import add_model_arguments
 from core.domain import Domain
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from domains.registry import DOMAINS, UnknownDomain, load_domain
@@ -73,8 +74,10 @@ def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
     parser.add_argument("--autostart", action="store_true", help="start the session right away")
     parser.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file")
-    parser.add_argument("--pace", type=float, help="seconds between steps (default 0.6 for the scripted demo, so "
-                        "an audience can follow; 0 for real models)")
+    parser.add_argument("--pace", type=non_negative_float,
+                        help="seconds between steps (default 0.6 for the scripted demo, so an audience can follow; "
+                        "0 for real models)")
+    add_model_arguments(parser)
 
 
 def _default_operator() -> str:

@@ -81,6 +81,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (`--pace nan` or `--pace -1` is refused by the parser, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of 0 or more, got {text}")
+    return value
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (`error: ledgeragent run: argument --retries: ...`), exit 2."""
 

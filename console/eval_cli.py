@@ -31,6 +31,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from console.model_args import add_model_arguments, model_settings
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
@@ -49,7 +50,6 @@ from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSet
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
 from core.evaluation.tau2_format import write_tau2
 from core.llm.base import ChatModel
-from core.llm.openai_model import OpenAIChatModel
 from core.llm.tokenizer import tokenizer_name
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
@@ -102,8 +102,7 @@ def register(subparsers: Any) -> None:
     model.add_argument("--judge-model", help="grade NL assertions with this model (default: leave them unscored, "
                                              "and such trials count as neither passed nor failed)")
     model.add_argument("--judge-base-url", help="base URL for the judge (default: --base-url)")
-    model.add_argument("--request-timeout", type=float, default=60.0, help="seconds per model request")
-    model.add_argument("--retries", type=int, default=3, help="retries per model request (429, 5xx, timeouts)")
+    add_model_arguments(model, timeout_aliases=("--request-timeout",))
     model.add_argument("--max-retries", type=int, default=3,
                        help="whole-trial retries after an infrastructure failure (as tau2); then the trial is an "
                             "infrastructure error, left out of the metrics and re-run on --resume")
@@ -284,15 +283,20 @@ def _planner(domain: Domain) -> OfflinePlanner:
 
 def _model_factory(name: str, base_url: str | None, args: argparse.Namespace,
                    extra: Mapping[str, Any]) -> Callable[[], ChatModel]:
-    """One role's model: the run's temperature and seed, then the role's extra arguments on top."""
-    body = dict(extra)
+    """One role's model: the shared live-model settings (tool choice, max tokens, timeout, retries,
+    --model-args), the run's temperature and seed, then the role's extra arguments on top."""
+    try:
+        settings = model_settings(args)
+    except ValueError as exc:
+        raise EvalInputError(str(exc)) from exc
+    body = dict(settings.extra_body) | dict(extra)
     temperature = float(body.pop("temperature", args.temperature))
     if args.seed is not None:
         body.setdefault("seed", args.seed)
+    settings = dataclasses.replace(settings, temperature=temperature, extra_body=body)
 
     def make() -> ChatModel:
-        return OpenAIChatModel(name, base_url=base_url, timeout=args.request_timeout, max_retries=args.retries,
-                               temperature=temperature, extra_body=body or None)
+        return settings.build(name, base_url)
 
     return make
 

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from console.model_args import model_argv
+
 HELP = "serve the operator console to web browsers (one console process per tab)"
 DESCRIPTION = """\
 Serve the operator console to web browsers. Each tab runs its own console process, with its own session
@@ -289,7 +291,7 @@ def console_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--pace", repr(float(args.pace))]
     if args.autostart:
         argv.append("--autostart")
-    return argv
+    return argv + model_argv(args)
 
 
 def child_command(argv: Sequence[str]) -> str:

@@ -138,14 +138,18 @@ class Agent:
 
     def _on_retry(self, attempt: int, error: ModelError, delay: float) -> None:
         self.bus.emit(ModelRetry(step=self._step, attempt=attempt, kind=error.kind, message=error.message,
-                                 delay=delay))
+                                 delay=delay, detail=error.detail))
 
     async def step(self, step: int) -> StepResult:
         """One model call, then every proposed call handled in order. Raises ModelError."""
         self._step = step
         block = self.ledger.render() if self.config.ledger else None  # rendered once per model call
         ledger_tokens = count_tokens(block, cache=True) if block is not None else 0  # often unchanged per call
-        turn = await self.model.complete(self.messages(block), self._tools)
+        try:
+            turn = await self.model.complete(self.messages(block), self._tools)
+        except ModelError as error:
+            self.usage = self.usage + error.usage  # failed attempts the server still ran (timeouts)
+            raise
         self.usage = self.usage + turn.usage
         self.bus.emit(AssistantTurnEvent(
             step=step, text=turn.text, tool_calls=[CallInfo.of(c) for c in turn.tool_calls],

@@ -178,18 +178,24 @@ class EnvironmentSynced(_Event):
 
 
 class ModelRetry(_Event):
+    """`message` is one line for the screen; `detail` is what the server sent, whole (shown on demand)."""
+
     type: Literal["model_retry"] = "model_retry"
     attempt: int
     kind: str
     message: str
     delay: float
+    detail: str = ""
 
 
 class ModelFailed(_Event):
+    """`message` is one line for the screen; `detail` is what the server sent, whole (shown on demand)."""
+
     type: Literal["model_error"] = "model_error"
     kind: str
     message: str
     attempts: int = 1
+    detail: str = ""
 
 
 class SessionEnded(_Event):

@@ -179,7 +179,7 @@ class Session:
                 if self.on_model_error is None:
                     raise
                 self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message,
-                                          attempts=exc.attempts))
+                                          attempts=exc.attempts, detail=exc.detail))
                 if not await self.on_model_error(exc):
                     raise SessionAborted("agent_error", exc.message) from exc
                 self.steps -= 1  # the failed call produced nothing; try the same step again
@@ -206,14 +206,15 @@ class Session:
                     break
                 reason = await self.agent_turn()
         except ModelError as exc:
-            self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message, attempts=exc.attempts))
+            self.bus.emit(ModelFailed(step=self.steps, kind=exc.kind, message=exc.message, attempts=exc.attempts,
+                                      detail=exc.detail))
             reason, detail = ("script_diverged" if exc.kind == "script" else "agent_error"), exc.message
         except SessionAborted as exc:
             reason, detail = exc.reason, exc.detail
         except UserSideError as exc:
             error = exc.error
             self.bus.emit(ModelFailed(step=self.steps, kind=error.kind, message=f"user simulator: {error.message}",
-                                      attempts=error.attempts))
+                                      attempts=error.attempts, detail=error.detail))
             reason, detail = "user_error", f"user simulator: {error.message}"
         except UserScriptDiverged as exc:
             reason, detail = "script_diverged", str(exc)

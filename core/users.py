@@ -13,6 +13,7 @@ whose domain has no user tools, works exactly as before.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -36,14 +37,24 @@ class UserScriptDiverged(Exception):
     """A scripted user expected the agent to say something it did not say."""
 
 
+# A stop token as LLM user simulators actually write it: small models put stray spaces inside (`### STOP###`,
+# `###STOP ###`), change the case or use `_` for `-`. Three or more `#` on each side keep it from matching
+# ordinary prose ("stop", "transfer me").
+_SLOPPY_TOKEN = re.compile(r"#{3,}\s*(STOP|TRANSFER|OUT\s*[-_ ]?\s*OF\s*[-_ ]?\s*SCOPE)\s*#{3,}", re.IGNORECASE)
+_TOKEN_REASON = {"STOP": "user_stop", "TRANSFER": "transfer", "OUTOFSCOPE": "out_of_scope"}
+
+
 def stop_reason(text: str) -> str | None:
-    """The termination reason a user message asks for, tau2-style, or None."""
-    if TRANSFER in text:
-        return "transfer"
-    if OUT_OF_SCOPE in text:
-        return "out_of_scope"
-    if STOP in text:
-        return "user_stop"
+    """The termination reason a user message asks for, tau2-style, or None.
+
+    Tolerant of how a model spells the token (see `_SLOPPY_TOKEN`): a missed `### STOP###` used to run an
+    evaluation to its step limit, and the analysis then called it a reasoning loop. When a message holds
+    several tokens, transfer wins over out-of-scope over stop, as before.
+    """
+    found = {_TOKEN_REASON[re.sub(r"[\s_-]", "", match.group(1)).upper()] for match in _SLOPPY_TOKEN.finditer(text)}
+    for reason in ("transfer", "out_of_scope", "user_stop"):
+        if reason in found:
+            return reason
     return None
 
 
@@ -271,7 +282,7 @@ class LLMUserSimulator:
             turn = await self.model.complete(self.messages(conversation, phone is not None), tools)
             if phone is not None and turn.tool_calls:
                 exchange = self._exchanges.setdefault(len(conversation), [])
-                exchange.append({"role": "assistant", "content": None,
+                exchange.append({"role": "assistant", "content": "",
                                  "tool_calls": [call.to_openai() for call in turn.tool_calls]})
                 for call in turn.tool_calls:
                     result = await phone.run(call)

@@ -338,17 +338,31 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _show_model_retry(self, e: ModelRetry) -> None:
         note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
-        self._add(Entry("warning", lambda _e: Text(note, "yellow")))
+        self._add(_with_detail("warning", note, getattr(e, "detail", ""), "yellow"))
 
     def _show_model_error(self, e: ModelFailed) -> None:
         note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
-        self._add(Entry("error", lambda _e: Text(note, "red")))
+        self._add(_with_detail("error", note, getattr(e, "detail", ""), "red"))
 
     def _show_session_ended(self, e: SessionEnded) -> None:
         text = f"— session ended: {words(e.reason)} after {e.steps} steps"
         if e.detail:
             text += f" ({e.detail})"
         self._add(Entry("ended", lambda _e: Text(text, "bold"), gap=True))
+
+
+def _with_detail(kind: str, note: str, detail: str, style: str) -> Entry:
+    """A one-line model failure; the server's full answer (when it sent more) unfolds on click or `x`."""
+    if not detail or detail == note:
+        return Entry(kind, lambda _e: Text(note, style))
+
+    def render(expanded: bool) -> RenderableType:
+        text = Text(("▼ " if expanded else "▶ ") + note, style)
+        if expanded:
+            text.append("\n" + detail, "dim")
+        return text
+
+    return Entry(kind, render, foldable=True)
 
 
 def _fixed(renderable: RenderableType) -> Callable[[bool], RenderableType]:

@@ -45,14 +45,24 @@ class AssistantTurn:
 
 
 class ModelError(Exception):
-    """The model could not produce a turn (after retries). `kind` is machine-readable for the trace."""
+    """The model could not produce a turn (after retries). `kind` is machine-readable for the trace.
 
-    def __init__(self, message: str, *, kind: str, attempts: int = 1, status: int | None = None) -> None:
+    `message` is ONE line, fit for the transcript: the status and the server's own words, condensed. What
+    the server actually sent (a pydantic dump, a traceback, an HTML page) is kept whole in `detail`, shown
+    only on demand. `usage` counts what the failed attempts cost the server although they produced no turn
+    (a timed-out request keeps running on servers that do not cancel abandoned requests).
+    """
+
+    def __init__(self, message: str, *, kind: str, attempts: int = 1, status: int | None = None,
+                 detail: str = "", usage: Usage | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.kind = kind  # timeout | rate_limited | server_error | http_error | connection | bad_response | script
+        # timeout | rate_limited | server_error | invalid_request | http_error | connection | bad_response | script
+        self.kind = kind
         self.attempts = attempts
         self.status = status
+        self.detail = detail
+        self.usage = usage if usage is not None else Usage()
 
 
 @runtime_checkable

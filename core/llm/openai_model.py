@@ -12,6 +12,21 @@ Design choices, and why:
   only way to accept all of them without depending on how the SDK happens to coerce bad data.
 * Tool-call arguments go through `ToolCall.from_json_text`, so a malformed argument string becomes a
   call with `parse_error` set. The agent loop reports that back to the model; it is never an exception.
+
+What real servers need (issue 17; see the README's compatibility table):
+
+* `tool_choice` is sent explicitly, "auto" by default: llama-cpp-python's `chatml-function-calling` takes a
+  missing `tool_choice` as "none" and drops the tools from the prompt. vLLM rejects an explicit "auto"
+  unless started with `--enable-auto-tool-choice`, hence the setting (`omit` leaves the key out).
+* Outgoing messages are normalised at the wire (`wire_messages`): `"content": null` becomes `""`
+  (llama-cpp-python answers null with HTTP 500) and a tool call whose arguments were not a JSON object is
+  echoed as `{}` (llama-server fails every later request of a conversation holding unparseable arguments).
+  The parse error itself still reaches the model in that call's tool message.
+* `max_tokens` is bounded by default: a small model left unbounded can generate until the context is full.
+* A 5xx whose text says the request itself is invalid is not retried (it would recur identically, and
+  llama-cpp-python does not cancel an abandoned request, so a retry only queues another full prompt). The
+  prompt of every timed-out attempt is counted (estimated) in the usage, since the server still ran it.
+* A failure is one line (`ModelError.message`); the server's full text is in `ModelError.detail`.
 """
 
 from __future__ import annotations
@@ -23,28 +38,56 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NoReturn, cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 from core.llm.base import AssistantTurn, Message, ModelError, RetryListener, Usage, estimate_tokens
+from core.llm.errors import describe_body, detail_text, request_is_invalid, summarize
 from core.tools import ToolCall
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TIMEOUT", "DEFAULT_TOOL_CHOICE", "TOOL_CHOICES", "OpenAIChatModel",
+           "ToolChoice", "wire_messages"]
 
 SleepFn = Callable[[float], Awaitable[object]]
+# "auto" | "required" | "none" | "omit" (the key is left out), or a named function:
+# {"type": "function", "function": {"name": ...}} (forces that tool; llama.cpp's servers, OpenAI, vLLM).
+ToolChoice = str | Mapping[str, Any]
+
+TOOL_CHOICES = ("auto", "required", "none", "omit")
+DEFAULT_TOOL_CHOICE = "auto"  # accepted by OpenAI, llama.cpp's servers, Ollama and LM Studio
+DEFAULT_MAX_TOKENS = 1024  # per model call; an agent turn is a short message or a few tool calls
+DEFAULT_TIMEOUT = 120.0  # seconds per request: a cold first call on a CPU server took 17-113 s
 
 _NO_KEY = "not-needed"  # local servers ignore the key, but the SDK refuses to start without one
 
 
 class _Retryable(Exception):
-    """Internal: one failed attempt that may be retried, carrying the error and any server-set delay."""
+    """Internal: one failed attempt that may be retried, carrying the error and any server-set delay.
 
-    def __init__(self, error: ModelError, retry_after: float | None = None) -> None:
+    `wasted` is what the attempt cost the server although it produced nothing (see `complete`).
+    """
+
+    def __init__(self, error: ModelError, retry_after: float | None = None, wasted: Usage | None = None) -> None:
         super().__init__(error.message)
         self.error = error
         self.retry_after = retry_after
+        self.wasted = wasted if wasted is not None else Usage()
+
+
+def check_tool_choice(choice: ToolChoice) -> ToolChoice:
+    """The choice itself, or ValueError naming the allowed values."""
+    if isinstance(choice, str):
+        if choice not in TOOL_CHOICES:
+            raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)} (got {choice!r})")
+        return choice
+    function = choice.get("function")
+    if choice.get("type") != "function" or not isinstance(function, Mapping) \
+            or not isinstance(function.get("name"), str):
+        raise ValueError('a named tool_choice must look like {"type": "function", "function": {"name": ...}}')
+    return choice
 
 
 class OpenAIChatModel:
@@ -56,12 +99,14 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         temperature: float = 0.0,
-        extra_body: dict[str, Any] | None = None,
+        tool_choice: ToolChoice = DEFAULT_TOOL_CHOICE,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        extra_body: Mapping[str, Any] | None = None,
         on_retry: RetryListener | None = None,
         sleep: SleepFn = asyncio.sleep,
     ) -> None:
@@ -69,6 +114,10 @@ class OpenAIChatModel:
             raise ValueError("max_retries must be >= 0")
         if backoff < 0 or max_backoff < 0:
             raise ValueError("backoff and max_backoff must be >= 0")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError("timeout must be a positive number of seconds")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1 (or None to send no limit)")
         self.name = model
         self.base_url = base_url
         self.timeout = timeout
@@ -76,6 +125,8 @@ class OpenAIChatModel:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.temperature = temperature
+        self.tool_choice = check_tool_choice(tool_choice)
+        self.max_tokens = max_tokens
         self.extra_body = dict(extra_body) if extra_body else None
         self.on_retry = on_retry
         self._sleep = sleep
@@ -86,20 +137,34 @@ class OpenAIChatModel:
 
     # -- public API ------------------------------------------------------------------------------
 
-    async def complete(self, messages: Sequence[Message],
-                       tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
-        """Send the conversation; retry transient failures; raise `ModelError` when it cannot succeed."""
+    async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], *,
+                       tool_choice: ToolChoice | None = None) -> AssistantTurn:
+        """Send the conversation; retry transient failures; raise `ModelError` when it cannot succeed.
+
+        `tool_choice` overrides the model's setting for this one call (e.g. to force a named tool). The
+        returned usage includes the estimated prompt of every attempt that timed out before this one; a
+        raised `ModelError` carries that cost in its `usage`.
+        """
+        choice = self.tool_choice if tool_choice is None else check_tool_choice(tool_choice)
         attempts = self.max_retries + 1
+        wasted = Usage()
         for attempt in range(1, attempts + 1):
             try:
-                return await self._attempt(messages, tools, attempt)
+                turn = await self._attempt(messages, tools, attempt, choice)
             except _Retryable as failure:
+                wasted = wasted + failure.wasted
                 if attempt >= attempts:
+                    failure.error.usage = wasted
                     raise failure.error from failure.__cause__
                 delay = self._delay(attempt, failure.retry_after)
                 if self.on_retry is not None:
                     self.on_retry(attempt, failure.error, delay)
                 await self._sleep(delay)
+            except ModelError as error:
+                error.usage = wasted
+                raise
+            else:
+                return turn if wasted.total == 0 else replace(turn, usage=turn.usage + wasted)
         raise AssertionError("unreachable: the retry loop always returns or raises")  # pragma: no cover
 
     async def aclose(self) -> None:
@@ -108,30 +173,44 @@ class OpenAIChatModel:
 
     # -- one attempt -----------------------------------------------------------------------------
 
+    def request_extras(self, tools: Sequence[Mapping[str, Any]], choice: ToolChoice) -> dict[str, Any]:
+        """The body keys beyond model/messages/tools/temperature: max_tokens, tool_choice, then the extra body
+        (`--model-args`), which wins over both."""
+        extras: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            extras["max_tokens"] = self.max_tokens
+        if tools and choice != "omit":  # tool_choice without tools is an error on OpenAI and vLLM
+            extras["tool_choice"] = dict(choice) if isinstance(choice, Mapping) else choice
+        extras.update(self.extra_body or {})
+        return extras
+
     async def _attempt(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]],
-                       attempt: int) -> AssistantTurn:
-        wire_messages = cast("list[ChatCompletionMessageParam]", [dict(m) for m in messages])
+                       attempt: int, choice: ToolChoice) -> AssistantTurn:
+        wire = cast("list[ChatCompletionMessageParam]", wire_messages(messages))
+        extras = self.request_extras(tools, choice)
         try:
             if tools:
                 raw = await self._client.chat.completions.with_raw_response.create(
                     model=self.name,
-                    messages=wire_messages,
+                    messages=wire,
                     tools=cast("list[ChatCompletionToolUnionParam]", [dict(t) for t in tools]),
                     temperature=self.temperature,
-                    extra_body=self.extra_body,
+                    extra_body=extras,
                 )
             else:  # some servers reject an empty "tools" list, so the key is omitted entirely
                 raw = await self._client.chat.completions.with_raw_response.create(
                     model=self.name,
-                    messages=wire_messages,
+                    messages=wire,
                     temperature=self.temperature,
-                    extra_body=self.extra_body,
+                    extra_body=extras,
                 )
         # APITimeoutError subclasses APIConnectionError, so it must be caught first.
         except openai.APITimeoutError as exc:
             error = ModelError(f"request timed out after {self.timeout:g}s (attempt {attempt})",
                                kind="timeout", attempts=attempt)
-            raise _Retryable(error) from exc
+            # The server got the request and (llama.cpp) keeps working on it: its prompt was processed.
+            wasted = Usage(estimate_tokens(_prompt_text(messages, tools)), 0, estimated=True)
+            raise _Retryable(error, wasted=wasted) from exc
         except openai.APIConnectionError as exc:
             error = ModelError(f"cannot reach {self._endpoint()}: {_root_cause(exc)}",
                                kind="connection", attempts=attempt)
@@ -139,25 +218,33 @@ class OpenAIChatModel:
         except openai.APIStatusError as exc:
             self._raise_status_error(exc, attempt)
         except openai.APIResponseValidationError as exc:
-            raise ModelError(f"invalid response: {exc.message}", kind="bad_response", attempts=attempt,
-                             status=exc.status_code) from exc
+            raise ModelError(f"invalid response: {summarize(exc.message)}", kind="bad_response", attempts=attempt,
+                             status=exc.status_code, detail=detail_text(exc.response.text)) from exc
         http = raw.http_response
-        return self._parse(http.content, messages, tools, attempt, http.status_code)
+        return self._parse(http.content, http.headers.get("content-type", ""), messages, tools, attempt,
+                           http.status_code)
 
     def _raise_status_error(self, exc: openai.APIStatusError, attempt: int) -> NoReturn:
-        """Classify a 4xx/5xx: 429 and 5xx are retryable, any other status fails at once."""
+        """Classify a 4xx/5xx: 429 and 5xx are retryable, unless the server says the request itself is
+        invalid (it would fail again identically); any other status fails at once."""
         status = exc.status_code
-        detail = _server_message(exc)
+        said = _server_message(exc)
+        line = summarize(said) or f"HTTP {status} with no message"
+        # The server's own text, unescaped (a JSON body's "\n" become line breaks); else the raw body.
+        detail = detail_text(said if said.strip() and said != exc.message else _body_text(exc))
         if status == 429:
-            error = ModelError(f"rate limited (HTTP 429): {detail}", kind="rate_limited", attempts=attempt,
-                               status=status)
+            error = ModelError(f"rate limited (HTTP 429): {line}", kind="rate_limited", attempts=attempt,
+                               status=status, detail=detail)
             raise _Retryable(error, _retry_after(exc.response.headers)) from exc
+        if status >= 500 and request_is_invalid(said, *_error_labels(exc)):
+            raise ModelError(f"HTTP {status}, the server rejected the request (not retried): {line}",
+                             kind="invalid_request", attempts=attempt, status=status, detail=detail) from exc
         if status >= 500:
-            error = ModelError(f"server error (HTTP {status}): {detail}", kind="server_error",
-                               attempts=attempt, status=status)
+            error = ModelError(f"server error (HTTP {status}): {line}", kind="server_error",
+                               attempts=attempt, status=status, detail=detail)
             raise _Retryable(error, _retry_after(exc.response.headers)) from exc
-        raise ModelError(f"HTTP {status} from {self._endpoint()}: {detail}", kind="http_error",
-                         attempts=attempt, status=status) from exc
+        raise ModelError(f"HTTP {status} from {self._endpoint()}: {line}", kind="http_error",
+                         attempts=attempt, status=status, detail=detail) from exc
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff (no jitter: runs stay reproducible); a server's Retry-After wins, capped."""
@@ -170,31 +257,37 @@ class OpenAIChatModel:
 
     # -- response parsing ------------------------------------------------------------------------
 
-    def _parse(self, content: bytes, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]],
-               attempt: int, status: int) -> AssistantTurn:
+    def _parse(self, content: bytes, content_type: str, messages: Sequence[Message],
+               tools: Sequence[Mapping[str, Any]], attempt: int, status: int) -> AssistantTurn:
+        """The body as a turn, or one `bad_response` error: nothing of an unusable answer is executed."""
+        detail = detail_text(content.decode("utf-8", errors="replace"))
+
         def bad(reason: str) -> ModelError:
-            return ModelError(f"bad response from {self._endpoint()}: {reason}", kind="bad_response",
-                              attempts=attempt, status=status)
+            return ModelError(f"bad response from {self._endpoint()} (HTTP {status}): {reason}",
+                              kind="bad_response", attempts=attempt, status=status, detail=detail)
 
         try:
-            body = json.loads(content)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise bad(f"body is not JSON: {content[:200]!r}") from None
+            body = json.loads(content, parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError):
+            raise bad(describe_body(content, content_type)) from None
         if not isinstance(body, dict):
             raise bad(f"expected a JSON object, got {type(body).__name__}")
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             error = body.get("error")  # some proxies report errors with status 200
             if isinstance(error, dict) and isinstance(error.get("message"), str):
-                raise bad(f"no choices; server said: {error['message']}")
-            raise bad("no choices in response")
+                raise bad(f"no choices; the server said: {summarize(error['message'])}")
+            raise bad("no choices in the response")
         choice: dict[str, Any] = choices[0]
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise bad("first choice has no message object")
+            raise bad("the first choice has no message object")
 
         text = _content_text(message.get("content"))
-        tool_calls = tuple(self._parse_tool_calls(message.get("tool_calls")))
+        try:
+            tool_calls = tuple(self._parse_tool_calls(message.get("tool_calls"), _history_call_ids(messages)))
+        except _RepeatedId as repeated:
+            raise bad(f"{repeated}; nothing was executed") from None
         finish = choice.get("finish_reason")
         model = body.get("model")
         usage = _usage(body.get("usage"), messages, tools, text, tool_calls)
@@ -206,10 +299,14 @@ class OpenAIChatModel:
             finish_reason=finish if isinstance(finish, str) else None,
         )
 
-    def _parse_tool_calls(self, raw_calls: Any) -> list[ToolCall]:
+    def _parse_tool_calls(self, raw_calls: Any, used: set[str]) -> list[ToolCall]:
+        """The turn's calls. A server-sent id must be new (within the turn and the conversation so far): the
+        chat API pairs each tool message with its call by id, so a repeat would make the history ambiguous.
+        A missing id gets a deterministic one that is not in use."""
         if not isinstance(raw_calls, list):
             return []
         calls: list[ToolCall] = []
+        seen = set(used)
         for raw in raw_calls:
             if not isinstance(raw, dict):
                 continue
@@ -221,14 +318,91 @@ class OpenAIChatModel:
                 # Ollama and some others send the arguments as a JSON object rather than a string.
                 arguments = json.dumps(arguments, ensure_ascii=False)
             call_id = raw.get("id")
-            if not isinstance(call_id, str) or not call_id:
+            if isinstance(call_id, str) and call_id:
+                if call_id in seen:
+                    where = "an earlier call's id" if call_id in used else "another call's id in the same turn"
+                    raise _RepeatedId(f"tool call id {call_id!r} repeats {where}")
+            else:
                 self._call_counter += 1
+                while f"call_{self._call_counter}" in seen:
+                    self._call_counter += 1
                 call_id = f"call_{self._call_counter}"
+            seen.add(call_id)
             calls.append(ToolCall.from_json_text(call_id, name if isinstance(name, str) else "", arguments))
         return calls
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+class _RepeatedId(Exception):
+    """Internal: a tool call id the server sent twice."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN / Infinity: strict JSON only
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation as sent: `null` content as "", and every tool call's arguments a JSON object text.
+
+    The history keeps what the model really said (the trace and console show it); only the copy put on the
+    wire is normalised, because servers validate it: llama-cpp-python rejects `"content": null` (HTTP 500,
+    "Input should be a valid string") and llama-server rejects a conversation holding tool-call arguments it
+    cannot parse, on every later request. A call whose arguments did not parse is echoed as `{}`; the tool
+    message answering it carries the parse error, so the model still learns what went wrong.
+    """
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        copy = dict(message)
+        if copy.get("content") is None:
+            copy["content"] = ""
+        calls = copy.get("tool_calls")
+        if isinstance(calls, list | tuple):
+            copy["tool_calls"] = [_wire_call(call) for call in calls]
+        wire.append(copy)
+    return wire
+
+
+def _wire_call(call: Any) -> Any:
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        return call
+    function = dict(call["function"])
+    arguments = function.get("arguments")
+    if isinstance(arguments, Mapping):
+        function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+    else:
+        try:
+            parsed = json.loads(arguments, parse_constant=_reject_constant) if isinstance(arguments, str) else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            function["arguments"] = "{}"
+    return {**call, "function": function}
+
+
+def _history_call_ids(messages: Sequence[Message]) -> set[str]:
+    ids: set[str] = set()
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                ids.add(call["id"])
+    return ids
+
+
+def _body_text(exc: openai.APIStatusError) -> str:
+    try:
+        return exc.response.text
+    except Exception:  # a streamed or closed response: fall back to what the SDK kept
+        return exc.message
+
+
+def _error_labels(exc: openai.APIStatusError) -> tuple[str, ...]:
+    """The error's `type` and `code` strings (e.g. "invalid_request_error", "context_length_exceeded")."""
+    body = exc.body
+    if not isinstance(body, dict):
+        return ()
+    return tuple(str(body[key]) for key in ("type", "code") if isinstance(body.get(key), str | int))
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -282,14 +456,17 @@ def _root_cause(exc: BaseException) -> str:
 
 
 def _content_text(content: Any) -> str | None:
-    """Message content as text: a string, or the text parts of a content-part list; "" becomes None."""
-    if isinstance(content, str):
-        return content or None
+    """Message content as text: a string, or the text parts of a content-part list.
+
+    Empty or whitespace-only content becomes None: it says nothing, and shown to the customer it would be a
+    blank message (small models often answer a tool-call turn with "\n").
+    """
     if isinstance(content, list):
-        parts = [part["text"] for part in content
-                 if isinstance(part, dict) and part.get("type") == "text"
-                 and isinstance(part.get("text"), str)]
-        return "".join(parts) or None
+        content = "".join(part["text"] for part in content
+                          if isinstance(part, dict) and part.get("type") == "text"
+                          and isinstance(part.get("text"), str))
+    if isinstance(content, str) and content.strip():
+        return content
     return None
 
 

@@ -156,3 +156,124 @@ async def test_model_error_handler_can_retry_the_same_step(tmp_path: Path) -> No
     assert result.reason == "agent_error" and "down again" in result.detail
     types = [e.type for e in load_trace(tmp_path / "trace.jsonl")]
     assert types.count("model_error") == 2 and types.count("assistant_turn") == 1
+
+
+# -- issue 17: the protocol details real servers need, end to end through a session ------------------------
+
+
+async def test_history_sent_back_is_valid_for_strict_servers(tmp_path: Path) -> None:
+    """A tool-call turn with null content and malformed arguments: the next request carries "" and {}."""
+    with OpenAIStub() as stub:
+        stub.reply_tool_calls([StubToolCall("get_order_details", '{"order_id": "#W4821001"', id="call_a")])
+        stub.reply_text("Could you give me the order id again?")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub), user=ScriptedUser(["status of #W4821001"]),
+                          trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "user_stop"
+    second = stub.requests[1]["messages"]
+    assistant = next(m for m in second if m["role"] == "assistant" and m.get("tool_calls"))
+    assert assistant["content"] == ""  # not null: llama-cpp-python answers null with HTTP 500
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"  # llama-server fails on unparseable text
+    tool = next(m for m in second if m["role"] == "tool")
+    assert tool["tool_call_id"] == "call_a" and "not valid JSON" in tool["content"]
+    assert "at at" not in tool["content"]
+    assert all(m["content"] is not None for m in second)
+    # the trace still shows what the model really sent
+    calls = [e for e in load_trace(tmp_path / "trace.jsonl") if e.type == "assistant_turn"]
+    assert calls[0].tool_calls[0].raw_arguments == '{"order_id": "#W4821001"'  # type: ignore[union-attr]
+
+
+async def test_whitespace_only_agent_turn_is_not_shown_to_the_customer(tmp_path: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.reply_text("  \n ")
+        stub.reply_text("Hello! How can I help?")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub), user=ScriptedUser(["hi"]))
+        await session.run()
+        await backend.close()
+    agent_lines = [u.text for u in session.conversation if u.role == "assistant"]
+    assert agent_lines[1:] == ["Hello! How can I help?"]  # after the greeting: no blank message
+    assert len(stub.requests) == 2  # the empty turn was asked again
+
+
+async def test_sloppy_stop_token_from_the_user_simulator_ends_the_session(tmp_path: Path) -> None:
+    with OpenAIStub() as agent_stub, OpenAIStub() as user_stub:
+        user_stub.reply_text("Cancel order #W4821002 please.")
+        user_stub.reply_text("Thanks, that's all. ### STOP###")
+        agent_stub.reply_text("Done.")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(agent_stub),
+                          user=LLMUserSimulator(model(user_stub), "x"), max_steps=20)
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "user_stop" and result.steps == 3
+
+
+async def test_invalid_request_500_fails_once_with_one_line_and_the_detail_on_disk(tmp_path: Path) -> None:
+    dump = ("1 validation error for CreateChatCompletionRequest\nmessages.1.content\n  Input should be a valid "
+            "string [type=string_type, input_value=None, input_type=NoneType]\n    For further information visit "
+            "https://errors.pydantic.dev/2.11/v/string_type")
+    with OpenAIStub() as stub:
+        stub.reply_error(500, dump, error_type="internal_server_error")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub), user=ScriptedUser(["hi"]),
+                          trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert len(stub.requests) == 1  # not retried: the same request would fail the same way
+    assert result.reason == "agent_error" and "\n" not in result.detail
+    failed = [e for e in load_trace(tmp_path / "trace.jsonl") if e.type == "model_error"]
+    assert len(failed) == 1
+    assert "Input should be a valid string" in failed[0].message  # type: ignore[union-attr]
+    assert "\n" not in failed[0].message  # type: ignore[union-attr]
+    assert failed[0].detail.count("\n") >= 3 and "errors.pydantic.dev" in failed[0].detail  # type: ignore[union-attr]
+
+
+async def test_tokens_of_timed_out_attempts_reach_the_session_totals(tmp_path: Path) -> None:
+    with OpenAIStub() as stub:
+        for _ in range(2):
+            stub.reply_text("too late", delay=1.0)
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub, timeout=0.2, max_retries=1),
+                          user=ScriptedUser(["hello"]), trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        await backend.close()
+    assert result.reason == "agent_error"
+    ended = load_trace(tmp_path / "trace.jsonl")[-1]
+    assert ended.prompt_tokens > 1000  # type: ignore[union-attr]  # two abandoned prompts (system + policy + tools)
+    assert result.usage.prompt_tokens == ended.prompt_tokens  # type: ignore[union-attr]
+
+
+async def test_bad_server_answers_execute_nothing_and_the_operator_can_retry(tmp_path: Path) -> None:
+    expected = await fresh_hash(tmp_path)
+    asked: list[str] = []
+
+    async def retry(error: Any) -> bool:
+        asked.append(error.message)
+        return True
+
+    with OpenAIStub() as stub:
+        stub.reply_raw(200, "<html><head><title>502 Bad Gateway</title></head></html>", content_type="text/html")
+        stub.reply_raw(200, "")
+        stub.reply_raw(200, {"id": "x", "object": "chat.completion", "choices": []})
+        stub.reply_stream("hello")
+        stub.reply_tool_calls([StubToolCall("cancel_pending_order", '{"order_id": "#W4821002", "reason": "no longer '
+                                                                    'needed"}', id="dup"),
+                               StubToolCall("cancel_pending_order", '{"order_id": "#W4821002", "reason": "no longer '
+                                                                    'needed"}', id="dup")])
+        stub.reply_text("Sorry, how can I help?")
+        backend = await RetailBackend.open(tmp_path / "db.sqlite")
+        session = Session(domain=DOMAIN, backend=backend, model=model(stub, max_retries=0),
+                          user=ScriptedUser(["cancel #W4821002"]), on_model_error=retry,
+                          trace_path=tmp_path / "trace.jsonl")
+        result = await session.run()
+        assert await backend.state_hash() == expected
+        await backend.close()
+    assert result.reason == "user_stop"
+    assert len(asked) == 5 and all("\n" not in line for line in asked)
+    assert "HTML page: 502 Bad Gateway" in asked[0] and "empty" in asked[1] and "no choices" in asked[2]
+    assert "stream" in asked[3] and "repeats" in asked[4]
+    types = [e.type for e in load_trace(tmp_path / "trace.jsonl")]
+    assert "tool_call" not in types and "gate_decided" not in types and types.count("model_error") == 5

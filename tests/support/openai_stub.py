@@ -51,13 +51,15 @@ class StubToolCall:
 class ScriptedResponse:
     """One queued behaviour: wait `delay` seconds, then answer with `status`, `headers` and `body`.
 
-    `body` may be a JSON-serialisable value or a `str` sent verbatim (for unparseable responses).
+    `body` may be a JSON-serialisable value or a `str` sent verbatim (for unparseable responses), with
+    `content_type` (default: application/json for values, text/plain for strings).
     """
 
     status: int = 200
     body: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    content_type: str | None = None
 
 
 def _error_body(message: str, error_type: str, code: str | None = None) -> dict[str, Any]:
@@ -106,10 +108,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, script: ScriptedResponse) -> None:
         if isinstance(script.body, str):
             payload = script.body.encode("utf-8")
-            content_type = "text/plain; charset=utf-8"
+            content_type = script.content_type or "text/plain; charset=utf-8"
         else:
             payload = json.dumps(script.body).encode("utf-8")
-            content_type = "application/json"
+            content_type = script.content_type or "application/json"
         try:
             self.send_response(script.status)
             self.send_header("Content-Type", content_type)
@@ -257,9 +259,17 @@ class OpenAIStub:
         return self.enqueue(ScriptedResponse(status, _error_body(message, error_type, code), headers, delay))
 
     def reply_raw(self, status: int, body: Any, *, headers: Mapping[str, str] | None = None,
-                  delay: float = 0.0) -> OpenAIStub:
-        """Answer with any body: a JSON value, or a `str` sent verbatim as text/plain."""
-        return self.enqueue(ScriptedResponse(status, body, dict(headers or {}), delay))
+                  delay: float = 0.0, content_type: str | None = None) -> OpenAIStub:
+        """Answer with any body: a JSON value, or a `str` sent verbatim (text/plain unless `content_type`)."""
+        return self.enqueue(ScriptedResponse(status, body, dict(headers or {}), delay, content_type))
+
+    def reply_stream(self, text: str) -> OpenAIStub:
+        """Answer with a server-sent-event stream (as a server does when it streams though none was asked)."""
+        chunk = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 1_700_000_000,
+                 "model": self.model, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                                   "finish_reason": None}]}
+        body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+        return self.reply_raw(200, body, content_type="text/event-stream")
 
     # -- handler side ----------------------------------------------------------------------------
 
