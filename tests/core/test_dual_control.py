@@ -305,7 +305,7 @@ async def test_llm_user_calls_phone_tools_and_hears_the_results_before_speaking(
     third, _ = model.sent[2]
     assert [m["role"] for m in third[-3:]] == ["user", "assistant", "tool"]
     assert third[-1] == {"role": "tool", "tool_call_id": "sim_0", "content": "Card ending 4242 is active."}
-    assert third[-2]["tool_calls"][0]["function"]["name"] == "check_card" and third[-2]["content"] is None
+    assert third[-2]["tool_calls"][0]["function"]["name"] == "check_card" and third[-2]["content"] == ""
     # on the next turn the simulator still sees its own earlier exchange, where it happened
     last, _ = model.sent[-1]
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant",

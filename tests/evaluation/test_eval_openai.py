@@ -49,7 +49,9 @@ async def test_recorded_completions_with_errors_on_the_way(tmp_path: Path) -> No
     assert retries == ["rate_limited", "timeout", "server_error"]
     invalid = [e for e in trial.events if e["type"] == "tool_result" and e["outcome"] == "invalid"]
     assert len(invalid) == 1 and "not valid JSON" in invalid[0]["content"]
-    assert trial.tokens.estimated is False and trial.tokens.prompt == 11 * trial.tokens.model_calls
+    # the stub reports 11 prompt tokens per answered call; the timed-out attempt's prompt, which a real server
+    # still processes, is counted on top as a local estimate (so the total is marked estimated)
+    assert trial.tokens.estimated is True and trial.tokens.prompt > 11 * trial.tokens.model_calls
     assert trial.gate.verdicts == {"ALLOW": 1}
     assert outcome.metrics.cells[0].pass_k == {1: 1.0}
     # the last request carried the ledger, the tools, and a history in which every call id was answered
