@@ -38,13 +38,14 @@ from core.domain import Domain
 from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
 from core.evaluation.judge import llm_judge
+from core.evaluation.loading import load_results
 from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import GoldPlanner, OfflinePlanner
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
 from core.evaluation.regrade import RegradeDomain, regrade
 from core.evaluation.report import money, unscored_warning, write_report
-from core.evaluation.results import EvalResults, ResultsError, ResultStore, RunHeader, TrialSummary, load_results
+from core.evaluation.results import EvalResults, ResultsError, ResultStore, RunHeader, TrialSummary
 from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks

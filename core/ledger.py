@@ -24,7 +24,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -33,6 +33,7 @@ from core.tools import ToolCall, call_text
 
 JSON = Any
 _NO_RESULT: Any = object()  # mark_stale without a write result: stale the paths, record no effect
+MAX_HISTORY = 8  # superseded observations kept per path (oldest dropped first)
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
@@ -141,7 +142,7 @@ class LedgerReader:
 
     _entries: Mapping[str, LedgerEntry]
     _history: Mapping[str, tuple[LedgerEntry, ...]] = MappingProxyType({})
-    _effects: tuple[Effect, ...] = ()
+    _effects: Sequence[Effect] = ()
 
     def history(self, path: str) -> tuple[LedgerEntry, ...]:
         """Superseded observations of `path`, oldest first (the current entry is not included)."""
@@ -215,6 +216,9 @@ class StaleRule:
 class PathMap:
     rules: tuple[PathRule, ...]
     stale_rules: tuple[StaleRule, ...] = ()
+    # The writes whose effects a rule counts (`effects.<tool>`); None records every write. Naming them keeps a
+    # long session (`check` replays 600k-call files as one) from holding every write's full return.
+    effect_tools: frozenset[str] | None = None
 
     def rules_for(self, tool: str) -> list[PathRule]:
         return [r for r in self.rules if r.tool == tool]
@@ -369,13 +373,16 @@ class Ledger(LedgerReader):
         self.path_map = path_map
         self._entries: dict[str, LedgerEntry] = {}
         self._history: dict[str, tuple[LedgerEntry, ...]] = {}
-        self._effects: tuple[Effect, ...] = ()
+        self._effects: list[Effect] = []  # appended in O(1): `check` replays 600k-call files as one session
+        self._effect_counts: dict[str, int] = {}
         self.version = 0
 
     def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
         previous = self._entries.get(path)
         if previous is not None and previous.value != value:
-            self._history[path] = self._history.get(path, ()) + (previous,)
+            # the last MAX_HISTORY superseded values per path: what rules ask for ("the flight before our
+            # change"), in bounded memory however long the session
+            self._history[path] = (self._history.get(path, ()) + (previous,))[-MAX_HISTORY:]
         self.version += 1
         entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
                             value_text=render_value(value))
@@ -441,9 +448,12 @@ class Ledger(LedgerReader):
         return staled
 
     def _record_effect(self, call: ToolCall, result: JSON, step: int) -> None:
-        index = sum(1 for e in self._effects if e.tool == call.name)
+        if self.path_map.effect_tools is not None and call.name not in self.path_map.effect_tools:
+            return
+        index = self._effect_counts.get(call.name, 0)
+        self._effect_counts[call.name] = index + 1
         provenance = Provenance(call.id, call.name, dict(call.arguments), step)
-        self._effects += (Effect(call.name, dict(call.arguments), result, provenance, index),)
+        self._effects.append(Effect(call.name, dict(call.arguments), result, provenance, index))
         self.version += 1
 
     def _matching(self, pattern: str) -> list[str]:
@@ -459,7 +469,7 @@ class Ledger(LedgerReader):
         return render_entries(self._entries)
 
     def snapshot(self) -> LedgerSnapshot:
-        return LedgerSnapshot(self._entries, self.version, self._history, self._effects)
+        return LedgerSnapshot(self._entries, self.version, self._history, tuple(self._effects))
 
     def diff(self, older: LedgerReader) -> LedgerDiff:
         return diff_entries(older._entries, self._entries)
@@ -468,5 +478,8 @@ class Ledger(LedgerReader):
         """Return to an earlier snapshot (used by replay and re-gating)."""
         self._entries = dict(snapshot._entries)
         self._history = dict(snapshot._history)
-        self._effects = tuple(snapshot._effects)
+        self._effects = list(snapshot._effects)
+        self._effect_counts = {}
+        for effect in self._effects:
+            self._effect_counts[effect.tool] = self._effect_counts.get(effect.tool, 0) + 1
         self.version = snapshot.version

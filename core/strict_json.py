@@ -115,7 +115,9 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JSON:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise StrictJSONError(f"not valid JSON ({exc.msg}, column {exc.colno})") from None
+        # json's messages may end in "at" ("Unterminated string starting at"): don't say "at at".
+        where = "column" if exc.msg.endswith(" at") else "at column"
+        raise StrictJSONError(f"not valid JSON ({exc.msg} {where} {exc.colno})") from None
     except RecursionError:  # the C scanner's own guard: far deeper than max_depth
         raise StrictJSONError(f"nested deeper than {max_depth} levels") from None
     return check_value(value, max_depth=max_depth)

@@ -93,7 +93,8 @@ class ToolCall:
             value = strict_loads(raw)
         except StrictJSONError as exc:
             return cls(id=call_id, name=name, arguments={}, raw_arguments=printable(raw),
-                       parse_error=f"arguments are not valid JSON: {exc.message}")
+                       parse_error=f"arguments are {exc.message}" if exc.message.startswith("not valid JSON")
+                       else f"arguments are not valid JSON: {exc.message}")
         if not isinstance(value, dict):
             return cls(id=call_id, name=name, arguments={}, raw_arguments=raw,
                        parse_error=f"arguments must be a JSON object, got {type(value).__name__}")

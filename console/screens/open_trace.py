@@ -22,7 +22,8 @@ from textual.widgets import DataTable, Footer, Input, Static
 from console.screens.replay import ReplayScreen, load_replay, recent_traces
 from console.screens.results import ResultsScreen
 from core.domain import Domain
-from core.evaluation.results import EvalResults, ResultsError, load_results
+from core.evaluation.loading import load_results
+from core.evaluation.results import EvalResults, ResultsError
 from core.events import Event
 
 

@@ -5,10 +5,11 @@ No domain imports and no UI: a run gets a `Domain`, its tasks and a function tha
 """
 
 from core.evaluation.harness import EvalOutcome, run_evaluation
+from core.evaluation.loading import load_results
 from core.evaluation.metrics import Metrics, compute_metrics, pass_hat_k, pass_k
 from core.evaluation.offline import AdaptiveScriptedAgent, GoldPlanner, OfflineCustomer, OfflinePlan
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
-from core.evaluation.results import EvalResults, ResultsError, RunHeader, TrialResult, TrialSummary, load_results
+from core.evaluation.results import EvalResults, ResultsError, RunHeader, TrialResult, TrialSummary
 from core.evaluation.runner import AgentVariant, DomainRun, EvalRunner, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, load_tasks, select_tasks
 

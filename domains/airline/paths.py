@@ -69,6 +69,8 @@ _BOOKING_STALES = (
 _PAID_UPDATE_STALES = ("reservations.{reservation_id}", PROFILE_PATH, "users.*")
 
 PATH_MAP = PathMap(
+    # the writes a rule counts (core.ledger.PathMap.effect_tools)
+    effect_tools=frozenset({"cancel_reservation", "update_reservation_flights", "send_certificate"}),
     rules=(
         PathRule("get_user_details", "users.{result.user_id}"),
         PathRule("get_user_details", PROFILE_PATH, when=_is_customer_profile,

@@ -65,6 +65,7 @@ def _find_user_rules(tool: str) -> tuple[PathRule, ...]:
 _MONEY_WRITE_STALES = ("orders.{order_id}", PROFILE_PATH, "users.*")
 
 PATH_MAP = PathMap(
+    effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
         *_find_user_rules("find_user_id_by_email"),
         *_find_user_rules("find_user_id_by_name_zip"),

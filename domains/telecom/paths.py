@@ -121,6 +121,7 @@ def _customer_by_id(call: ToolCall, result: Any, ledger: LedgerReader) -> bool:
 _LINE_CHANGE = ("lines.{line_id}", *DEVICE_PATHS)
 
 PATH_MAP = PathMap(
+    effect_tools=frozenset({"refuel_data"}),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
         # get_customer_by_id first: the core's generic "read X first" suggestion uses the first rule of a path.
         PathRule("get_customer_by_id", "customers.{result.customer_id}"),

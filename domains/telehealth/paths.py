@@ -87,6 +87,7 @@ def _find_patient_rules(tool: str) -> tuple[PathRule, ...]:
 _APPOINTMENT_CHANGE = ("appointments.{appointment_id}", "appointment_lists.*")
 
 PATH_MAP = PathMap(
+    effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
         *_find_patient_rules("find_patient_by_email"),
         *_find_patient_rules("find_patient_by_name_dob"),

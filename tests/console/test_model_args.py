@@ -36,7 +36,8 @@ def test_serve_hands_the_options_to_every_tab() -> None:
     from console.serve import console_argv
 
     argv = console_argv(build_parser().parse_args(["serve", "--model", "m", *MODEL_OPTIONS]))
-    reparsed = build_parser().parse_args(argv[3:])  # drop "python -m console"
+    assert argv[1:3] == ["-m", "console.tab"]  # each tab runs `ledgeragent console` through console.tab
+    reparsed = build_parser().parse_args(["console", *argv[3:]])
     assert model_settings(reparsed) == model_settings(build_parser().parse_args(["console", *MODEL_OPTIONS]))
 
 
@@ -45,14 +46,18 @@ def test_serve_hands_the_options_to_every_tab() -> None:
     (["--model-args", '{"top_p": NaN}'], "NaN is not allowed"),
     (["--model-args", "{"], "not valid JSON"),
     (["--model-args", '{"stream": true}'], "cannot set stream"),
-    (["--timeout", "nan"], "timeout must be a positive number"),
-    (["--timeout", "0"], "timeout must be a positive number"),
-    (["--max-tokens", "-1"], "--max-tokens must be 0"),
+    (["--timeout", "nan"], "argument --timeout: must be a finite number above 0, got nan"),
+    (["--timeout", "0"], "argument --timeout: must be a finite number above 0, got 0"),
+    (["--max-tokens", "-1"], "argument --max-tokens: must be 0 or more, got -1"),
+    (["--retries", "-1"], "argument --retries: must be 0 or more, got -1"),
 ])
 def test_bad_model_options_are_one_line_errors(options: list[str], message: str, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", "--headless", "--scenario", "refund-to-original-payment", "--model", "m",
-                 "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path), *options])
+    try:  # a bad value is refused by the parser (it exits), a bad --model-args by the command (it returns)
+        code = main(["run", "--scenario", "refund-to-original-payment", "--model", "m",
+                     "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path), *options])
+    except SystemExit as exc:
+        code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and message in " ".join(err.split()) and "Traceback" not in err
     assert err.count("error:") == 1  # one message (rich may wrap it at the terminal width)

@@ -33,4 +33,4 @@ def test_unterminated_string_error_does_not_say_at_at() -> None:
     call = ToolCall.from_json_text("c1", "get_order_details", '{"order_id": "#W1')
     assert call.parse_error is not None
     assert "at at" not in call.parse_error
-    assert "Unterminated string starting at position" in call.parse_error
+    assert "Unterminated string starting at column" in call.parse_error
