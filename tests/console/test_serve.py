@@ -232,6 +232,7 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             await wait_until(lambda: len(server.console_pids()) >= 2, what="the third tab's console in the log")
             pids = server.console_pids()
             assert len(pids) == 2  # the refused tab never got a console process
+            await wait_until(lambda: len(session_folders(home)) == 2, what="the third tab's session folder")
 
             # Stopping the server (SIGTERM) with a tab open: the tab is told, its console ends, the trace stays.
             assert await asyncio.to_thread(server.stop) == 0

@@ -56,11 +56,12 @@ def test_retail_demo_in_a_real_terminal(tmp_path: Path) -> None:
     command = f"env -u COLUMNS -u LINES LEDGERAGENT_HOME={home} {binary()} --pace 0 --operator tester; sleep 30"
     term = Tmux(command)
     try:
-        ready = term.wait(lambda s: "press space" in s and "─ Transcript" in s and "─ Gate" in s)
+        ready = term.wait(lambda s: "press space" in s and "─ Transcript" in s and "─ Gate" in s
+                          and "Return a tablet" in s)
         assert "─ Ledger" in ready
         assert "Return a tablet" in ready  # the scenario's title, shown before it starts
         term.keys("space")
-        done = term.wait(lambda s: "session ended: user_stop" in s)
+        done = term.wait(lambda s: "session ended: the customer ended the conversation" in s)
         assert "REVISE" in done and "ALLOW" in done
         assert "#W4821001" in done  # the ledger pane shows the order
         term.keys("a")  # the audit screen
@@ -85,8 +86,9 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
         modal = term.wait(lambda s: "Review write" in s)
         assert "BLOCK" in modal and "retail.order_owned_by_customer" in modal
         term.keys("a")  # accept the BLOCK: nothing runs
-        term.wait(lambda s: "session ended: user_stop" in s)
+        term.wait(lambda s: "session ended: the customer ended the conversation" in s)
     finally:
         term.kill()
     trace = next((home / "sessions").glob("*/trace.jsonl")).read_text()
-    assert '"decision":"approve"' in trace and '"who":"tester"' in trace
+    # accepting the gate's BLOCK is its own decision, not an approval of the call (issue 10 item 12)
+    assert '"decision":"accept_verdict"' in trace and '"who":"tester"' in trace
