@@ -287,9 +287,9 @@ class GateDecision:
 
 
 def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateContext,
-             path_map: PathMap | None) -> PredicateResult:
+             path_map: PathMap | None, unfit: str | None) -> PredicateResult:
+    """`unfit`: `value_problem(call.arguments)`, computed once per call by `_judge` (not once per rule)."""
     view = LedgerView(reader)
-    unfit = value_problem(call.arguments)
     if unfit is not None:
         # Structural, so no rule can be bypassed by a value its comparisons cannot order: `NaN > cap` and
         # `NaN <= 0` are both False. The executor refuses such calls first; re-gating and direct callers
@@ -439,6 +439,7 @@ class PolicyGate:
         return decision
 
     def _judge(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> Iterable[PredicateResult]:
+        unfit = value_problem(call.arguments)
         for pred in self.predicates:
             if not pred.guards(call.name):
                 continue
@@ -446,4 +447,4 @@ class PolicyGate:
                 why = SWITCHED_OFF_REASON if pred.id in self._switched_off else "disabled by the operator"
                 yield PredicateResult(pred.id, Status.DISABLED, Verdict.ALLOW, why, (), pred.policy)
                 continue
-            yield _run_one(pred, call, ledger, ctx, self.path_map)
+            yield _run_one(pred, call, ledger, ctx, self.path_map, unfit)
