@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from retail_records import MIA, MIA_EMAIL, MIA_PENDING, NOAH_PENDING
+from tests.support.retail_records import MIA, MIA_EMAIL, MIA_PENDING, NOAH_PENDING
 
 GOOD_BEFORE = [
     {"name": "find_user_id_by_email", "arguments": {"email": MIA_EMAIL}, "expect": "ALLOW"},

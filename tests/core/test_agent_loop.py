@@ -16,7 +16,7 @@ from core.supervisor import Decision, Resolution
 from core.tools import ToolCall
 from core.trace import iter_trace, load_trace
 from core.users import ScriptedUser
-from toy_domain import DOMAIN, INITIAL, ToyBackend
+from tests.support.toy_domain import DOMAIN, INITIAL, ToyBackend
 
 
 def c(tool: str, **arguments: Any) -> ScriptedCall:

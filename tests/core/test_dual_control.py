@@ -1,4 +1,4 @@
-"""Dual control in the core, on the toy bank with a card app (tests/toy_domain.py: DUAL_DOMAIN, DualToyBackend).
+"""Dual control in the core, on the toy bank with a card app (tests/support/toy_domain.py: DUAL_DOMAIN, DualToyBackend).
 
 The customer's own tools run for the user proxy with requestor "user": never offered to the agent, never gated,
 validated and recorded like any call; a successful read lands in the ledger under `device.*`; the backend's
@@ -40,7 +40,7 @@ from core.users import (
     ScriptedUser,
     UserProxy,
 )
-from toy_domain import DOMAIN, DUAL_DOMAIN, DUAL_PATH_MAP, TOOLS, USER_TOOLS, DualToyBackend, ToyBackend
+from tests.support.toy_domain import DOMAIN, DUAL_DOMAIN, DUAL_PATH_MAP, TOOLS, USER_TOOLS, DualToyBackend, ToyBackend
 
 CLOCK = "2026-01-01T00:00:00+00:00"
 

@@ -15,7 +15,7 @@ from core.gate import GateContext, LedgerView, Outcome, Verdict, predicate
 from core.regate import export_trajectory, to_jsonl
 from core.replay import Checker, parse_trajectory
 from core.tools import ToolCall
-from toy_domain import DOMAIN, PREDICATES, ToyBackend
+from tests.support.toy_domain import DOMAIN, PREDICATES, ToyBackend
 
 
 @predicate(id="toy.balance", tools=["transfer"], severity=Verdict.REVISE,

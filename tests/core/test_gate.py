@@ -18,7 +18,7 @@ from core.gate import (
 )
 from core.ledger import Ledger
 from core.tools import ToolCall
-from toy_domain import DOMAIN, PATH_MAP, PREDICATES
+from tests.support.toy_domain import DOMAIN, PATH_MAP, PREDICATES
 
 
 def ledger_with(*accounts: dict[str, object], customer: str | None = "ann") -> Ledger:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from core.ledger import Ledger, PathMap, PathRule, StaleRule, fill_template, path_matches
 from core.tools import ToolCall
-from toy_domain import PATH_MAP
+from tests.support.toy_domain import PATH_MAP
 
 
 def call(tool: str, **arguments: object) -> ToolCall:

@@ -28,7 +28,7 @@ from core.trace import load_trace
 from core.users import ScriptedUser
 from domains.retail import DOMAIN as RETAIL
 from mock_backends.retail import RetailBackend
-from toy_domain import DOMAIN, ToyBackend
+from tests.support.toy_domain import DOMAIN, ToyBackend
 
 
 def c(tool: str, **arguments: Any) -> ScriptedCall:

@@ -27,7 +27,7 @@ from core.trace import load_trace
 from core.users import ScriptedUser
 from domains.retail import DOMAIN as RETAIL
 from mock_backends.retail import RetailBackend
-from toy_domain import DOMAIN, PATH_MAP, ToyBackend
+from tests.support.toy_domain import DOMAIN, PATH_MAP, ToyBackend
 
 
 def c(tool: str, **arguments: Any) -> ScriptedCall:

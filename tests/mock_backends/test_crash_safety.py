@@ -27,7 +27,7 @@ import pytest
 
 from mock_backends.registry import open_backend
 from mock_backends.retail import RetailBackend
-from support.crash_writer import USER, write_forever
+from tests.support.crash_writer import USER, write_forever
 
 MIN_KILLS = int(os.environ.get("CRASH_KILLS", "200"))
 MAX_SECONDS = 240.0

@@ -25,7 +25,7 @@ from mock_backends.telecom.models import (
 )
 from mock_backends.telecom.phone import Phone
 from mock_backends.telecom.seed import SEED_FILE, generate, render
-from telecom_records import (
+from tests.support.telecom_records import (
     DANIEL,
     MARIA,
     OTHER_MARIA,

@@ -17,7 +17,7 @@ from mock_backends.registry import BackendSourceError, open_backend
 from mock_backends.telehealth import TelehealthBackend, load_seed, read_folder, read_source
 from mock_backends.telehealth.models import COLLECTIONS, denormalise, normalise
 from mock_backends.telehealth.seed import SEED_FILE, generate, render
-from telehealth_records import (
+from tests.support.telehealth_records import (
     HANA,
     KENJI,
     LINDQVIST,
@@ -102,7 +102,7 @@ async def test_find_patient(backend: TelehealthBackend) -> None:
 
 
 async def test_records_builders_are_what_the_backend_returns(backend: TelehealthBackend) -> None:
-    """tests/telehealth_records.py builds tool results by hand; they must be the real ones."""
+    """tests/support/telehealth_records.py builds tool results by hand; they must be the real ones."""
     assert await call(backend, "get_patient_details", patient_id=PRIYA) == patient(PRIYA)
     assert await call(backend, "get_provider_details", provider_id=LINDQVIST) == provider(LINDQVIST)
     assert await call(backend, "get_appointment_details", appointment_id="APPT002") == appointment("APPT002")

@@ -7,7 +7,22 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from airline_records import (
+from core.ledger import Ledger
+from core.tools import ToolCall, ToolKind, validate_arguments
+from domains.airline import (
+    DOMAIN,
+    PATH_MAP,
+    POLICY,
+    POLICY_NOTES,
+    PREDICATES,
+    REFERENCE_TIME,
+    TOOLS,
+    airline_domain,
+    identify,
+)
+from domains.airline.clock import EST, local_now, parse_local
+from domains.registry import DOMAINS, load_domain
+from tests.support.airline_records import (
     JULIA,
     LENA,
     THEO,
@@ -27,21 +42,6 @@ from airline_records import (
     theo_economy,
     theo_user,
 )
-from core.ledger import Ledger
-from core.tools import ToolCall, ToolKind, validate_arguments
-from domains.airline import (
-    DOMAIN,
-    PATH_MAP,
-    POLICY,
-    POLICY_NOTES,
-    PREDICATES,
-    REFERENCE_TIME,
-    TOOLS,
-    airline_domain,
-    identify,
-)
-from domains.airline.clock import EST, local_now, parse_local
-from domains.registry import DOMAINS, load_domain
 
 # tau2-bench airline tool names and argument names (API.md §1.2), in tau2's order.
 TAU2_TOOLS: dict[str, tuple[str, ...]] = {

@@ -1,8 +1,9 @@
 """tau2-bench airline tasks through `ledgeragent check` over the REAL AirlineBackend loaded from tau2's db.json.
 
-1. Every task's gold writes, with the reads a careful agent makes before them (tests/tau2_airline_trajectories.py),
-   are allowed by the gate and executed by the backend; the end state equals the state reached by applying
-   only the gold writes directly (backend.call, no gate): for correct trajectories the gate changes nothing.
+1. Every task's gold writes, with the reads a careful agent makes before them
+   (tests/support/tau2_airline_trajectories.py), are allowed by the gate and executed by the backend; the end
+   state equals the state reached by applying only the gold writes directly (backend.call, no gate): for
+   correct trajectories the gate changes nothing.
 2. The same gold writes without those reads are never refused for a policy reason: the gate only asks for
    the missing evidence (REVISE), which is why the careful reads are part of a trajectory.
 3. Tasks whose gold has no write (the right outcome is a refusal): the write the customer pushes for is
@@ -11,35 +12,47 @@
    expected verdict and predicate, and leave the database exactly as it was.
 5. The real CLI (`ledgeragent check --json`) on one task's trajectory plus one violating line.
 
-The backend is built once per module from db.json; each test restores the snapshot taken right after
-loading (an undo-log restore: proportional to the changes, not to the 2,000 reservations). Skipped when
-../shared (the repository's sibling folder) is absent.
+The scaffolding (one backend per module, restored before each test; the line builders; the CLI's shared
+assertions) is tests/support/gold_replay.py: this module holds airline's tables, refusals, demands and
+variants. Skipped when tau2-bench's data/tau2/domains/airline/ files are absent (tests/support/upstream.py).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from console.cli import main as cli_main
 from core.domain import Domain
 from core.gate import PolicyGate, Status, Verdict
-from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
+from core.replay import Checker
 from core.tools import ToolCall, ToolError
 from domains.airline import DOMAIN, airline_domain
 from domains.airline.clock import EST
 from mock_backends.airline import AirlineBackend, load_tau2_db
-from mock_backends.store import Snapshot
-from tau2_airline_trajectories import (
+from tests.support.gold_replay import (
+    Lines,
+    Template,
+    apply_gold_writes,
+    assert_rejected,
+    calls,
+    check,
+    cli_check,
+    fresh_fixture,
+    module_loop,
+    show,
+    template_fixture,
+    write_jsonl,
+)
+from tests.support.tau2_airline_trajectories import (
+    DB_PATH,
     GOLD_NOTE,
     READ_NOTE,
+    TAU2_AIRLINE,
     TODAY,
     Line,
     Task,
@@ -49,27 +62,22 @@ from tau2_airline_trajectories import (
     gold_writes,
     load_db,
     load_tasks,
+    shared_present,
     task_customer,
-    write_jsonl,
 )
 
-# tests/domains/airline/<this file> -> parents[3] is the repository, parents[4] the folder that holds ../shared.
-SHARED = Path(__file__).resolve().parents[4] / "shared"
-TASKS_JSON = SHARED / "tau2" / "airline" / "tasks.json"
-DB_JSON = SHARED / "tau2" / "airline" / "db.json"
-HAVE_SHARED = TASKS_JSON.is_file() and DB_JSON.is_file()
+HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
-    pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 airline data not found at {SHARED / 'tau2' / 'airline'}"),
+    pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 airline data not found at {TAU2_AIRLINE}"),
 ]
-module_loop = pytest.mark.asyncio(loop_scope="module")
 
-TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks(TASKS_JSON)} if HAVE_SHARED else {}
-RAW_DB: dict[str, Any] = load_db(DB_JSON) if HAVE_SHARED else {}
+TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks()} if HAVE_SHARED else {}
+RAW_DB: dict[str, Any] = load_db() if HAVE_SHARED else {}
 
 # Gold writes that contradict the policy, which the gate must therefore refuse: action_id -> (verdict,
-# predicate). Empty, on purpose and checked: the 25 tasks in ../shared are tau2's even-numbered ones, and
+# predicate). Empty, on purpose and checked: the 25 tasks of the reference copy are tau2's even-numbered ones, and
 # every one of their 24 gold writes is legal under the policy (each was checked by hand against it):
 # - the three gold cancellations have a basis: K1NW8N (task 14) was booked 22 h 57 min before now,
 #   FDZ0T5 and HSR97W (task 42) are business;
@@ -83,43 +91,11 @@ RAW_DB: dict[str, Any] = load_db(DB_JSON) if HAVE_SHARED else {}
 EXPECTED_REFUSALS: dict[str, tuple[str, str]] = {}
 
 
-@dataclass
-class Template:
-    backend: AirlineBackend
-    base: Snapshot
-    base_hash: str
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def template(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Template]:
-    path = tmp_path_factory.mktemp("tau2_airline") / "template.sqlite"
-    backend = await AirlineBackend.create(path, load_tau2_db(DB_JSON))
-    try:
-        yield Template(backend, await backend.snapshot(), await backend.state_hash())
-    finally:
-        await backend.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fresh(template: Template) -> Template:
-    """The module's backend, back at the freshly loaded db.json."""
-    await template.backend.restore(template.base)
-    return template
-
-
-def _calls(lines: list[Line]) -> list[TrajectoryCall]:
-    trajectory = parse_trajectory("\n".join(json.dumps(line) for line in lines))
-    assert not trajectory.problems, trajectory.problems
-    return trajectory.calls
-
-
-async def _check(backend: AirlineBackend, lines: list[Line], domain: Domain = DOMAIN) -> list[CheckResult]:
-    return await Checker(domain, backend).run(_calls(lines))
-
-
-def _show(results: list[CheckResult], lines: list[Line]) -> str:
-    return "\n".join(f"{r.index} {lines[r.index].get('note', '')} {r.name} {r.verdict} {r.predicates} "
-                     f"{r.reason[:400]}" for r in results if r.met is False)
+template = template_fixture("tau2_airline", lambda path: AirlineBackend.create(path, load_tau2_db(DB_PATH)))
+fresh = fresh_fixture()
+LINES = Lines(TASKS, lambda task: build_trajectory(task, RAW_DB), gold_actions, read_note="careful read")
+_read, _bad, _prefix, _gold, _gold_with, _without_reads = (LINES.read, LINES.bad, LINES.prefix, LINES.gold,
+                                                          LINES.gold_with, LINES.without_reads)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -147,8 +123,8 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
     task, backend = TASKS[task_id], fresh.backend
     refusals = {aid: verdict for aid, (verdict, _) in EXPECTED_REFUSALS.items()}
     lines = build_trajectory(task, RAW_DB, expected_refusals=refusals)
-    results = await _check(backend, lines)
-    assert all(r.met is not False for r in results), _show(results, lines)
+    results = await check(DOMAIN, backend, lines)
+    assert all(r.met is not False for r in results), show(results, lines)
 
     gold = gold_write_lines(lines)
     if not gold:  # a refusal task: the careful reads wrote nothing (the undo log head has not moved)
@@ -169,11 +145,7 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
 
     # The same gold writes straight into a fresh DB, no gate: what tau2's evaluator builds as the gold env.
     await backend.restore(fresh.base)
-    for action in gold_writes(task):
-        try:
-            await backend.call(action["name"], action["arguments"])
-        except ToolError as exc:  # tau2 logs and ignores a failing gold action; none fails here
-            raise AssertionError(f"{action['action_id']}: {exc.message}") from exc
+    await apply_gold_writes(backend, gold_writes(task))  # tau2 logs and ignores a failing gold action; none fails
     assert await backend.state_hash() == gated_hash
 
 
@@ -191,7 +163,7 @@ async def test_gold_writes_without_their_reads_are_asked_for_evidence(task_id: s
         await fresh.backend.restore(fresh.base)
         bare = [line for line in lines[:index] if line["note"] != READ_NOTE + action_id]
         checker = Checker(DOMAIN, fresh.backend)
-        for call in _calls(bare):
+        for call in calls(bare):
             await checker.check(call)
         write = ToolCall("bare", lines[index]["name"], lines[index]["arguments"])
         decision = PolicyGate(DOMAIN.predicates).evaluate(write, checker.ledger, DOMAIN.context(checker.ledger))
@@ -201,14 +173,6 @@ async def test_gold_writes_without_their_reads_are_asked_for_evidence(task_id: s
 
 # ---------------------------------------------------------------------------------------------------
 # 3. Tasks with no gold write: what the customer pushes for is refused.
-
-
-def _read(name: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": "ALLOW", "note": "careful read"}
-
-
-def _bad(name: str, verdict: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": verdict, "note": "violation"}
 
 
 def _reservation_reads(reservation_id: str, *, statuses: str = "all") -> list[Line]:
@@ -309,48 +273,13 @@ async def test_what_the_customer_pushes_for_is_refused(demand: Demand, fresh: Te
 
 async def _assert_rejected(backend: AirlineBackend, lines: list[Line], verdict: str, predicate: str, why: str,
                            only: bool = True, domain: Domain = DOMAIN) -> None:
-    checker = Checker(domain, backend)
-    *setup, violation = _calls(lines)
-    for call in setup:
-        result = await checker.check(call)
-        assert result.met is not False, (why, result)
-    before = await backend.snapshot()
-    result = await checker.check(violation)
-    assert result.kind == "write"
-    assert result.verdict == verdict, (why, result.reason)
-    assert predicate in result.predicates, (why, result.predicates, result.reason)
-    if only:
-        assert result.predicates == (predicate,), (why, result.reason)
-    assert not result.executed
-    # Nothing was written: every row change lands in the store's undo log, and its head has not moved. (Exact,
-    # and ~1000x cheaper than hashing the 2,500 documents; the gold tests above do compare full hashes.)
-    assert await backend.snapshot() == before
+    # Nothing was written: the store's undo log head has not moved (exact, and ~1000x cheaper than hashing the
+    # 2,500 documents; the gold tests above do compare full hashes).
+    await assert_rejected(domain, backend, lines, verdict, predicate, why, only=only, unchanged="undo_log")
 
 
 # ---------------------------------------------------------------------------------------------------
 # 4. Violating variants of real tasks. Each ends with the one violating call.
-
-
-def _prefix(task_id: str, action_id: str) -> list[Line]:
-    """A task's careful trajectory up to, not including, gold write `action_id` (its careful reads stay)."""
-    lines = build_trajectory(TASKS[task_id], RAW_DB)
-    index = next(i for i, line in enumerate(lines) if line["note"] == GOLD_NOTE + action_id)
-    return lines[:index]
-
-
-def _gold(task_id: str, action_id: str) -> dict[str, Any]:
-    return next(a for a in gold_actions(TASKS[task_id]) if a["action_id"] == action_id)
-
-
-def _gold_with(task_id: str, action_id: str, verdict: str, **changes: Any) -> list[Line]:
-    """Task `task_id` up to gold write `action_id`, which is then sent with some arguments changed."""
-    action = _gold(task_id, action_id)
-    return [*_prefix(task_id, action_id), _bad(action["name"], verdict, **{**action["arguments"], **changes})]
-
-
-def _without_reads(lines: list[Line], before: str, names: tuple[str, ...]) -> list[Line]:
-    """Drop the careful reads of the given tools that were made for gold write `before`."""
-    return [line for line in lines if not (line["note"] == READ_NOTE + before and line["name"] in names)]
 
 
 def _pay(*pairs: tuple[str, int]) -> list[dict[str, Any]]:
@@ -460,7 +389,6 @@ CLI_READS = [_read("get_user_details", user_id="omar_rossi_1241"), _read("get_re
                                                                         reservation_id="FQ8APE")]
 CLI_VIOLATION = {"name": "send_certificate", "arguments": {"user_id": "omar_rossi_1241", "amount": 100},
                  "note": "compensation nobody is owed"}
-JSON_KEYS = {"index", "name", "kind", "verdict", "predicates", "reason", "executed"}
 
 
 @pytest.mark.parametrize("violation_expect, exit_code", [("BLOCK", 0)])  # exit 1: tests/console/...airline.py
@@ -473,24 +401,13 @@ def test_cli_check_replays_a_task_and_flags_the_violation(
     path = write_jsonl(lines, tmp_path / "task22.jsonl")
     out = tmp_path / "out"
     out.mkdir()
-    code = cli_main(["check", str(path), "--domain", "airline", "--db", str(DB_JSON), "--json", "--out", str(out)])
-    captured = capsys.readouterr()
-    assert code == exit_code, captured.err
-    rows = [json.loads(row) for row in captured.out.splitlines()]
-    assert [row["index"] for row in rows] == list(range(len(lines)))
-    assert all(JSON_KEYS <= set(row) for row in rows)
-    *replayed, last = rows
-    assert all(row["met"] is True for row in replayed)
+    replayed, last = cli_check(["--domain", "airline", "--db", str(DB_PATH), "--json", "--out", str(out)], lines,
+                               path, violation_expect, exit_code, capsys)
     writes = [(row["name"], row["verdict"], row["executed"]) for row in replayed if row["kind"] == "write"]
     assert writes == [("update_reservation_flights", "ALLOW", True), ("update_reservation_passengers", "ALLOW", True),
                       ("update_reservation_baggages", "ALLOW", True)]
     assert (last["kind"], last["verdict"], last["executed"]) == ("write", "BLOCK", False)
     assert "airline.compensation_eligible" in last["predicates"]
-    assert last["met"] is (violation_expect == "BLOCK")
-    if exit_code:
-        assert f"{path}:{len(lines)}: send_certificate expected ALLOW, got BLOCK" in captured.err
-    else:
-        assert captured.err == ""
     assert not (tmp_path / "home").exists()
 
 

@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 
-from airline_records import (
+from core.gate import GateDecision, PredicateResult, Status, Verdict
+from domains.airline import PREDICATES, airline_domain
+from domains.airline.clock import EST
+from tests.support.airline_records import (
     APPENDIX_B_CASE,
     CANCEL_WINDOW_CASE,
     JULIA,
@@ -47,9 +50,6 @@ from airline_records import (
     theo_economy,
     theo_user,
 )
-from core.gate import GateDecision, PredicateResult, Status, Verdict
-from domains.airline import PREDICATES, airline_domain
-from domains.airline.clock import EST
 
 THEO_ME = person("Theo", "Brennan", "1990-06-21")
 IRIS = person("Iris", "Brennan", "1993-02-08")

@@ -9,7 +9,7 @@ import pytest
 from core.ledger import Ledger
 from core.tools import ToolCall, ToolKind, validate_arguments
 from domains.retail import DOMAIN, PATH_MAP, POLICY, POLICY_NOTES, PREDICATES, TOOLS, identify
-from retail_records import (
+from tests.support.retail_records import (
     MIA,
     MIA_EMAIL,
     MIA_PENDING,

@@ -1,36 +1,46 @@
 """tau2-bench retail tasks through `ledgeragent check` over the REAL RetailBackend loaded from tau2's db.json.
 
-1. Every task's gold writes, with the reads a careful agent makes before them (tests/tau2_retail_trajectories.py),
-   are allowed by the gate and executed by the backend; the end state equals the state reached by applying
-   only the gold writes directly (backend.call, no gate): for correct trajectories the gate changes nothing.
+1. Every task's gold writes, with the reads a careful agent makes before them
+   (tests/support/tau2_retail_trajectories.py), are allowed by the gate and executed by the backend; the end
+   state equals the state reached by applying only the gold writes directly (backend.call, no gate): for
+   correct trajectories the gate changes nothing.
 2. Deliberately violating variants, each derived from a real task and real records, are rejected with the
    expected verdict and predicate, and leave the database exactly as it was.
 3. The real CLI (`ledgeragent check --json`) on one task's trajectory plus one violating line.
 
-The backend is built once per module from db.json; each test restores the snapshot taken right after
-loading (an undo-log restore: proportional to the changes, not to the 1,000 orders). Skipped when
-../shared (the repository's sibling folder) is absent.
+The scaffolding (one backend per module, restored before each test; the line builders; the CLI's shared
+assertions) is tests/support/gold_replay.py: this module holds retail's tables, refusals and variants. Skipped
+when tau2-bench's data/tau2/domains/retail/ files are absent (tests/support/upstream.py says where they go).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from console.cli import main as cli_main
-from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
-from core.tools import ToolError
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend, load_tau2_db
-from mock_backends.store import Snapshot
-from tau2_retail_trajectories import (
+from tests.support.gold_replay import (
+    Lines,
+    Template,
+    apply_gold_writes,
+    assert_rejected,
+    check,
+    cli_check,
+    fresh_fixture,
+    module_loop,
+    show,
+    template_fixture,
+    write_jsonl,
+)
+from tests.support.tau2_retail_trajectories import (
+    DB_PATH,
     GOLD_NOTE,
+    TAU2_RETAIL,
     Line,
     Task,
     build_trajectory,
@@ -39,24 +49,19 @@ from tau2_retail_trajectories import (
     gold_writes,
     load_db,
     load_tasks,
+    shared_present,
     task_customer,
-    write_jsonl,
 )
 
-# tests/domains/retail/<this file> -> parents[3] is the repository, parents[4] the folder that holds ../shared.
-SHARED = Path(__file__).resolve().parents[4] / "shared"
-TASKS_JSON = SHARED / "tau2" / "retail" / "tasks.json"
-DB_JSON = SHARED / "tau2" / "retail" / "db.json"
-HAVE_SHARED = TASKS_JSON.is_file() and DB_JSON.is_file()
+HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
-    pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 retail data not found at {SHARED / 'tau2' / 'retail'}"),
+    pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 retail data not found at {TAU2_RETAIL}"),
 ]
-module_loop = pytest.mark.asyncio(loop_scope="module")
 
-TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks(TASKS_JSON)} if HAVE_SHARED else {}
-RAW_DB: dict[str, Any] = load_db(DB_JSON) if HAVE_SHARED else {}
+TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks()} if HAVE_SHARED else {}
+RAW_DB: dict[str, Any] = load_db() if HAVE_SHARED else {}
 
 # Gold writes that tau2's own tool refuses, so the gate must refuse them too: action_id -> (verdict, predicate
 # that fails, tau2's error text when the same write is sent straight to the backend).
@@ -69,44 +74,11 @@ EXPECTED_REFUSALS: dict[str, tuple[str, str, str]] = {
     "64_6": ("BLOCK", "retail.return_exchange_requires_delivered", "Non-delivered order cannot be exchanged"),
 }
 
-
-@dataclass
-class Template:
-    backend: RetailBackend
-    base: Snapshot
-    base_hash: str
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def template(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Template]:
-    path = tmp_path_factory.mktemp("tau2_retail") / "template.sqlite"
-    backend = await RetailBackend.create(path, load_tau2_db(DB_JSON))
-    try:
-        yield Template(backend, await backend.snapshot(), await backend.state_hash())
-    finally:
-        await backend.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fresh(template: Template) -> Template:
-    """The module's backend, back at the freshly loaded db.json."""
-    await template.backend.restore(template.base)
-    return template
-
-
-def _calls(lines: list[Line]) -> list[TrajectoryCall]:
-    trajectory = parse_trajectory("\n".join(json.dumps(line) for line in lines))
-    assert not trajectory.problems, trajectory.problems
-    return trajectory.calls
-
-
-async def _check(backend: RetailBackend, lines: list[Line]) -> list[CheckResult]:
-    return await Checker(DOMAIN, backend).run(_calls(lines))
-
-
-def _show(results: list[CheckResult], lines: list[Line]) -> str:
-    return "\n".join(f"{r.index} {lines[r.index].get('note', '')} {r.name} {r.verdict} {r.predicates} "
-                     f"{r.reason[:400]}" for r in results if r.met is False)
+template = template_fixture("tau2_retail", lambda path: RetailBackend.create(path, load_tau2_db(DB_PATH)))
+fresh = fresh_fixture()
+LINES = Lines(TASKS, lambda task: build_trajectory(task, RAW_DB), gold_actions)
+_read, _bad, _prefix, _gold, _gold_with, _without_reads = (LINES.read, LINES.bad, LINES.prefix, LINES.gold,
+                                                          LINES.gold_with, LINES.without_reads)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,8 +105,8 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
     task, backend = TASKS[task_id], fresh.backend
     refusals = {aid: verdict for aid, (verdict, _, _) in EXPECTED_REFUSALS.items()}
     lines = build_trajectory(task, RAW_DB, expected_refusals=refusals)
-    results = await _check(backend, lines)
-    assert all(r.met is not False for r in results), _show(results, lines)
+    results = await check(DOMAIN, backend, lines)
+    assert all(r.met is not False for r in results), show(results, lines)
 
     gold = gold_write_lines(lines)
     for index, action_id in gold.items():
@@ -152,44 +124,12 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
 
     # The same gold writes straight into a fresh DB, no gate: what tau2's evaluator builds as the gold env.
     await backend.restore(fresh.base)
-    for action in gold_writes(task):
-        try:
-            await backend.call(action["name"], action["arguments"])
-        except ToolError as exc:
-            assert action["action_id"] in EXPECTED_REFUSALS, f"{action['action_id']}: {exc.message}"
-            assert exc.message == EXPECTED_REFUSALS[action["action_id"]][2]
-        else:
-            assert action["action_id"] not in EXPECTED_REFUSALS
+    await apply_gold_writes(backend, gold_writes(task), {aid: error for aid, (*_, error) in EXPECTED_REFUSALS.items()})
     assert await backend.state_hash() == gated_hash
 
 
 # ---------------------------------------------------------------------------------------------------
 # 2. Violating variants of real tasks. Each ends with the one violating call.
-
-
-def _prefix(task_id: str, action_id: str) -> list[Line]:
-    """A task's careful trajectory up to, not including, gold write `action_id` (its careful reads stay)."""
-    lines = build_trajectory(TASKS[task_id], RAW_DB)
-    index = next(i for i, line in enumerate(lines) if line["note"] == GOLD_NOTE + action_id)
-    return lines[:index]
-
-
-def _gold(task_id: str, action_id: str) -> dict[str, Any]:
-    return next(a for a in gold_actions(TASKS[task_id]) if a["action_id"] == action_id)
-
-
-def _read(name: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": "ALLOW", "note": "variant read"}
-
-
-def _bad(name: str, verdict: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": verdict, "note": "violation"}
-
-
-def _gold_with(task_id: str, action_id: str, verdict: str, **changes: Any) -> list[Line]:
-    """Task `task_id` up to gold write `action_id`, which is then sent with some arguments changed."""
-    action = _gold(task_id, action_id)
-    return [*_prefix(task_id, action_id), _bad(action["name"], verdict, **{**action["arguments"], **changes})]
 
 
 def _customer(task_id: str) -> str:
@@ -201,12 +141,6 @@ def _customer(task_id: str) -> str:
 def _login(user_id: str) -> list[Line]:
     return [_read("find_user_id_by_email", email=RAW_DB["users"][user_id]["email"]),
             _read("get_user_details", user_id=user_id)]
-
-
-def _without_reads(lines: list[Line], before: str, names: tuple[str, ...]) -> list[Line]:
-    """Drop the careful reads of the given tools that were made for gold write `before`."""
-    return [line for line in lines if not (line["note"] == "careful read before " + before
-                                           and line["name"] in names)]
 
 
 ADDRESS = {"address1": "1 Test Street", "address2": "Suite 1", "city": "Austin", "state": "TX",
@@ -302,21 +236,8 @@ VARIANTS = [
 @module_loop
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 async def test_violating_variant_is_rejected_and_changes_nothing(variant: Variant, fresh: Template) -> None:
-    backend, lines = fresh.backend, variant.build()
-    checker = Checker(DOMAIN, backend)
-    *setup, violation = _calls(lines)
-    for call in setup:
-        result = await checker.check(call)
-        assert result.met is not False, (variant.id, result)
-    before = await backend.state_hash()
-    result = await checker.check(violation)
-    assert result.kind == "write"
-    assert result.verdict == variant.verdict, (variant.why, result.reason)
-    assert variant.predicate in result.predicates, (variant.why, result.predicates, result.reason)
-    if variant.only:
-        assert result.predicates == (variant.predicate,), (variant.why, result.reason)
-    assert not result.executed
-    assert await backend.state_hash() == before
+    await assert_rejected(DOMAIN, fresh.backend, variant.build(), variant.verdict, variant.predicate, variant.why,
+                          only=variant.only)
 
 
 def test_variants_cover_many_predicates() -> None:
@@ -329,7 +250,6 @@ def test_variants_cover_many_predicates() -> None:
 CLI_TASK = "0"
 CLI_VIOLATION = {"name": "modify_user_address", "arguments": {"user_id": "daiki_silva_2903", **ADDRESS},
                  "note": "another customer's profile"}
-JSON_KEYS = {"index", "name", "kind", "verdict", "predicates", "reason", "executed"}
 
 
 @pytest.mark.parametrize("violation_expect, exit_code", [("BLOCK", 0), ("ALLOW", 1)])
@@ -342,22 +262,11 @@ def test_cli_check_replays_a_task_and_flags_the_violation(
     path = write_jsonl(lines, tmp_path / "task0.jsonl")
     out = tmp_path / "out"
     out.mkdir()
-    code = cli_main(["check", str(path), "--domain", "retail", "--db", str(DB_JSON), "--json", "--out", str(out)])
-    captured = capsys.readouterr()
-    assert code == exit_code, captured.err
-    rows = [json.loads(row) for row in captured.out.splitlines()]
-    assert [row["index"] for row in rows] == list(range(len(lines)))
-    assert all(JSON_KEYS <= set(row) for row in rows)
-    *replayed, last = rows
-    assert all(row["met"] is True for row in replayed)
+    replayed, last = cli_check(["--domain", "retail", "--db", str(DB_PATH), "--json", "--out", str(out)], lines, path,
+                               violation_expect, exit_code, capsys)
     write = next(row for row in replayed if row["kind"] == "write")
     assert (write["name"], write["verdict"], write["executed"]) == ("exchange_delivered_order_items", "ALLOW", True)
     assert (last["kind"], last["verdict"], last["predicates"], last["executed"]) == (
         "write", "BLOCK", ["retail.user_is_customer"], False)
     assert "daiki_silva_2903" in last["reason"]
-    assert last["met"] is (violation_expect == "BLOCK")
-    if exit_code:
-        assert f"{path}:{len(lines)}: modify_user_address expected ALLOW, got BLOCK" in captured.err
-    else:
-        assert captured.err == ""
     assert not (tmp_path / "home").exists()

@@ -17,7 +17,7 @@ from core.ledger import Ledger
 from core.tools import ToolCall, ToolError
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend, load_seed
-from retail_records import MIA, MIA_DELIVERED, MIA_EMAIL, MIA_GIFT_CARD
+from tests.support.retail_records import MIA, MIA_DELIVERED, MIA_EMAIL, MIA_GIFT_CARD
 
 BLACK_64, GOLD_128, TABLET = "2000000012", "2000000011", "1000000001"
 

@@ -16,7 +16,7 @@ import pytest
 
 from core.gate import GateDecision, PredicateResult, Status, Verdict
 from domains.retail import PREDICATES
-from retail_records import (
+from tests.support.retail_records import (
     MIA,
     MIA_CREDIT_CARD,
     MIA_DELIVERED,

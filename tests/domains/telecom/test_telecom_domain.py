@@ -14,7 +14,18 @@ from domains.telecom import AGENT_TOOLS, DOMAIN, PATH_MAP, POLICY, POLICY_NOTES,
 from domains.telecom.paths import DEVICE_READINGS, PHONE_CHANGES
 from domains.telecom.vocabulary import REFERENCE_TIME
 from mock_backends.telecom import TelecomBackend
-from telecom_records import MARIA, TelecomSession, bill, bills_of, customer, device, line, maria, plan, usage
+from tests.support.telecom_records import (
+    MARIA,
+    TelecomSession,
+    bill,
+    bills_of,
+    customer,
+    device,
+    line,
+    maria,
+    plan,
+    usage,
+)
 
 # tau2-bench's telecom agent tools and their arguments (API.md §3.3), required ones first.
 TAU2_AGENT_TOOLS: dict[str, tuple[str, ...]] = {

@@ -3,7 +3,7 @@
 
 1. Every task's setup (its `initialization_actions`, run by the backend as tau2 runs them, each followed by a sync)
    and then its gold actions of both sides, with the reads a careful agent makes and the looks at the phone it
-   asks for (tests/tau2_telecom_trajectories.py): every line is ALLOWed (the agent's writes by the gate, the
+   asks for (tests/support/tau2_telecom_trajectories.py): every line is ALLOWed (the agent's writes by the gate, the
    customer's phone actions ungated), the task's own `env_assertions` hold at the end (mobile data works at
    >= 200 Mbps "excellent", MMS can be sent, the line is connected, the overdue bill is paid...), and the end
    state equals the state reached by applying only the gold actions (backend.call with a sync after each, as
@@ -14,29 +14,39 @@
 3. The real CLI (`ledgeragent check --domain telecom --db <copy>/db.toml --json`) on a payment flow whose
    customer pays on the phone, plus a violation.
 
-The backend is built once per module; each test restores the snapshot taken right after loading. Skipped when
-../shared (the repository's sibling folder) is absent.
+The scaffolding (one backend per module, restored before each test; the line builders; the CLI's shared
+assertions) is tests/support/gold_replay.py: this module holds telecom's tables, scenes and variants. Skipped
+when tau2-bench's data/tau2/domains/telecom/ files are absent (tests/support/upstream.py).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-import pytest_asyncio
 
-from console.cli import main as cli_main
-from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
+from core.replay import Checker
 from core.tools import ToolError
 from domains.telecom import DOMAIN
-from mock_backends.store import Snapshot
 from mock_backends.telecom import TelecomBackend
-from tau2_telecom_trajectories import (
+from tests.support.gold_replay import (
+    JSON_KEYS,
+    Lines,
+    Template,
+    assert_rejected,
+    calls,
+    cli_check,
+    fresh_fixture,
+    module_loop,
+    show,
+    template_fixture,
+    write_jsonl,
+)
+from tests.support.tau2_telecom_trajectories import (
     DATA_DIR,
     DB_PATH,
     GOLD_NOTE,
@@ -51,7 +61,6 @@ from tau2_telecom_trajectories import (
     setup,
     shared_present,
     short_id,
-    write_jsonl,
 )
 
 HAVE_SHARED = shared_present()
@@ -60,34 +69,14 @@ pytestmark = [
     pytest.mark.shared,
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 telecom data not found at {DATA_DIR}"),
 ]
-module_loop = pytest.mark.asyncio(loop_scope="module")
 
 TASKS: dict[str, Task] = {short_id(t): t for t in load_tasks()} if HAVE_SHARED else {}
 JOHN = "C1001"  # every small task's customer: John Smith, 555-123-2002 (line L1002)
 
 
-@dataclass
-class Template:
-    backend: TelecomBackend
-    base: Snapshot
-    base_hash: str
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def template(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Template]:
-    path = tmp_path_factory.mktemp("tau2_telecom") / "template.sqlite"
-    backend = await TelecomBackend.create(path, TelecomBackend.read_source(DB_PATH))
-    try:
-        yield Template(backend, await backend.snapshot(), await backend.state_hash())
-    finally:
-        await backend.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fresh(template: Template) -> Template:
-    """The module's backend, back at the freshly loaded db.toml + user_db.toml."""
-    await template.backend.restore(template.base)
-    return template
+template = template_fixture("tau2_telecom",
+                            lambda path: TelecomBackend.create(path, TelecomBackend.read_source(DB_PATH)))
+fresh = fresh_fixture()
 
 
 async def set_scene(backend: TelecomBackend, actions: list[dict[str, Any]]) -> None:
@@ -102,17 +91,6 @@ async def end_state_failures(backend: TelecomBackend, task: Task) -> list[str]:
         if value != check.get("assert_value", True):
             failures.append(f"{check['func_name']}({check['arguments']}) is {value}")
     return failures
-
-
-def _calls(lines: list[Line]) -> list[TrajectoryCall]:
-    trajectory = parse_trajectory("\n".join(json.dumps(line) for line in lines))
-    assert not trajectory.problems, trajectory.problems
-    return trajectory.calls
-
-
-def _show(results: list[CheckResult], lines: list[Line]) -> str:
-    return "\n".join(f"{r.index} {lines[r.index].get('note', '')} {r.name} {r.verdict} {r.predicates} "
-                     f"{r.reason[:400]}" for r in results if r.met is not True)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -144,8 +122,8 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
     if gold_writes(task):  # the scene is broken: there is something to fix (the locked SIM is transferred)
         assert await end_state_failures(backend, task) != []
     lines = build_trajectory(task, JOHN)
-    results = await Checker(DOMAIN, backend).run(_calls(lines))
-    assert all(r.met is True for r in results), _show(results, lines)
+    results = await Checker(DOMAIN, backend).run(calls(lines))
+    assert all(r.met is True for r in results), show(results, lines, unmet=True)
     for index in gold_lines(lines):
         result = results[index]
         assert (result.verdict, result.executed, result.requestor) == ("ALLOW", True, lines[index]["requestor"])
@@ -170,7 +148,7 @@ async def test_careful_reads_are_what_the_gate_needs(fresh: Template) -> None:
     task = TASKS["overdue_bill_suspension"]
     await set_scene(fresh.backend, setup(task))
     bare = [line for line in build_trajectory(task, JOHN) if not line["note"].startswith("careful read")]
-    results = await Checker(DOMAIN, fresh.backend).run(_calls(bare))
+    results = await Checker(DOMAIN, fresh.backend).run(calls(bare))
     by_name = {r.name: r for r in results if r.kind == "write" and r.requestor == "assistant"}
     assert by_name["send_payment_request"].verdict == "REVISE"
     assert set(by_name["send_payment_request"].predicates) == {"telecom.payment_request_for_overdue_bill",
@@ -184,19 +162,9 @@ async def test_careful_reads_are_what_the_gate_needs(fresh: Template) -> None:
 ToolOutcome = Literal["changes", "no-op", "refuses"]
 
 
-def _read(name: str, requestor: str = "assistant", **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "requestor": requestor, "expect": "ALLOW", "note": "variant read"}
-
-
-def _bad(name: str, verdict: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "requestor": "assistant", "expect": verdict, "note": "violation"}
-
-
-def _prefix(task_id: str, action_id: str) -> list[Line]:
-    """A task's careful trajectory up to, not including, gold action `action_id` (its careful reads stay)."""
-    lines = build_trajectory(TASKS[task_id], JOHN)
-    index = next(i for i, line in enumerate(lines) if line["note"] == GOLD_NOTE + action_id)
-    return [line for line in lines[:index] if not line["note"].startswith(f"careful read before {action_id}")]
+LINES = Lines(TASKS, lambda task: build_trajectory(task, JOHN), gold_actions, requestor="assistant",
+              prefix_keeps_reads=False)
+_read, _bad, _prefix = LINES.read, LINES.bad, LINES.prefix
 
 
 def _identify(number: str = "555-123-2002") -> list[Line]:
@@ -314,19 +282,9 @@ async def set_variant_scene(backend: TelecomBackend, variant: Variant) -> None:
 @module_loop
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 async def test_violating_variant_is_rejected_and_changes_nothing(variant: Variant, fresh: Template) -> None:
-    backend, lines = fresh.backend, variant.build()
-    await set_variant_scene(backend, variant)
-    checker = Checker(DOMAIN, backend)
-    *before_it, violation = _calls(lines)
-    for call in before_it:
-        result = await checker.check(call)
-        assert result.met is True, (variant.id, result)
-    before = await backend.state_hash()
-    result = await checker.check(violation)
-    assert result.kind == "write"
-    assert (result.verdict, result.predicates) == (variant.verdict, (variant.predicate,)), (variant.why, result.reason)
-    assert not result.executed
-    assert await backend.state_hash() == before
+    await set_variant_scene(fresh.backend, variant)
+    await assert_rejected(DOMAIN, fresh.backend, variant.build(), variant.verdict, variant.predicate, variant.why,
+                          setup_met=True)
 
 
 @module_loop
@@ -361,7 +319,6 @@ def test_variants_cover_every_predicate() -> None:
 # 3. The real CLI, with a copy of tau2's db.toml as --db (its user_db.toml given Sarah Johnson's line number,
 # because `check` has no task setup to run `set_user_info`).
 
-JSON_KEYS = {"index", "name", "kind", "verdict", "predicates", "reason", "executed", "requestor"}
 CLI_LINES: list[Line] = [
     _read("get_customer_by_phone", phone_number="555-123-2004"),
     _read("get_bills_for_customer", customer_id="C1002"),
@@ -386,22 +343,11 @@ def test_cli_check_replays_a_phone_payment_and_flags_the_violation(
                  "expect": violation_expect, "note": "the bill she just paid, requested again"}
     lines = [*CLI_LINES, violation]
     path = write_jsonl(lines, tmp_path / "payment.jsonl")
-    code = cli_main(["check", str(path), "--domain", "telecom", "--db", str(data / "db.toml"), "--json"])
-    captured = capsys.readouterr()
-    assert code == exit_code, captured.err
-    rows = [json.loads(row) for row in captured.out.splitlines()]
-    assert [row["index"] for row in rows] == list(range(len(lines)))
-    assert all(JSON_KEYS <= set(row) for row in rows)
-    *replayed, last = rows
-    assert all(row["met"] is True for row in replayed)
+    replayed, last = cli_check(["--domain", "telecom", "--db", str(data / "db.toml"), "--json"], lines, path,
+                               violation_expect, exit_code, capsys, JSON_KEYS | {"requestor"})
     assert [(r["name"], r["requestor"], r["verdict"]) for r in replayed if r["kind"] == "write"] == [
         ("send_payment_request", "assistant", "ALLOW"), ("make_payment", "user", "ALLOW")]
     assert replayed[3]["kind"] == "read" and replayed[3]["requestor"] == "user"
     assert (last["kind"], last["verdict"], last["executed"]) == ("write", "BLOCK", False)
     assert last["predicates"] == ["telecom.payment_request_for_overdue_bill"]
     assert "bill B1005 is 'Paid'" in last["reason"]
-    assert last["met"] is (violation_expect == "BLOCK")
-    if exit_code:
-        assert f"{path}:{len(lines)}: send_payment_request expected ALLOW, got BLOCK" in captured.err
-    else:
-        assert captured.err == ""

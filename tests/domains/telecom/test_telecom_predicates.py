@@ -18,7 +18,7 @@ import pytest
 from core.gate import GateDecision, PredicateResult, Status, Verdict
 from core.tools import Requestor
 from domains.telecom import PREDICATES
-from telecom_records import (
+from tests.support.telecom_records import (
     DANIEL,
     MARIA,
     OTHER_MARIA,

@@ -13,7 +13,7 @@ from domains.registry import DOMAINS, load_domain
 from domains.telehealth import DOMAIN, PATH_MAP, POLICY, POLICY_NOTES, PREDICATES, TOOLS, identify
 from domains.telehealth.vocabulary import GENERAL_TYPES, REFERENCE_TIME, SPECIALISED_TYPES
 from mock_backends.telehealth import TelehealthBackend
-from telehealth_records import (
+from tests.support.telehealth_records import (
     HANA,
     KENJI,
     LINDQVIST,

@@ -2,7 +2,7 @@
 tau-Trait data folder.
 
 1. Every task's gold writes, with the reads a careful agent makes before them
-   (tests/tau_trait_telehealth_trajectories.py), are allowed by the gate and executed by the backend; the end
+   (tests/support/tau_trait_telehealth_trajectories.py), are allowed by the gate and executed by the backend; the end
    state equals the state reached by applying only the gold writes directly (backend.call, no gate): for
    correct trajectories the gate changes nothing. No gold write needs an exception.
 2. Deliberately violating variants, each derived from a real task and real records, are rejected with the
@@ -14,28 +14,38 @@ task 10's get_appointment_details("APPT032") (the task's author expected the new
 with the data's highest id APPT058 it is APPT059, and no APPT032 exists) and task 18's
 list_available_providers(min_years_experience=10) (tau-Trait's tool takes only `specialty`).
 
-The backend is built once per module; each test restores the snapshot taken right after loading. Skipped
-when ../shared (the repository's sibling folder) is absent.
+The scaffolding (one backend per module, restored before each test; the line builders; the CLI's shared
+assertions) is tests/support/gold_replay.py: this module holds telehealth's tables and variants. Skipped when
+tau-Trait's telehealth data is absent (tests/support/upstream.py).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from console.cli import main as cli_main
-from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
+from core.replay import Checker
 from core.tools import ToolError
 from domains.telehealth import DOMAIN
-from mock_backends.store import Snapshot
 from mock_backends.telehealth import TelehealthBackend
-from tau_trait_telehealth_trajectories import (
+from tests.support.gold_replay import (
+    Lines,
+    Template,
+    apply_gold_writes,
+    assert_rejected,
+    calls,
+    cli_check,
+    fresh_fixture,
+    module_loop,
+    show,
+    template_fixture,
+    write_jsonl,
+)
+from tests.support.tau_trait_telehealth_trajectories import (
     DATA_DIR,
     GOLD_NOTE,
     READ_NOTE,
@@ -49,7 +59,6 @@ from tau_trait_telehealth_trajectories import (
     load_data,
     load_tasks,
     shared_present,
-    write_jsonl,
 )
 
 HAVE_SHARED = shared_present()
@@ -58,46 +67,18 @@ pytestmark = [
     pytest.mark.shared,
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau-Trait telehealth data not found at {DATA_DIR}"),
 ]
-module_loop = pytest.mark.asyncio(loop_scope="module")
 
 TASKS: dict[str, Task] = {t["id"]: t for t in load_tasks()} if HAVE_SHARED else {}
 RAW: dict[str, Any] = load_data() if HAVE_SHARED else {}
 FAILING_GOLD_READS = {("10", "get_appointment_details"), ("18", "list_available_providers")}
 
 
-@dataclass
-class Template:
-    backend: TelehealthBackend
-    base: Snapshot
-    base_hash: str
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def template(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Template]:
-    path = tmp_path_factory.mktemp("tau_trait_telehealth") / "template.sqlite"
-    backend = await TelehealthBackend.create(path, TelehealthBackend.read_source(DATA_DIR))
-    try:
-        yield Template(backend, await backend.snapshot(), await backend.state_hash())
-    finally:
-        await backend.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def fresh(template: Template) -> Template:
-    """The module's backend, back at the freshly loaded data folder."""
-    await template.backend.restore(template.base)
-    return template
-
-
-def _calls(lines: list[Line]) -> list[TrajectoryCall]:
-    trajectory = parse_trajectory("\n".join(json.dumps(line) for line in lines))
-    assert not trajectory.problems, trajectory.problems
-    return trajectory.calls
-
-
-def _show(results: list[CheckResult], lines: list[Line]) -> str:
-    return "\n".join(f"{r.index} {lines[r.index].get('note', '')} {r.name} {r.verdict} {r.predicates} "
-                     f"{r.reason[:400]}" for r in results if r.met is False)
+template = template_fixture("tau_trait_telehealth",
+                            lambda path: TelehealthBackend.create(path, TelehealthBackend.read_source(DATA_DIR)))
+fresh = fresh_fixture()
+LINES = Lines(TASKS, lambda task: build_trajectory(task, RAW), gold_actions)
+_read, _bad, _prefix, _gold, _gold_with, _without_reads = (LINES.read, LINES.bad, LINES.prefix, LINES.gold,
+                                                          LINES.gold_with, LINES.without_reads)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -124,8 +105,8 @@ def test_every_gold_action_is_in_its_trajectory_once() -> None:
 async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, fresh: Template) -> None:
     task, backend = TASKS[task_id], fresh.backend
     lines = build_trajectory(task, RAW)
-    results = await Checker(DOMAIN, backend).run(_calls(lines))
-    assert all(r.met is not False for r in results), _show(results, lines)
+    results = await Checker(DOMAIN, backend).run(calls(lines))
+    assert all(r.met is not False for r in results), show(results, lines)
     gold = gold_write_lines(lines)
     for index in gold:
         assert (results[index].kind, results[index].verdict, results[index].executed) == ("write", "ALLOW", True)
@@ -137,8 +118,7 @@ async def test_gold_trajectory_passes_and_reaches_the_gold_state(task_id: str, f
 
     # The same gold writes straight into a fresh DB, no gate: what the tau2 evaluator builds as the gold env.
     await backend.restore(fresh.base)
-    for action in gold_writes(task):
-        await backend.call(action["name"], action["arguments"])
+    await apply_gold_writes(backend, gold_writes(task))
     assert await backend.state_hash() == gated_hash
 
 
@@ -147,7 +127,7 @@ async def test_careful_reads_are_what_the_gate_needs(fresh: Template) -> None:
     """Task 0 is a bare booking: without the careful reads the gate asks for exactly those reads."""
     bare = [*authentication(TASKS["0"], RAW),
             {"name": "schedule_appointment", "arguments": gold_writes(TASKS["0"])[0]["arguments"], "expect": "REVISE"}]
-    [*_, result] = await Checker(DOMAIN, fresh.backend).run(_calls(bare))
+    [*_, result] = await Checker(DOMAIN, fresh.backend).run(calls(bare))
     assert result.met and set(result.predicates) == {"telehealth.provider_available",
                                                      "telehealth.no_conflicting_appointment"}
     careful = [line for line in build_trajectory(TASKS["0"], RAW) if line["note"].startswith(READ_NOTE)]
@@ -161,38 +141,8 @@ async def test_careful_reads_are_what_the_gate_needs(fresh: Template) -> None:
 # 2. Violating variants of real tasks. Each ends with the one violating call.
 
 
-def _prefix(task_id: str, action_id: str) -> list[Line]:
-    """A task's careful trajectory up to, not including, gold write `action_id` (its careful reads stay)."""
-    lines = build_trajectory(TASKS[task_id], RAW)
-    index = next(i for i, line in enumerate(lines) if line["note"] == GOLD_NOTE + action_id)
-    return lines[:index]
-
-
-def _gold(task_id: str, action_id: str) -> dict[str, Any]:
-    return next(a for a in gold_actions(TASKS[task_id]) if a["action_id"] == action_id)
-
-
-def _read(name: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": "ALLOW", "note": "variant read"}
-
-
-def _bad(name: str, verdict: str, **arguments: Any) -> Line:
-    return {"name": name, "arguments": arguments, "expect": verdict, "note": "violation"}
-
-
-def _gold_with(task_id: str, action_id: str, verdict: str, **changes: Any) -> list[Line]:
-    """Task `task_id` up to gold write `action_id`, which is then sent with some arguments changed."""
-    action = _gold(task_id, action_id)
-    return [*_prefix(task_id, action_id), _bad(action["name"], verdict, **{**action["arguments"], **changes})]
-
-
 def _login(task_id: str) -> list[Line]:
     return [{**line, "note": "variant read"} for line in authentication(TASKS[task_id], RAW)]
-
-
-def _without_reads(lines: list[Line], before: str, names: tuple[str, ...]) -> list[Line]:
-    """Drop the careful reads of the given tools that were made for gold write `before`."""
-    return [line for line in lines if not (line["note"] == READ_NOTE + before and line["name"] in names)]
 
 
 @dataclass(frozen=True)
@@ -272,18 +222,7 @@ VARIANTS = [
 @module_loop
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 async def test_violating_variant_is_rejected_and_changes_nothing(variant: Variant, fresh: Template) -> None:
-    backend, lines = fresh.backend, variant.build()
-    checker = Checker(DOMAIN, backend)
-    *setup, violation = _calls(lines)
-    for call in setup:
-        result = await checker.check(call)
-        assert result.met is not False, (variant.id, result)
-    before = await backend.state_hash()
-    result = await checker.check(violation)
-    assert result.kind == "write"
-    assert (result.verdict, result.predicates) == (variant.verdict, (variant.predicate,)), (variant.why, result.reason)
-    assert not result.executed
-    assert await backend.state_hash() == before
+    await assert_rejected(DOMAIN, fresh.backend, variant.build(), variant.verdict, variant.predicate, variant.why)
 
 
 @module_loop
@@ -317,8 +256,8 @@ async def test_booking_for_a_dependant_child_instead_is_allowed(fresh: Template)
              {"name": "schedule_appointment", "arguments": {**_gold("4", "4_7")["arguments"],
                                                             "patient_id": "sofia_martinez_2019"},
               "expect": "ALLOW", "note": "dependant"}]
-    results = await Checker(DOMAIN, fresh.backend).run(_calls(lines))
-    assert all(r.met is not False for r in results), _show(results, lines)
+    results = await Checker(DOMAIN, fresh.backend).run(calls(lines))
+    assert all(r.met is not False for r in results), show(results, lines)
     assert results[-1].executed
 
 
@@ -326,7 +265,6 @@ async def test_booking_for_a_dependant_child_instead_is_allowed(fresh: Template)
 # 3. The real CLI, with the tau-Trait data folder as --db.
 
 CLI_TASK = "8"
-JSON_KEYS = {"index", "name", "kind", "verdict", "predicates", "reason", "executed"}
 
 
 @pytest.mark.parametrize("violation_expect, exit_code", [("BLOCK", 0), ("ALLOW", 1)])
@@ -340,23 +278,12 @@ def test_cli_check_replays_a_task_and_flags_the_violation(
                   "note": "the slot the gold trajectory already cancelled, cancelled again"}]
     lines = [*build_trajectory(TASKS[CLI_TASK], RAW), *violation]
     path = write_jsonl(lines, tmp_path / "task8.jsonl")
-    code = cli_main(["check", str(path), "--domain", "telehealth", "--db", str(DATA_DIR), "--json"])
-    captured = capsys.readouterr()
-    assert code == exit_code, captured.err
-    rows = [json.loads(row) for row in captured.out.splitlines()]
-    assert [row["index"] for row in rows] == list(range(len(lines)))
-    assert all(JSON_KEYS <= set(row) for row in rows)
-    *replayed, last = rows
-    assert all(row["met"] is True for row in replayed)
+    replayed, last = cli_check(["--domain", "telehealth", "--db", str(DATA_DIR), "--json"], lines, path,
+                               violation_expect, exit_code, capsys)
     writes = [(row["name"], row["verdict"], row["executed"]) for row in replayed if row["kind"] == "write"]
     assert writes == [("cancel_appointment", "ALLOW", True), ("schedule_appointment", "ALLOW", True)]
     assert (last["kind"], last["verdict"], last["executed"]) == ("write", "BLOCK", False)
     assert last["predicates"] == ["telehealth.appointment_actionable"]
     assert "appointment APPT027 has status 'cancelled'" in last["reason"]
-    assert last["met"] is (violation_expect == "BLOCK")
-    if exit_code:
-        assert f"{path}:{len(lines)}: cancel_appointment expected ALLOW, got BLOCK" in captured.err
-    else:
-        assert captured.err == ""
     sessions = list((tmp_path / "home" / "sessions").iterdir())  # the session copy lives under LEDGERAGENT_HOME
     assert len(sessions) == 1 and (sessions[0] / "db.sqlite").is_file()

@@ -17,7 +17,7 @@ import pytest
 from core.gate import GateDecision, PolicyGate, PredicateResult, Status, Verdict
 from core.tools import ToolCall
 from domains.telehealth import DOMAIN, PREDICATES
-from telehealth_records import (
+from tests.support.telehealth_records import (
     BRENNAN,
     CASTELLANO,
     EMIKO,

@@ -1,7 +1,7 @@
 """tau-Trait telehealth tasks as `ledgeragent check` trajectories: the gold actions plus a careful agent's reads.
 
-The ten tasks in ../shared/tau-trait/telehealth/tasks.json (tau-Trait's test tasks in tau2-style JSON) often
-write without the reads that justify the write: task 0 is a bare `schedule_appointment`, task 6 changes
+The ten tasks used here (tau-Trait's telehealth `TASKS_TEST`, tau_trait/envs/telehealth/, in tau2-style JSON)
+often write without the reads that justify the write: task 0 is a bare `schedule_appointment`, task 6 changes
 suppliers of records it never listed appointments for. A gate that asks "what did you observe?" rightly
 refuses those, so a trajectory here is what a careful agent does around the same gold writes:
 
@@ -39,10 +39,9 @@ from core.tools import ToolKind, validate_arguments
 from domains.telehealth import DOMAIN
 from domains.telehealth.vocabulary import STATUSES
 from mock_backends.telehealth import read_folder
+from tests.support.upstream import TAU_TRAIT_TELEHEALTH
 
-# tests/<this file> -> parents[1] is the repository, parents[2] the folder that holds ../shared.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATA_DIR = SHARED / "tau-trait" / "telehealth"
+DATA_DIR = TAU_TRAIT_TELEHEALTH
 TASKS_PATH = DATA_DIR / "tasks.json"
 
 WRITE_TOOLS = frozenset(t.name for t in DOMAIN.tools if t.kind is ToolKind.WRITE)
@@ -251,9 +250,3 @@ def gold_write_lines(lines: Iterable[Line]) -> dict[int, str]:
     """Position in the trajectory -> action_id, for the gold writes."""
     return {index: line["note"].removeprefix(GOLD_NOTE) for index, line in enumerate(lines)
             if line["name"] in WRITE_TOOLS and line.get("note", "").startswith(GOLD_NOTE)}
-
-
-def write_jsonl(lines: Iterable[Mapping[str, Any]], path: Path) -> Path:
-    """One JSON object per line, as `ledgeragent check` reads it."""
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    return path

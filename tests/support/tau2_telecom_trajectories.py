@@ -1,9 +1,9 @@
 """tau2-bench telecom tasks as `ledgeragent check` trajectories: the gold actions of both sides plus a careful
 agent's reads, and the task's setup and end-state checks.
 
-The ten tasks in ../shared/tau2/telecom/tasks_small.json are dual control: gold actions carry a requestor,
-"assistant" (enable_roaming, send_payment_request, resume_line, transfer_to_human_agents) or "user" (the
-customer's phone: toggle_roaming, make_payment, reboot_device, ...). None of them reads anything first. A
+The ten tasks of tau2-bench's data/tau2/domains/telecom/tasks_small.json are dual control: gold actions carry
+a requestor, "assistant" (enable_roaming, send_payment_request, resume_line, transfer_to_human_agents) or "user"
+(the customer's phone: toggle_roaming, make_payment, reboot_device, ...). None of them reads anything first. A
 trajectory here is what a careful agent and a cooperative customer do around the same gold actions:
 
 1. identify the customer by the phone number the task gives the user (`set_user_info`), as the agent asks
@@ -37,10 +37,9 @@ from typing import Any
 
 from core.tools import Requestor, ToolKind
 from domains.telecom import DOMAIN
+from tests.support.upstream import TAU2_TELECOM
 
-# tests/<this file> -> parents[1] is the repository, parents[2] the folder that holds ../shared.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATA_DIR = SHARED / "tau2" / "telecom"
+DATA_DIR = TAU2_TELECOM
 DB_PATH = DATA_DIR / "db.toml"
 TASKS_PATH = DATA_DIR / "tasks_small.json"
 
@@ -154,8 +153,3 @@ def build_trajectory(task: Task, customer_id: str, plans: dict[str, str] | None 
 
 def gold_lines(lines: Iterable[Line]) -> list[int]:
     return [i for i, line in enumerate(lines) if line["note"].startswith(GOLD_NOTE)]
-
-
-def write_jsonl(lines: Iterable[Line], path: Path) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path

@@ -29,10 +29,8 @@ from typing import Any
 
 from core.tools import ToolKind
 from domains.retail import DOMAIN
+from tests.support.upstream import TAU2_RETAIL
 
-# tests/tau2_retail_trajectories.py -> parents[1] is the repo, parents[2] the folder holding ../shared.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TAU2_RETAIL = SHARED / "tau2" / "retail"
 TASKS_PATH = TAU2_RETAIL / "tasks.json"
 DB_PATH = TAU2_RETAIL / "db.json"
 
@@ -193,9 +191,3 @@ def gold_write_lines(lines: Iterable[Line]) -> dict[int, str]:
     """Position in the trajectory -> action_id, for the gold writes."""
     return {index: line["note"].removeprefix(GOLD_NOTE) for index, line in enumerate(lines)
             if line["name"] in WRITE_TOOLS and line.get("note", "").startswith(GOLD_NOTE)}
-
-
-def write_jsonl(lines: Iterable[Mapping[str, Any]], path: Path) -> Path:
-    """One JSON object per line, as `ledgeragent check` reads it."""
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    return path

@@ -1,0 +1,20 @@
+"""Where the tests find the upstream reference data, named once.
+
+The data is not part of the repository and is never committed: copies of tau2-bench's
+`data/tau2/domains/{airline,retail}/{db.json,tasks.json}` and `data/tau2/domains/telecom/{db.toml,
+user_db.toml,tasks_small.json}`, and of collinear-ai/tau-trait's telehealth data (`tau_trait/envs/telehealth/`,
+its `TASKS_TEST` converted to tau2-style JSON), kept in a folder named `shared` beside the repository's own
+folder. Every test that uses them is marked `shared` and skips with the missing path when they are absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO.parent / "shared"
+TAU2 = REFERENCE / "tau2"
+TAU2_AIRLINE = TAU2 / "airline"
+TAU2_RETAIL = TAU2 / "retail"
+TAU2_TELECOM = TAU2 / "telecom"
+TAU_TRAIT_TELEHEALTH = REFERENCE / "tau-trait" / "telehealth"
