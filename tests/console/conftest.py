@@ -1,4 +1,7 @@
-"""Hermetic, deterministic console apps: temp data dir, no cursor blink, no flash timers in snapshots."""
+"""Hermetic, deterministic console apps: temp data dir, no cursor blink, no flash timers in snapshots.
+
+Only fixtures live here; helpers tests import (waiting on the app) are tests/support/pilot.py.
+"""
 
 from __future__ import annotations
 
@@ -26,20 +29,3 @@ def console_app(tmp_path: Path) -> Callable[..., OperatorConsole]:
         return make_app(**kwargs)
 
     return build
-
-
-async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until `condition` holds (never a fixed sleep)."""
-    waited = 0.0
-    while not condition():
-        if waited >= timeout:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
-        waited += 0.02
-
-
-async def wait_for_screen(pilot: Any, app: Any, kind: type[Any], timeout: float = 10.0) -> Any:
-    """Wait until a screen of `kind` is in front *and mounted* (its widgets exist): pushing a screen from an
-    action returns before it is composed, and on a busy machine a query right after the key press fails."""
-    await wait_for(pilot, lambda: isinstance(app.screen, kind) and app.screen.is_mounted, timeout)
-    return app.screen

@@ -6,13 +6,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import wait_for
 from textual.widgets import Input
 
 from console.app import OperatorConsole
 from console.live import SupervisionMode
 from console.screens.review import ReviewScreen
 from core.trace import load_trace
+from tests.support.pilot import wait_for
 
 SIZE = (160, 45)
 

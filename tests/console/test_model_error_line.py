@@ -10,8 +10,8 @@ from rich.text import Text
 from console.app import OperatorConsole
 from console.live import SessionSpec
 from core.llm.openai_model import OpenAIChatModel
-from tests.console.conftest import wait_for
 from tests.support.openai_stub import OpenAIStub
+from tests.support.pilot import wait_for
 
 DUMP = ("2 validation errors for CreateChatCompletionRequest\nmessages.2.typed-dict.content\n  Input should be a valid "
         "string [type=string_type, input_value=None, input_type=NoneType]\n    For further information visit "

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from conftest import wait_for, wait_for_screen
 from textual.widgets import Input
 
 from console.app import OperatorConsole
@@ -30,6 +29,7 @@ from console.widgets.ledger_tree import LEDGER_PLACEHOLDER
 from core.evaluation.results import Failure, TrialResult
 from core.trace import load_trace
 from domains.registry import load_domain
+from tests.support.pilot import wait_for, wait_for_screen
 
 SIZE = (160, 45)
 

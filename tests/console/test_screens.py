@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import wait_for, wait_for_screen
 from textual.widgets import Input, Select
 
 from console.app import OperatorConsole
@@ -22,6 +21,7 @@ from core.replay import Checker, parse_trajectory
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend
 from tests.support.openai_stub import OpenAIStub
+from tests.support.pilot import wait_for, wait_for_screen
 
 SIZE = (160, 45)
 

@@ -29,7 +29,7 @@ from core.trace import load_trace
 from core.users import ScriptedUser
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend
-from tests.live.conftest import LiveServer
+from tests.support.live_servers import LiveServer
 
 # The retail domain with its policy shortened and four of its tools offered, so the prompt fits a 135M model's
 # context and a CPU's patience. The gate, the path map and the backend are retail's own.

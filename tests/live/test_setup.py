@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.live.conftest import CONFIG
+from tests.support.live_servers import CONFIG
 
 
 def test_setup_wrote_a_usable_config_or_a_reason_for_everything() -> None:
