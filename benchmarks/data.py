@@ -1,6 +1,6 @@
 """The data every figure runs on: the tau2 retail DB (or a synthetic twin) and ledgers built from it.
 
-Realism is the point of this module. The tau2-bench retail DB (`../shared/tau2/retail/db.json`: 500 users,
+Realism is the point of this module. The tau2-bench retail DB (`data/tau2/domains/retail/db.json`: 500 users,
 1,000 orders, 50 products with ~12 variants each) is the database a benchmark trial actually runs
 against, so the store figures use it when it is present. When it is absent, `synthetic_db` builds a DB of
 the same size with the shipped seed generator's catalog, names and record builders, and every row says

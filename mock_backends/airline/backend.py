@@ -1,7 +1,7 @@
 """tau2-bench's 14 airline tools over the SQLite document store.
 
 Names, arguments, return shapes, error texts, check order and write semantics follow tau2-bench's airline
-toolkit (../shared/tau2/API.md §1.2), quirks included, because tau2 gold trajectories must replay here to
+toolkit (`src/tau2/domains/airline/tools.py`), quirks included, because tau2 gold trajectories must replay here to
 the same DB hash: new reservations take the first free id of HATHAT/HATHAU/HATHAV and the fixed
 `created_at` 2024-05-15T15:00:00; a certificate used in a booking is removed whole (no change given
 back); cancelling appends negative copies of the payments but releases no seats and credits no gift

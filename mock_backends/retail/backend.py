@@ -1,7 +1,7 @@
 """tau2-bench's 16 retail tools over the SQLite document store.
 
 Names, arguments, return shapes, error texts, check order and write semantics follow tau2-bench's
-retail `tools.py` (see ../shared/tau2/API.md §2.2), quirks included, because tau2 gold trajectories
+`src/tau2/domains/retail/tools.py`, quirks included, because tau2 gold trajectories
 must replay here to the same DB hash. Two deliberate differences, both only visible on failures:
 a failing write changes nothing (tau2 can leave a half-applied write), and `calculate` does not eval.
 """

@@ -18,6 +18,6 @@ def load_seed() -> dict[str, dict[str, Any]]:
 
 
 def load_tau2_db(path: Path | str) -> dict[str, dict[str, Any]]:
-    """A tau2 retail `db.json` (e.g. ../shared/tau2/retail/db.json)."""
+    """A tau2 retail `db.json` (tau2-bench's `data/tau2/domains/retail/db.json`)."""
     with open(path, encoding="utf-8") as handle:
         return normalise(json.load(handle))

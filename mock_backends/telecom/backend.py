@@ -1,7 +1,7 @@
 """tau2-bench's telecom domain over the SQLite document store: 13 agent tools, 30 phone tools, and the sync.
 
 Names, arguments, returns and errors follow tau2-bench (`src/tau2/domains/telecom/tools.py` and
-`user_tools.py`, see ../shared/tau2/API.md §3): the same checks in the same order, the same messages, the
+`user_tools.py`; its data in `data/tau2/domains/telecom/`): the same checks in the same order, the same messages, the
 same records back. The phone's rules live in `mock_backends.telecom.phone`; this module stores, loads and
 syncs. What differs, and why:
 

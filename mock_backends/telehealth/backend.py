@@ -1,9 +1,9 @@
 """tau-Trait's 23 telehealth tools over the SQLite document store, brought to the tau2 conventions.
 
-Names, arguments and write semantics follow collinear-ai/tau-trait (`tau_trait/envs/telehealth/tools/`,
-see ../shared/tau2/API.md §9): same checks in the same order, the same new-appointment record (30
-minutes, next APPTnnn id, AUTHnnnnnn authorisation, copay from the insurance tier), the same fuzzy
-medication match when a supplier is changed. What differs, and why:
+Names, arguments and write semantics follow collinear-ai/tau-trait (`tau_trait/envs/telehealth/tools/`):
+same checks in the same order, the same new-appointment record (30 minutes, next APPTnnn id, AUTHnnnnnn
+authorisation, copay from the insurance tier), the same fuzzy medication match when a supplier is changed.
+What differs, and why:
 
 - Failures raise (ToolError via the base class) instead of returning an error sentence that looks like a
   result. A model, the ledger and the gate can then tell "not found" from data, and a failed write is a

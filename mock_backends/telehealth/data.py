@@ -23,7 +23,7 @@ def load_seed() -> dict[str, Any]:
 
 
 def read_folder(path: Path | str) -> dict[str, Any]:
-    """A tau-Trait telehealth data folder (e.g. ../shared/tau-trait/telehealth/) in the folder layout.
+    """A tau-Trait telehealth data folder (its JSON files, as in tau-Trait's `tau_trait/envs/telehealth/`).
 
     Raises ValueError naming what is missing when the folder lacks one of the four core files
     (patients, providers, appointments, medical_records); the other five are optional.

@@ -1,4 +1,4 @@
-"""`ledgeragent check` in-process over the shipped seed data (no ../shared needed).
+"""`ledgeragent check` in-process over the shipped seed data (no upstream tau2 data needed).
 
 The story records of mock_backends/retail/seed.json: Mia Garcia (mia_garcia_4821) with a delivered order
 #W4821001 and a pending order #W4821002, and Noah Kim (noah_kim_3107) with orders of his own.

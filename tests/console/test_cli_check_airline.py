@@ -1,4 +1,4 @@
-"""`ledgeragent check --domain airline` in-process over the shipped seed data (no ../shared needed).
+"""`ledgeragent check --domain airline` in-process over the shipped seed data (no upstream tau2 data needed).
 
 The story records of mock_backends/airline/seed.py: Julia Reyes (julia_reyes_4521) holds UX789J, an economy
 flight booked days ago without insurance; Theo Brennan (theo_brennan_3391) holds TB5N1W, booked this morning.

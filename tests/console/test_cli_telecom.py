@@ -1,4 +1,4 @@
-"""`ledgeragent` for the telecom domain, in-process, over the shipped seed (no ../shared needed).
+"""`ledgeragent` for the telecom domain, in-process, over the shipped seed (no upstream tau2 data needed).
 
 The seed's story (mock_backends/telecom/seed.py): Maria Lopez (C2001, 555-210-3001) is abroad with roaming off,
 her tablet line L2003 is suspended for the Overdue bill B2003 ($15.00), her son's line L2002 has used its 5 GB.

@@ -1,4 +1,4 @@
-"""`ledgeragent` for the telehealth domain, in-process, over the shipped seed (no ../shared needed).
+"""`ledgeragent` for the telehealth domain, in-process, over the shipped seed (no upstream tau2 data needed).
 
 The seed's story (mock_backends/telehealth/seed.py): Priya Raman books with Dr. Lindqvist, Tomas Herrera's
 APPT003 is completed, Marcus Feld's REC003 prescribes Atorvastatin (cheapest Indian offer: Kaveri Generics'

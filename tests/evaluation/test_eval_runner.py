@@ -174,7 +174,7 @@ async def test_compact_history_prompts_against_fc(tmp_path: Path) -> None:
 
 
 @pytest.mark.shared
-@pytest.mark.skipif(not (TAU2_RETAIL / "db.json").is_file(), reason="../shared/tau2 not present")
+@pytest.mark.skipif(not (TAU2_RETAIL / "db.json").is_file(), reason="tau2 retail data not present")
 async def test_tau2_tasks_and_database(tmp_path: Path) -> None:
     run = retail_run(["0", "10", "64"], source=TAU2_RETAIL / "db.json", tasks_file=TAU2_RETAIL / "tasks.json")
     outcome = await evaluate(tmp_path, run, trials=1, concurrency=2)

@@ -54,7 +54,7 @@ def test_tau2_format_round_trip_keeps_unknown_fields(tmp_path: Path) -> None:
 
 
 @pytest.mark.shared
-@pytest.mark.skipif(not (TAU2_RETAIL / "tasks.json").is_file(), reason="../shared/tau2 not present")
+@pytest.mark.skipif(not (TAU2_RETAIL / "tasks.json").is_file(), reason="tau2 retail data not present")
 def test_tau2_retail_tasks_load() -> None:
     tasks = load_tasks(TAU2_RETAIL / "tasks.json")
     assert len(tasks) > 50

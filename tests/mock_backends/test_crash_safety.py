@@ -6,8 +6,9 @@ kill the file must pass `PRAGMA integrity_check` on a plain `sqlite3` connection
 registered) and reopen through the backend, which runs its own integrity and schema check. With the old
 `journal_mode=MEMORY, synchronous=OFF`, 331 kills gave one corrupted index.
 
-Bounded in time: the child is forked (no interpreter start-up per kill), signals once it has written, and
-is killed 0-30 ms later; the kills stop after `MAX_SECONDS` (the test then still needs `MIN_KILLS`).
+Affordable: the child is forked (no interpreter start-up per kill), signals once it has written, and is killed
+0-30 ms later. The test counts kills, never seconds: a busy machine makes it take longer, never fail (each
+wait is bounded on its own, for a child that never writes).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from mock_backends.retail import RetailBackend
 from tests.support.crash_writer import USER, write_forever
 
 MIN_KILLS = int(os.environ.get("CRASH_KILLS", "200"))
-MAX_SECONDS = 240.0
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs fork and SIGKILL")
 
@@ -70,8 +70,7 @@ def test_a_writer_killed_at_random_points_never_corrupts_the_database(tmp_path: 
     rng = random.Random(11)
     kills = 0
     zips = {original}
-    started = time.monotonic()
-    while kills < MIN_KILLS and time.monotonic() - started < MAX_SECONDS:
+    while kills < MIN_KILLS:
         writing = ctx.Event()
         child = ctx.Process(target=write_forever, args=(str(path), kills, writing), daemon=True)
         child.start()
@@ -85,7 +84,6 @@ def test_a_writer_killed_at_random_points_never_corrupts_the_database(tmp_path: 
         zips.add(_check_plain(path))
         if kills % 25 == 0:
             asyncio.run(_reopen(path, _check_plain(path)))
-    assert kills >= MIN_KILLS, f"only {kills} kills in {MAX_SECONDS:.0f} s"
     assert len(zips) > 10, "the writer barely wrote: the kills did not land mid-write"
     asyncio.run(_reopen(path, _check_plain(path)))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,9 +15,9 @@ import pytest
 from core.tools import ToolBackend, ToolError, ToolKind
 from mock_backends.retail import RetailBackend, load_seed, load_tau2_db
 from mock_backends.retail.seed import SEED_FILE, generate, render
+from tests.support.upstream import TAU2_RETAIL
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-TAU2_RETAIL_DB = SHARED / "tau2" / "retail" / "db.json"
+TAU2_RETAIL_DB = TAU2_RETAIL / "db.json"
 
 MIA, NOAH = "mia_garcia_4821", "noah_kim_3107"
 MIA_GIFT, MIA_CARD = "gift_card_4821001", "credit_card_4821002"
@@ -510,39 +509,28 @@ def test_seed_referential_integrity() -> None:
 @pytest.fixture(scope="module")
 def tau2_data() -> Data:
     if not TAU2_RETAIL_DB.exists():
-        pytest.skip(f"tau2 reference data not found at {TAU2_RETAIL_DB} (sibling folder 'shared')")
+        pytest.skip(f"tau2 reference data not found at {TAU2_RETAIL_DB}")
     return load_tau2_db(TAU2_RETAIL_DB)
 
 
-def best_ms(samples: list[float]) -> float:
-    return min(samples) * 1000.0
-
-
 @pytest.mark.shared
-async def test_tau2_db_loads_and_restores_fast(tmp_path: Path, tau2_data: Data) -> None:
+async def test_tau2_db_loads_and_restores(tmp_path: Path, tau2_data: Data) -> None:
+    """What loading tau2's db.json and restoring after writes must give; how fast is benchmarks/restore.py's
+    and benchmarks/tools.py's, never a test's (a wall-clock limit fails on a busy machine)."""
     assert [len(tau2_data[c]) for c in ("products", "users", "orders")] == [50, 500, 1000]
     async with await RetailBackend.open(tmp_path / "tau2.sqlite", copy.deepcopy(tau2_data)) as backend:
         start = await backend.state_hash()
         assert start == hashlib.sha256(
             json.dumps(tau2_data, sort_keys=True, default=str).encode()).hexdigest()
         pending = [oid for oid, o in tau2_data["orders"].items() if o["status"] == "pending"][:3]
-        restores: list[float] = []
         for _ in range(5):
             snap = await backend.snapshot()
             for order_id in pending:
                 await call(backend, "cancel_pending_order", order_id=order_id, reason="no longer needed")
             await call(backend, "modify_user_address", user_id="noah_brown_6181", address1="a", address2="",
                        city="c", state="s", country="USA", zip="z")
-            began = time.perf_counter()
             await backend.restore(snap)
-            restores.append(time.perf_counter() - began)
             assert await backend.state_hash() == start
-        reads: list[float] = []
-        for _ in range(20):
-            began = time.perf_counter()
-            await call(backend, "get_order_details", order_id=pending[0])
-            reads.append(time.perf_counter() - began)
+        assert (await call(backend, "get_order_details", order_id=pending[0]))["status"] == "pending"
         assert await call(backend, "find_user_id_by_email", email="noah.brown7922@example.com") == \
             "noah_brown_6181"
-    assert best_ms(restores) < 5.0, restores
-    assert best_ms(reads) < 1.0, reads

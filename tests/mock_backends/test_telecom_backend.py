@@ -37,9 +37,7 @@ from tests.support.telecom_records import (
     plan,
     usage,
 )
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-TAU2_TELECOM = SHARED / "tau2" / "telecom"
+from tests.support.upstream import TAU2_TELECOM
 
 Data = dict[str, Any]
 

@@ -32,9 +32,9 @@ from tests.support.telehealth_records import (
     record,
     suppliers,
 )
+from tests.support.upstream import TAU_TRAIT_TELEHEALTH
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-TAU_TRAIT = SHARED / "tau-trait" / "telehealth"
+TAU_TRAIT = TAU_TRAIT_TELEHEALTH
 
 Data = dict[str, Any]
 

@@ -23,10 +23,10 @@ from core.evaluation.runner import Participants
 from domains.retail import DOMAIN
 from domains.retail.offline import PLANNER
 from mock_backends.registry import backend_class, open_backend
+from tests.support.upstream import TAU2_RETAIL as TAU2_RETAIL  # re-exported: the evaluation tests import it here
 
 REPO = Path(__file__).resolve().parents[2]
 RETAIL_TASKS = REPO / "domains" / "retail" / "tasks" / "tasks.json"
-TAU2_RETAIL = REPO.parent / "shared" / "tau2" / "retail"
 
 LEDGER = AgentVariant("ledger", AgentConfig())
 FC = AgentVariant("fc", AgentConfig(ledger=False, gate=False))
