@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from snapshots import assert_stable_snapshot
 
 import console.widgets.ledger_tree as ledger_tree
 from console.app import OperatorConsole
 from console.live import SupervisionMode
 from console.screens.review import ReviewScreen
+from tests.console.snapshots import assert_stable_snapshot
 from tests.support.pilot import wait_for
 
 SIZES = [(160, 45), (120, 35), (80, 24)]
