@@ -25,7 +25,8 @@ demo-headless: $(STAMP)
 serve: $(STAMP)
 	@$(BIN)/ledgeragent serve
 
-## The whole test suite: lint, types, then pytest (parallel on all cores).
+## The whole test suite: lint, types, then pytest (parallel on all cores; `loadgroup` keeps each gold-replay
+## module, marked xdist_group, on one worker so its upstream DB is loaded once).
 test: lint typecheck unit
 
 lint: $(STAMP)
@@ -35,7 +36,7 @@ typecheck: $(STAMP)
 	@$(BIN)/mypy
 
 unit: $(STAMP)
-	@$(BIN)/python -m pytest -n auto -q -rs
+	@$(BIN)/python -m pytest -n auto --dist loadgroup -q -rs
 
 ## The property test of the call path (tests/test_properties.py), thousands of examples per domain instead of
 ## the dozen `make test` runs. Takes tens of minutes; HYPOTHESIS_PROFILE=fuzz selects the long profile.

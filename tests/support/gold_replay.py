@@ -6,7 +6,8 @@ taking those tables as arguments:
 
 - `template_fixture` / `fresh_fixture`: the backend is built once per module from the upstream data and every
   test starts from the snapshot taken right after loading (an undo-log restore, proportional to the changes,
-  not to the thousands of records), which is what keeps hundreds of replays affordable;
+  not to the thousands of records), which is what keeps hundreds of replays affordable; `replay_group` keeps
+  the module on one xdist worker, so that is once per run;
 - `Lines`: the line builders of the variants (`read`, `bad`, `prefix`, `gold`, `gold_with`, `without_reads`)
   over one domain's tasks and trajectory builder;
 - `calls`, `check`, `show`, `apply_gold_writes`, `assert_rejected`: lines parsed exactly as `check` parses a
@@ -44,6 +45,12 @@ JSON_KEYS = frozenset({"index", "name", "kind", "verdict", "predicates", "reason
 
 # The async tests share the module's backend, so they share its event loop too.
 module_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+def replay_group(name: str) -> pytest.MarkDecorator:
+    """Keep a module's tests on one pytest-xdist worker (`make unit` runs `--dist loadgroup`): its backend is
+    built once from the upstream data (seconds for thousands of records) instead of once per worker."""
+    return pytest.mark.xdist_group(name)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from tests.support.gold_replay import (
     cli_check,
     fresh_fixture,
     module_loop,
+    replay_group,
     show,
     template_fixture,
     write_jsonl,
@@ -70,6 +71,7 @@ HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
+    replay_group("tau2-airline"),
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 airline data not found at {TAU2_AIRLINE}"),
 ]
 

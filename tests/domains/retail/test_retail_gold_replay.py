@@ -33,6 +33,7 @@ from tests.support.gold_replay import (
     cli_check,
     fresh_fixture,
     module_loop,
+    replay_group,
     show,
     template_fixture,
     write_jsonl,
@@ -57,6 +58,7 @@ HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
+    replay_group("tau2-retail"),
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 retail data not found at {TAU2_RETAIL}"),
 ]
 

@@ -42,6 +42,7 @@ from tests.support.gold_replay import (
     cli_check,
     fresh_fixture,
     module_loop,
+    replay_group,
     show,
     template_fixture,
     write_jsonl,
@@ -67,6 +68,7 @@ HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
+    replay_group("tau2-telecom"),
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau2 telecom data not found at {DATA_DIR}"),
 ]
 

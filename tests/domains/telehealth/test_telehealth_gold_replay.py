@@ -41,6 +41,7 @@ from tests.support.gold_replay import (
     cli_check,
     fresh_fixture,
     module_loop,
+    replay_group,
     show,
     template_fixture,
     write_jsonl,
@@ -65,6 +66,7 @@ HAVE_SHARED = shared_present()
 
 pytestmark = [
     pytest.mark.shared,
+    replay_group("tau-trait-telehealth"),
     pytest.mark.skipif(not HAVE_SHARED, reason=f"tau-Trait telehealth data not found at {DATA_DIR}"),
 ]
 
