@@ -62,32 +62,43 @@ def _plainly_fit(value: JSON, depth_left: int) -> bool:
 
     Why it exists: the gate runs `value_problem` on every write's arguments, and the full walk pays for
     the paths it may have to name (a string per element) even though valid arguments are the rule. This
-    check builds nothing; it is stricter than the walk (subclasses fall through to it), so whenever it says
-    True the walk would have answered None. Recursion is bounded by `depth_left` (see `_FAST_MAX_DEPTH`)."""
+    check builds nothing and recurses only into containers; it is stricter than the walk (subclasses fall
+    through to it), so whenever it says True the walk would have answered None. Recursion is bounded by
+    `depth_left` (see `_FAST_MAX_DEPTH`)."""
+    kind = type(value)
+    if kind is dict:
+        for key in value:
+            if type(key) is not str or not (key.isascii() or _lone_surrogate(key) is None):
+                return False
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        return _plainly_fit_scalar(value)
+    if depth_left <= 0:
+        return False
+    for sub in items:
+        sub_kind = type(sub)
+        if sub_kind is str:
+            if not sub.isascii() and _lone_surrogate(sub) is not None:
+                return False
+        elif sub_kind is int or sub_kind is bool or sub is None:
+            continue
+        elif sub_kind is float:
+            if not math.isfinite(sub):
+                return False
+        elif not _plainly_fit(sub, depth_left - 1):
+            return False
+    return True
+
+
+def _plainly_fit_scalar(value: JSON) -> bool:
     kind = type(value)
     if kind is str:
         return value.isascii() or _lone_surrogate(value) is None
-    if kind is int or kind is bool or value is None:
-        return True
     if kind is float:
         return math.isfinite(value)
-    if kind is dict:
-        if depth_left <= 0:
-            return False
-        for key, sub in value.items():
-            if type(key) is not str or not (key.isascii() or _lone_surrogate(key) is None):
-                return False
-            if not _plainly_fit(sub, depth_left - 1):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        if depth_left <= 0:
-            return False
-        for sub in value:
-            if not _plainly_fit(sub, depth_left - 1):
-                return False
-        return True
-    return False
+    return kind is int or kind is bool or value is None
 
 
 _FAST_MAX_DEPTH = 200  # the recursive fast check is used up to this max_depth; beyond, only the iterative walk
