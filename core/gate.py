@@ -280,6 +280,17 @@ class PredicateResult:
     def failed(self) -> bool:
         return self.status in _FAILED
 
+    @classmethod
+    def passed(cls, predicate_id: str, note: str, evidence: tuple[str, ...], policy: str) -> PredicateResult:
+        """`PredicateResult(predicate_id, Status.PASS, Verdict.ALLOW, note, evidence, policy)`, the same value
+        (equal, same hash and repr), built without the frozen dataclass's six `object.__setattr__` calls: a
+        passing rule is the common case, once per rule per decision, and that `__init__` was a third of the
+        gate's own cost per rule. The fields go straight into the new instance's dict, in field order."""
+        result = object.__new__(cls)
+        result.__dict__.update(predicate_id=predicate_id, status=Status.PASS, verdict=Verdict.ALLOW, reason=note,
+                               evidence=evidence, policy=policy)
+        return result
+
 
 @dataclass(frozen=True)
 class GateDecision:
@@ -324,8 +335,7 @@ def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateCon
                   f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}); failing closed")
         return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
     if isinstance(outcome, Pass):
-        return PredicateResult(pred.id, Status.PASS, Verdict.ALLOW, outcome.note, tuple(view.evidence),
-                               pred.policy)
+        return PredicateResult.passed(pred.id, outcome.note, tuple(view.evidence), pred.policy)
     if isinstance(outcome, Violation):
         return PredicateResult(pred.id, Status.VIOLATION, pred.severity, outcome.reason, tuple(view.evidence),
                                pred.policy)
