@@ -6,8 +6,9 @@ figure can be re-measured without the rest. Data a group needs (the retail DB, t
 the airline DB) is built once, on first use, and shared by the groups that need it.
 
 `check`'s memory rows run a real `ledgeragent check` child over a generated trajectory: by default
-`DEFAULT_CHECK_CALLS` calls, enough to see whether its memory stays flat after the first 10k calls in about
-a minute; `--long` gives the 600k-call run (more than 15 minutes on two cores), `--check-calls N` any count.
+`DEFAULT_CHECK_CALLS` calls, a twelfth of the long run and still 40k calls past the 10k mark its growth is
+measured from, so a leak shows; `--long` gives the 600k-call run (more than 15 minutes on two cores), and
+`--check-calls N` any count.
 """
 
 from __future__ import annotations
