@@ -10,6 +10,9 @@ Figures with a target (PASS/FAIL on the median):
 Informative rows (`benchmarks.informative`, and the extra rows of 3 and 4): opening the backend, the state
 hash, rendering a 10,000-record ledger, a write tool call, restore after 50 writes.
 
+`--only SUBSTRING` runs the groups whose name contains it (`--list` names them, `benchmarks.suite`); `check`'s
+memory rows run 50,000 calls unless `--long` asks for the 600k-call run (more than 15 minutes).
+
 The report never fails the process: a missed target is printed as FAIL and the exit status stays 0.
 Tests only check that every figure runs and returns positive numbers; speed is never asserted in tests.
 """

@@ -1,4 +1,5 @@
-"""`python -m benchmarks [--json PATH] [--db PATH]`: measure every figure and print the table."""
+"""`python -m benchmarks [--only SUBSTRING] [--list] [--long | --check-calls N] [--json PATH] [--db PATH]`: measure
+the figures (every group, or those `--only` names) and print the table."""
 
 from benchmarks.suite import main
 

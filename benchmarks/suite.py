@@ -1,16 +1,31 @@
-"""Runs every figure with its full repetition counts, in table order, and reports."""
+"""Runs the figures with their full repetition counts, group by group in table order, and reports.
+
+A *group* is one benchmark function (or a few sharing their set-up) and the rows it produces. Every group
+runs by default; `--only SUBSTRING` runs the groups whose name contains it (`--list` names them), so one
+figure can be re-measured without the rest. Data a group needs (the retail DB, the 10,000-record ledger,
+the airline DB) is built once, on first use, and shared by the groups that need it.
+
+`check`'s memory rows run a real `ledgeragent check` child over a generated trajectory: by default
+`DEFAULT_CHECK_CALLS` calls, a twelfth of the long run and still 40k calls past the 10k mark its growth is
+measured from, so a leak shows; `--long` gives the 600k-call run (more than 15 minutes on two cores), and
+`--check-calls N` any count.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.airline import run_airline
+from benchmarks.airline import AirlineData, bench_store, load_airline_data
+from benchmarks.airline import bench_gate as bench_airline_gate
 from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
-from benchmarks.data import RETURN, TAU2_DB, RetailData, build_ledger, load_retail_data
+from benchmarks.data import RETURN, TAU2_DB, LedgerSetup, RetailData, build_ledger, load_retail_data
 from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
@@ -26,45 +41,117 @@ from benchmarks.tools import bench_tools
 
 GATE_LEDGER_RECORDS = 10_000
 STEP_LEDGER_RECORDS = 200
+DEFAULT_CHECK_CALLS = 50_000  # `--long`: CALLS (600k), the size of the file that once grew past 1.17 GB
 
 
-def run_all(data: RetailData) -> list[Result]:
-    """Every row, targets first (figures 1-4), then the informative rows."""
-    big = build_ledger(data.docs, GATE_LEDGER_RECORDS)
-    gate = bench_gate(data.docs, setup=big)
-    telehealth_gate = bench_telehealth_gate(records=GATE_LEDGER_RECORDS)
-    step = bench_step(data.docs, records=STEP_LEDGER_RECORDS)
-    restore_typical, restore_many = bench_restore(data)
-    *reads, write = bench_tools(data)
-    render = bench_render(data.docs, setup=big)
-    stale_step = bench_mark_stale(data.docs, records=STEP_LEDGER_RECORDS, tool=RETURN, repeat=500, warmup=20)
-    stale_big = bench_mark_stale(data.docs, records=GATE_LEDGER_RECORDS, setup=big)
-    opened, cli, hashed = bench_backend_info(data)
-    evaluation = bench_evaluation()
-    console = bench_console()
-    return [gate, telehealth_gate, bench_telecom_gate(records=GATE_LEDGER_RECORDS), step, restore_typical, *reads,
-            *evaluation, *console, restore_many, write, opened, cli, hashed, render, stale_step, stale_big]
+class Inputs:
+    """What the groups share, each built on first use: a run of one group builds only what it needs."""
+
+    def __init__(self, db: Path | None, check_calls: int) -> None:
+        self.db = db
+        self.check_calls = check_calls
+
+    @functools.cached_property
+    def retail(self) -> RetailData:
+        return load_retail_data(self.db)
+
+    @functools.cached_property
+    def big(self) -> LedgerSetup:
+        """The 10,000-record retail ledger of the gate, render and mark_stale rows."""
+        return build_ledger(self.retail.docs, GATE_LEDGER_RECORDS)
+
+    @functools.cached_property
+    def airline(self) -> AirlineData:
+        return load_airline_data()
+
+    def label(self) -> str:
+        """The retail DB the rows ran on, for the report's caption (only if some group loaded it)."""
+        return self.retail.label if "retail" in self.__dict__ else "retail DB not used by these groups"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    run: Callable[[Inputs], list[Result]]
+    about: str
+
+
+def _mark_stale(inputs: Inputs) -> list[Result]:
+    docs = inputs.retail.docs
+    return [bench_mark_stale(docs, records=STEP_LEDGER_RECORDS, tool=RETURN, repeat=500, warmup=20),
+            bench_mark_stale(docs, records=GATE_LEDGER_RECORDS, setup=inputs.big)]
+
+
+# Table order: the targets of figures 1-4 first, then the store, evaluation, console, airline, browser,
+# prompt-token and memory figures.
+GROUPS: tuple[Group, ...] = (
+    Group("gate", lambda i: [bench_gate(i.retail.docs, setup=i.big)],
+          "retail gate decision, 10,000-record ledger"),
+    Group("telehealth_gate", lambda i: [bench_telehealth_gate(records=GATE_LEDGER_RECORDS)],
+          "telehealth gate decision, 10,000-record ledger"),
+    Group("telecom_gate", lambda i: [bench_telecom_gate(records=GATE_LEDGER_RECORDS)],
+          "telecom gate decision, 10,000-record ledger"),
+    Group("step", lambda i: [bench_step(i.retail.docs, records=STEP_LEDGER_RECORDS)],
+          "absorb + render + gate + events to disk per agent step"),
+    Group("restore", lambda i: bench_restore(i.retail), "restore() of the retail DB after writes"),
+    Group("tools", lambda i: bench_tools(i.retail), "read and write tool calls on the retail DB"),
+    Group("evaluation", lambda i: bench_evaluation(), "eval harness overhead, throughput, memory"),
+    Group("console", lambda i: bench_console(), "console cold start, append an event, layout switch"),
+    Group("backend_info", lambda i: list(bench_backend_info(i.retail)), "backend open, --db load, state hash"),
+    Group("render", lambda i: [bench_render(i.retail.docs, setup=i.big)], "ledger.render() of 10,000 records"),
+    Group("mark_stale", _mark_stale, "ledger.mark_stale, 200 and 10,000 records"),
+    Group("airline_store", lambda i: bench_store(i.airline), "airline DB load, restore, search_direct_flight"),
+    Group("airline_gate", lambda i: [bench_airline_gate(i.airline)],
+          "airline gate decision for book_reservation, 10,000-record ledger"),
+    Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
+    Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
+    Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
+)
+
+
+def select(groups: Sequence[Group], only: Sequence[str]) -> list[Group]:
+    """The groups whose name contains one of `only` (all of them when `only` is empty), in table order."""
+    if not only:
+        return list(groups)
+    return [g for g in groups if any(part in g.name for part in only)]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--db", type=Path, metavar="PATH", default=TAU2_DB,
                         help="tau2 retail db.json to use (default: %(default)s; a synthetic DB of the same "
                              "size is used when it does not exist)")
-    parser.add_argument("--check-calls", type=int, default=CALLS, metavar="N",
-                        help="calls in the generated trajectory for check's memory rows (default: %(default)s)")
-    return parser.parse_args(argv)
+    parser.add_argument("--only", action="append", default=[], metavar="SUBSTRING",
+                        help="run only the groups whose name contains SUBSTRING (repeatable; see --list)")
+    parser.add_argument("--list", action="store_true", help="list the groups, in table order, and exit")
+    calls = parser.add_mutually_exclusive_group()
+    calls.add_argument("--check-calls", type=int, default=DEFAULT_CHECK_CALLS, metavar="N",
+                       help="calls in the generated trajectory for check's memory rows (default: %(default)s)")
+    calls.add_argument("--long", action="store_const", const=CALLS, dest="check_calls",
+                       help=f"the long check run: {CALLS:,} calls (more than 15 minutes)")
+    args = parser.parse_args(argv)
+    if args.check_calls < 1:
+        parser.error("--check-calls must be at least 1")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.list:
+        for group in GROUPS:
+            print(f"{group.name:16s} {group.about}")
+        return 0
+    chosen = select(GROUPS, args.only)
+    if not chosen:
+        print(f"python -m benchmarks: no group matches {', '.join(args.only)} (see --list)", file=sys.stderr)
+        return 2
     started = time.perf_counter()
-    data = load_retail_data(args.db)
-    # + airline rows (issue 3), browser rows (issue 7), ledger/fc prompt-token ratio per domain (issue 14)
-    results = run_all(data) + run_airline() + bench_serve() + bench_token_ratio()
-    results += bench_check_memory(args.check_calls)  # check's peak RSS over 600k calls (issue 11)
-    env = environment(data.label) | {"wall_seconds": round(time.perf_counter() - started, 1)}
+    inputs = Inputs(args.db, args.check_calls)
+    results = [row for group in chosen for row in group.run(inputs)]
+    env = environment(inputs.label()) | {"wall_seconds": round(time.perf_counter() - started, 1),
+                                "groups": [g.name for g in chosen]}
     print_report(results, env)
     if args.json is not None:
         write_json(args.json, results, env)

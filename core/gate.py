@@ -110,8 +110,15 @@ class LedgerView:
 
     def get(self, path: str) -> JSON:
         """The value at `path`, or None when it was never observed. Stale entries raise."""
-        self._note(path)
-        return self._fresh(path)
+        # `_note` and `_fresh` inlined: every rule reads through here, several times per decision
+        if path not in self.evidence:
+            self.evidence.append(path)
+        entry = self._reader.entry(path)
+        if entry is None:
+            return None
+        if entry.stale is not None:
+            raise EvidenceUnavailable(path, stale_by=f"{entry.stale.tool} at step {entry.stale.step}")
+        return entry.value
 
     def has(self, path: str) -> bool:
         self._note(path)
@@ -128,8 +135,16 @@ class LedgerView:
         return value
 
     def need(self, path: str, read_call: str, note: str = "") -> JSON:
-        """`require`, telling the model the exact read that fills the path (absent and stale alike)."""
-        return self.require(path, hint=f"Read it with {read_call}{note}")
+        """`require`, telling the model the exact read that fills the path (absent and stale alike).
+
+        The hint text is built only when the evidence is missing: a rule that finds its record pays nothing."""
+        try:
+            value = self.get(path)
+        except EvidenceUnavailable as stale:
+            raise EvidenceUnavailable(path, stale_by=stale.stale_by, hint=f"Read it with {read_call}{note}") from None
+        if value is None:
+            raise EvidenceUnavailable(path, hint=f"Read it with {read_call}{note}")
+        return value
 
     def observations(self, path: str) -> list[JSON]:
         """Every value ever observed at `path`, oldest first, the current one last (stale or not).
@@ -249,6 +264,9 @@ def requires_customer(identified_rule: str, customer: Callable[[LedgerView, Gate
     return decorate
 
 
+_FAILED = frozenset((Status.VIOLATION, Status.MISSING, Status.ERROR))
+
+
 @dataclass(frozen=True)
 class PredicateResult:
     predicate_id: str
@@ -260,7 +278,18 @@ class PredicateResult:
 
     @property
     def failed(self) -> bool:
-        return self.status in (Status.VIOLATION, Status.MISSING, Status.ERROR)
+        return self.status in _FAILED
+
+    @classmethod
+    def passed(cls, predicate_id: str, note: str, evidence: tuple[str, ...], policy: str) -> PredicateResult:
+        """`PredicateResult(predicate_id, Status.PASS, Verdict.ALLOW, note, evidence, policy)`, the same value
+        (equal, same hash and repr), built without the frozen dataclass's six `object.__setattr__` calls: a
+        passing rule is the common case, once per rule per decision, and that `__init__` was a third of the
+        gate's own cost per rule. The fields go straight into the new instance's dict, in field order."""
+        result = object.__new__(cls)
+        result.__dict__.update(predicate_id=predicate_id, status=Status.PASS, verdict=Verdict.ALLOW, reason=note,
+                               evidence=evidence, policy=policy)
+        return result
 
 
 @dataclass(frozen=True)
@@ -306,8 +335,7 @@ def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateCon
                   f"(at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}); failing closed")
         return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
     if isinstance(outcome, Pass):
-        return PredicateResult(pred.id, Status.PASS, Verdict.ALLOW, outcome.note, tuple(view.evidence),
-                               pred.policy)
+        return PredicateResult.passed(pred.id, outcome.note, tuple(view.evidence), pred.policy)
     if isinstance(outcome, Violation):
         return PredicateResult(pred.id, Status.VIOLATION, pred.severity, outcome.reason, tuple(view.evidence),
                                pred.policy)
@@ -385,7 +413,9 @@ class PolicyGate:
         self._switched_off = {p.id for p in self.predicates if p.switched_off}
         self.path_map = path_map
         self._streak: dict[str, int] = {}
-        self._rejected: dict[str, tuple[int, GateDecision]] = {}
+        # tool name -> call signature -> (ledger version, decision): by tool first, so a call of a tool with
+        # nothing rejected never serialises its arguments to look itself up
+        self._rejected: dict[str, dict[str, tuple[int, GateDecision]]] = {}
 
     def reset(self) -> None:
         self._streak.clear()
@@ -401,7 +431,7 @@ class PolicyGate:
 
     def dry_run(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
         """What `evaluate` would answer now, leaving the anti-loop memory untouched (operator previews)."""
-        saved = dict(self._streak), dict(self._rejected)
+        saved = dict(self._streak), {tool: dict(calls) for tool, calls in self._rejected.items()}
         try:
             return self.evaluate(call, ledger, ctx)
         finally:
@@ -409,7 +439,11 @@ class PolicyGate:
 
     def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
         version = int(getattr(ledger, "version", 0))
-        previous = self._rejected.get(call.signature())
+        # The signature serialises every argument: it is computed at most once per decision, and not at all
+        # while no call of this tool is remembered as rejected (an ALLOW then has nothing to look up or forget).
+        rejected = self._rejected.get(call.name, {})
+        signature = call.signature() if rejected else None
+        previous = rejected.get(signature) if signature is not None else None
         if previous is not None and previous[0] == version:
             results = previous[1].results
             repeated = True
@@ -421,10 +455,11 @@ class PolicyGate:
         for result in results:
             if result.status is Status.DISABLED:
                 continue
-            if result.failed and result.verdict is Verdict.REVISE and result.predicate_id not in self._house_rules:
+            failed = result.failed
+            if failed and result.verdict is Verdict.REVISE and result.predicate_id not in self._house_rules:
                 self._streak[result.predicate_id] = self._streak.get(result.predicate_id, 0) + 1
                 streak_reached |= self._streak[result.predicate_id] >= self.max_revise_streak
-            elif not result.failed:
+            elif not failed:
                 self._streak[result.predicate_id] = 0
         escalated = verdict is Verdict.REVISE and streak_reached
         if escalated:
@@ -433,15 +468,20 @@ class PolicyGate:
         decision = GateDecision(call=call, verdict=verdict, results=results, feedback=feedback,
                                 ledger_version=version, escalated=escalated, repeated=repeated)
         if verdict is Verdict.ALLOW:
-            self._rejected.pop(call.signature(), None)
+            if signature is not None:
+                rejected.pop(signature, None)
+                if not rejected:
+                    del self._rejected[call.name]
         else:
-            self._rejected[call.signature()] = (version, replace(decision, repeated=False))
+            remembered = self._rejected.setdefault(call.name, {})
+            remembered[signature or call.signature()] = (version, replace(decision, repeated=False))
         return decision
 
     def _judge(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> Iterable[PredicateResult]:
         unfit = value_problem(call.arguments)
+        tool = call.name
         for pred in self.predicates:
-            if not pred.guards(call.name):
+            if tool not in pred.tools:  # `pred.guards(tool)`, without a method call per rule
                 continue
             if pred.id in self.disabled:
                 why = SWITCHED_OFF_REASON if pred.id in self._switched_off else "disabled by the operator"

@@ -56,12 +56,62 @@ def _where(path: str) -> str:
     return f" at {path}" if path else ""
 
 
+def _plainly_fit(value: JSON, depth_left: int) -> bool:
+    """True only when `value` is certainly fit: exact JSON types, finite floats, text without surrogates,
+    containers within `depth_left` levels. False means "let the full walk decide" (it names the problem).
+
+    Why it exists: the gate runs `value_problem` on every write's arguments, and the full walk pays for
+    the paths it may have to name (a string per element) even though valid arguments are the rule. This
+    check builds nothing and recurses only into containers; it is stricter than the walk (subclasses fall
+    through to it), so whenever it says True the walk would have answered None. Recursion is bounded by
+    `depth_left` (see `_FAST_MAX_DEPTH`)."""
+    kind = type(value)
+    if kind is dict:
+        for key in value:
+            if type(key) is not str or not (key.isascii() or _lone_surrogate(key) is None):
+                return False
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        return _plainly_fit_scalar(value)
+    if depth_left <= 0:
+        return False
+    for sub in items:
+        sub_kind = type(sub)
+        if sub_kind is str:
+            if not sub.isascii() and _lone_surrogate(sub) is not None:
+                return False
+        elif sub_kind is int or sub_kind is bool or sub is None:
+            continue
+        elif sub_kind is float:
+            if not math.isfinite(sub):
+                return False
+        elif not _plainly_fit(sub, depth_left - 1):
+            return False
+    return True
+
+
+def _plainly_fit_scalar(value: JSON) -> bool:
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or _lone_surrogate(value) is None
+    if kind is float:
+        return math.isfinite(value)
+    return kind is int or kind is bool or value is None
+
+
+_FAST_MAX_DEPTH = 200  # the recursive fast check is used up to this max_depth; beyond, only the iterative walk
+
+
 def value_problem(value: JSON, *, max_depth: int = MAX_DEPTH, root: str = "") -> str | None:
     """What makes `value` unfit to be a JSON document, or None: a non-finite number, a lone surrogate in a
     string or key, nesting deeper than `max_depth`, or a non-JSON type. Iterative, so any depth is safe.
 
     `root` prefixes the reported path (`amount`, `items[2].price`), so messages name the argument.
     """
+    if max_depth <= _FAST_MAX_DEPTH and _plainly_fit(value, max_depth):
+        return None
     stack: list[tuple[JSON, str, int]] = [(value, root, 0)]
     while stack:
         item, path, depth = stack.pop()

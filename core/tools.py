@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, Protocol, runtime_checkable
 
 from jsonschema import Draft202012Validator, ValidationError
@@ -262,8 +263,12 @@ def closed_object(required: Mapping[str, Any], optional: Mapping[str, Any] | Non
 
 
 def call_text(tool: str, **arguments: Any) -> str:
-    """A call as feedback and suggestions write it: `get_order_details(order_id="#W1")`."""
-    args = ", ".join(f"{name}={json.dumps(value)}" for name, value in arguments.items())
+    """A call as feedback and suggestions write it: `get_order_details(order_id="#W1")`.
+
+    Rules build one per record they read (the hint for a missing one), so a text argument, the usual
+    case, is quoted by the encoder `json.dumps` itself calls for a string, without its per-call set-up."""
+    args = ", ".join(f"{name}={_quote(value) if isinstance(value, str) else json.dumps(value)}"
+                     for name, value in arguments.items())
     return f"{tool}({args})"
 
 

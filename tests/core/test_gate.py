@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import pickle
+from dataclasses import FrozenInstanceError, asdict, replace
+
 import pytest
 
 from core.domain import split_policy
@@ -10,6 +13,7 @@ from core.gate import (
     Pass,
     PolicyGate,
     Predicate,
+    PredicateResult,
     Status,
     Verdict,
     Violation,
@@ -240,3 +244,16 @@ def test_split_policy_lives_once_in_core() -> None:
         split_policy("# P\n")
     with pytest.raises(ValueError, match="'{now}'"):
         split_policy(text.replace("{now}", "noon"), required=("{now}",))
+
+
+def test_a_passing_result_built_on_the_fast_path_is_the_same_value_as_one_built_normally() -> None:
+    """`PredicateResult.passed` skips the frozen dataclass's __init__ (the gate's hot path): it must still be
+    an equal, equally hashed, equally shown, still frozen and picklable value."""
+    fast = PredicateResult.passed("toy.balance", "note", ("accounts.A1",), "policy text")
+    slow = PredicateResult("toy.balance", Status.PASS, Verdict.ALLOW, "note", ("accounts.A1",), "policy text")
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert asdict(fast) == asdict(slow) and pickle.loads(pickle.dumps(fast)) == slow
+    assert replace(fast, reason="other") == replace(slow, reason="other")
+    assert not fast.failed
+    with pytest.raises(FrozenInstanceError):
+        fast.reason = "changed"  # type: ignore[misc]
