@@ -5,9 +5,8 @@ prompts are smaller than the function-calling baseline's."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from core.agent import AgentConfig
@@ -48,7 +47,8 @@ class RecordingAgent(AdaptiveScriptedAgent):
         super().__init__(plan)
         self.prompts: list[list[dict[str, Any]]] = []
 
-    async def complete(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
+    async def complete(self, messages: Sequence[Mapping[str, Any]],
+                       tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
         self.prompts.append([dict(m) for m in messages])
         return await super().complete(messages, tools)
 
@@ -59,7 +59,8 @@ class RefundToGiftCard:
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
         if call.arguments.get("payment_method_id") == "gift_card_4821001":
             return Resolution(Decision.APPROVE)
-        return Resolution(Decision.EDIT, who="ops", arguments={**call.arguments, "payment_method_id": "gift_card_4821001"})
+        return Resolution(Decision.EDIT, who="ops",
+                          arguments={**call.arguments, "payment_method_id": "gift_card_4821001"})
 
 
 async def run(tmp_path: Path, config: AgentConfig, name: str, plan: OfflinePlan = PLAN,

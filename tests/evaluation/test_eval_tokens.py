@@ -68,6 +68,7 @@ def test_a_list_of_records_each_held_at_its_own_path_names_those_paths() -> None
     assert block.count('"prices":{"economy":188}') == block.count('"prices":{"economy":214}') == 1
     assert ledger.get("flight_search.BOS.DEN.2024-05-20") == flights  # the gate still reads the list itself
     # a list with a record no other path holds is written out in full
-    other = [{"flight_number": "HAT301", "origin": "JFK", "destination": "SEA"}, {"origin": "JFK", "destination": "SEA"}]
+    other = [{"flight_number": "HAT301", "origin": "JFK", "destination": "SEA"},
+             {"origin": "JFK", "destination": "SEA"}]
     ledger.absorb(ToolCall("c2", "search_direct_flight", {**search, "origin": "JFK", "destination": "SEA"}), other, 2)
     assert 'flight_search.JFK.SEA.2024-05-20 = [{"destination":"SEA","flight_number":"HAT301"' in ledger.render()
