@@ -37,7 +37,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
-from core.evaluation.judge import llm_judge
+from core.evaluation.judge import close_judge, llm_judge
 from core.evaluation.loading import load_results
 from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import GoldPlanner, OfflinePlanner
@@ -520,8 +520,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     problems: list[str] = []
     try:
         runs, variants, settings, header, folder = build_run(args, problems)
-        judge = _judge(args)
         prices = _prices(args)
+        judge = _judge(args)  # last: the judge holds an HTTP client, closed when the run ends
     except (EvalInputError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
@@ -551,6 +551,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     except (ResultsError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
+    finally:
+        await close_judge(judge)
     print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed)
     return 0
 
@@ -579,7 +581,6 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
     try:
         (path,) = _paths(args, 1, "regrade RESULTS [--tau2-dir D] [--judge-model M] [--out FOLDER]")
         results = _load(path)
-        judge = _judge(args)
         prices = _prices(args)
         sources: list[RegradeDomain] = []
         for domain in _domains(",".join(results.header.domains)):
@@ -593,7 +594,11 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else (source if source.is_dir() else source.parent) / "regraded"
         if (folder / "trials.jsonl").exists():
             raise EvalInputError(f"{folder} already holds a run; choose another --out folder")
-        outcome = await regrade(results, sources, folder / "work", judge=judge, prices=prices)
+        judge = _judge(args)  # last: the judge holds an HTTP client, closed once the trials are graded
+        try:
+            outcome = await regrade(results, sources, folder / "work", judge=judge, prices=prices)
+        finally:
+            await close_judge(judge)
     except (EvalInputError, ResultsError, TaskFileError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+import console.eval_cli as eval_cli
 from core.evaluation import load_results, load_tasks
-from core.evaluation.judge import JUDGE_PROMPT
+from core.evaluation.judge import JUDGE_PROMPT, LLMJudge, llm_judge
+from core.llm.base import ChatModel
+from core.llm.openai_model import OpenAIChatModel
 from tests.support.eval_domains import run_eval
 from tests.support.eval_helpers import RETAIL_TASKS
 from tests.support.eval_stub import AGENT_TOKENS, JUDGE_TOKENS, USER_TOKENS, RoleStub, completion
@@ -164,3 +167,24 @@ async def test_an_endpoint_answering_garbage_is_named_and_the_run_goes_on(tmp_pa
     trials = load_results(tmp_path / "run").trials
     assert [t.task_id for t in trials] == ["r01", "r05"]
     assert all(t.status == "infra_error" and "user simulator" in t.detail for t in trials)
+
+
+async def test_the_judge_client_is_closed_when_the_run_or_the_regrade_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[LLMJudge] = []
+
+    def recorded(model: ChatModel) -> LLMJudge:  # the real judge, kept in sight to look at its client afterwards
+        made.append(llm_judge(model))
+        return made[-1]
+
+    monkeypatch.setattr(eval_cli, "llm_judge", recorded)
+    fixture = Path(__file__).parent / "data" / "tau2_results_retail.json"
+    with RoleStub() as stub:
+        argv = model_argv(stub, tmp_path / "run", "--tasks", str(nl_tasks(tmp_path)), "--judge-model", "stub-judge")
+        assert await run_eval(argv) == 0
+        assert stub.roles.count("judge") == 1  # the judge graded over HTTP...
+        assert await run_eval(["regrade", str(fixture), "--out", str(tmp_path / "regraded"), "--judge-model", "j",
+                               "--base-url", stub.base_url]) == 0
+    assert len(made) == 2
+    for judge in made:  # ...and its connection pool did not outlive the command
+        assert isinstance(judge.model, OpenAIChatModel) and judge.model._client.is_closed()
