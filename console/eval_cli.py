@@ -45,7 +45,14 @@ from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
 from core.evaluation.regrade import RegradeDomain, regrade
 from core.evaluation.report import money, unscored_warning, write_report
-from core.evaluation.results import EvalResults, ResultsError, ResultStore, RunHeader, TrialSummary
+from core.evaluation.results import (
+    EXCLUDED_STATUSES,
+    EvalResults,
+    ResultsError,
+    ResultStore,
+    RunHeader,
+    TrialSummary,
+)
 from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
@@ -500,6 +507,20 @@ def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Co
     console.print(f"results: {folder / 'results.json'}\nreport:  {folder / 'report.md'}")
 
 
+NOT_RUN_SHOWN = 20  # trials named one per line; a run whose endpoint is down names the first ones and counts the rest
+
+
+def print_not_run(trials: list[TrialSummary], err: Console) -> None:
+    """One line per trial left out of the metrics (infrastructure error, crash), naming the task and why: an
+    endpoint that answers garbage is found by its task, not only by a count in the table."""
+    excluded = [t for t in trials if t.status in EXCLUDED_STATUSES]
+    for trial in excluded[:NOT_RUN_SHOWN]:
+        err.print(f"[bold yellow]not run ({trial.status}):[/] {escape(trial.domain)} {escape(trial.task_id)} "
+                  f"{escape(trial.agent)} #{trial.trial}: {escape(trial.detail[:300])}")
+    if len(excluded) > NOT_RUN_SHOWN:
+        err.print(f"[bold yellow]... and {len(excluded) - NOT_RUN_SHOWN} more trial(s) not run[/] (see results.json)")
+
+
 def _consoles() -> tuple[Console, Console]:
     err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, never wrapped
     console = Console(highlight=False)
@@ -554,6 +575,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     finally:
         await close_judge(judge)
     print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed)
+    print_not_run(outcome.trials, err)
     return 0
 
 

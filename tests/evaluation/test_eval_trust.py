@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from core.llm.openai_model import OpenAIChatModel
 from tests.support.eval_domains import run_eval
 from tests.support.eval_helpers import RETAIL_TASKS
 from tests.support.eval_stub import AGENT_TOKENS, JUDGE_TOKENS, USER_TOKENS, RoleStub, completion
+from tests.support.openai_stub import ScriptedResponse
 
 ASSERTION = "The agent cancels order #W3354738 only after the customer confirms."
 
@@ -168,6 +170,37 @@ async def test_an_endpoint_answering_garbage_is_named_and_the_run_goes_on(tmp_pa
     assert [t.task_id for t in trials] == ["r01", "r05"]
     assert all(t.status == "infra_error" and "user simulator" in t.detail for t in trials)
 
+
+
+class GarbageOnce(RoleStub):
+    """Answers the run's first agent request with `garbage` (HTTP 200), then plays its roles as usual."""
+
+    def __init__(self, garbage: ScriptedResponse) -> None:
+        super().__init__()
+        self.garbage: ScriptedResponse | None = garbage
+
+    def _record_and_pop(self, path: str, headers: dict[str, str], body: Any) -> ScriptedResponse:
+        answer = super()._record_and_pop(path, headers, body)
+        if self.roles[-1] == "agent" and self.garbage is not None:
+            answer, self.garbage = self.garbage, None
+        return answer
+
+
+@pytest.mark.parametrize(("garbage", "said"), [
+    (ScriptedResponse(200, "<html><body>502 upstream</body></html>", content_type="text/html"), "HTML page"),
+    (ScriptedResponse(200, {"object": "list", "data": []}), "bad response"),
+])
+async def test_an_endpoint_answering_garbage_names_the_task_and_the_run_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], garbage: ScriptedResponse, said: str) -> None:
+    with GarbageOnce(garbage) as stub:
+        argv = model_argv(stub, tmp_path / "run", "--tasks", "r01,r05", "--max-retries", "0")
+        assert await run_eval(argv) == 0
+    first, second = load_results(tmp_path / "run").trials
+    assert (first.task_id, first.status) == ("r01", "infra_error") and said in first.detail
+    assert (second.task_id, second.status) == ("r05", "ok")  # the run went on with the other task
+    err = capsys.readouterr().err
+    assert f"not run (infra_error): retail r01 ledger #0: {first.detail[:60]}" in err
+    assert "r05" not in err
 
 async def test_the_judge_client_is_closed_when_the_run_or_the_regrade_ends(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
