@@ -12,6 +12,7 @@ import pytest
 import console.eval_cli as eval_cli
 from core.evaluation import load_results, load_tasks
 from core.evaluation.judge import JUDGE_PROMPT, LLMJudge, llm_judge
+from core.evaluation.tau2_format import Tau2Results
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
 from tests.support.eval_domains import run_eval
@@ -171,6 +172,24 @@ async def test_an_endpoint_answering_garbage_is_named_and_the_run_goes_on(tmp_pa
     assert all(t.status == "infra_error" and "user simulator" in t.detail for t in trials)
 
 
+
+async def test_a_model_run_exports_to_tau2_and_imports_back_unchanged(tmp_path: Path) -> None:
+    """A run whose three roles are models (the stub): what comes back from tau2's format is the run itself."""
+    out = tmp_path / "run"
+    with RoleStub() as stub:
+        argv = model_argv(stub, out, "--tasks", str(nl_tasks(tmp_path)), "--judge-model", "stub-judge",
+                          "--trials", "2", "--seed", "7")
+        assert await run_eval(argv) == 0
+    assert await run_eval(["export", str(out), "--out", str(tmp_path / "tau2")]) == 0
+    exported = tmp_path / "tau2" / "retail-ledger.json"
+    document = Tau2Results.model_validate_json(exported.read_text(encoding="utf-8"))  # tau2's field names and types
+    roles = {m.get("role") for sim in document.simulations for m in sim.messages}
+    assert roles == {"assistant", "user", "tool"} and len(document.simulations) == 2
+    original, back = load_results(out), load_results(exported)
+    assert [t.model_dump() for t in back.trials] == [t.model_dump() for t in original.trials]
+    assert back.header.model_dump() == original.header.model_dump()
+    (trial, _second) = back.trials
+    assert trial.success and set(trial.usage) == {"agent", "user", "judge"}  # the judge's grade and every role's usage
 
 class GarbageOnce(RoleStub):
     """Answers the run's first agent request with `garbage` (HTTP 200), then plays its roles as usual."""
