@@ -37,7 +37,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
-from core.evaluation.judge import llm_judge
+from core.evaluation.judge import close_judge, llm_judge
 from core.evaluation.loading import load_results
 from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import GoldPlanner, OfflinePlanner
@@ -45,7 +45,14 @@ from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
 from core.evaluation.regrade import RegradeDomain, regrade
 from core.evaluation.report import money, unscored_warning, write_report
-from core.evaluation.results import EvalResults, ResultsError, ResultStore, RunHeader, TrialSummary
+from core.evaluation.results import (
+    EXCLUDED_STATUSES,
+    EvalResults,
+    ResultsError,
+    ResultStore,
+    RunHeader,
+    TrialSummary,
+)
 from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
@@ -500,6 +507,20 @@ def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Co
     console.print(f"results: {folder / 'results.json'}\nreport:  {folder / 'report.md'}")
 
 
+NOT_RUN_SHOWN = 20  # trials named one per line; a run whose endpoint is down names the first ones and counts the rest
+
+
+def print_not_run(trials: list[TrialSummary], err: Console) -> None:
+    """One line per trial left out of the metrics (infrastructure error, crash), naming the task and why: an
+    endpoint that answers garbage is found by its task, not only by a count in the table."""
+    excluded = [t for t in trials if t.status in EXCLUDED_STATUSES]
+    for trial in excluded[:NOT_RUN_SHOWN]:
+        err.print(f"[bold yellow]not run ({trial.status}):[/] {escape(trial.domain)} {escape(trial.task_id)} "
+                  f"{escape(trial.agent)} #{trial.trial}: {escape(trial.detail[:300])}")
+    if len(excluded) > NOT_RUN_SHOWN:
+        err.print(f"[bold yellow]... and {len(excluded) - NOT_RUN_SHOWN} more trial(s) not run[/] (see results.json)")
+
+
 def _consoles() -> tuple[Console, Console]:
     err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, never wrapped
     console = Console(highlight=False)
@@ -520,8 +541,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     problems: list[str] = []
     try:
         runs, variants, settings, header, folder = build_run(args, problems)
-        judge = _judge(args)
         prices = _prices(args)
+        judge = _judge(args)  # last: the judge holds an HTTP client, closed when the run ends
     except (EvalInputError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
@@ -551,7 +572,10 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     except (ResultsError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
+    finally:
+        await close_judge(judge)
     print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed)
+    print_not_run(outcome.trials, err)
     return 0
 
 
@@ -579,7 +603,6 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
     try:
         (path,) = _paths(args, 1, "regrade RESULTS [--tau2-dir D] [--judge-model M] [--out FOLDER]")
         results = _load(path)
-        judge = _judge(args)
         prices = _prices(args)
         sources: list[RegradeDomain] = []
         for domain in _domains(",".join(results.header.domains)):
@@ -593,7 +616,11 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else (source if source.is_dir() else source.parent) / "regraded"
         if (folder / "trials.jsonl").exists():
             raise EvalInputError(f"{folder} already holds a run; choose another --out folder")
-        outcome = await regrade(results, sources, folder / "work", judge=judge, prices=prices)
+        judge = _judge(args)  # last: the judge holds an HTTP client, closed once the trials are graded
+        try:
+            outcome = await regrade(results, sources, folder / "work", judge=judge, prices=prices)
+        finally:
+            await close_judge(judge)
     except (EvalInputError, ResultsError, TaskFileError, BackendSourceError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2

@@ -14,11 +14,11 @@ from core.domain import Domain
 from core.events import AssistantTurnEvent, CallInfo, EventBus, LedgerUpdated, ModelRetry
 from core.executor import CallExecutor, CallOutcome, utc_now
 from core.gate import PolicyGate
-from core.ledger import Ledger
+from core.ledger import Ledger, render_value
 from core.llm.base import AssistantTurn, ChatModel, ModelError, Usage
 from core.llm.tokenizer import count_tokens
 from core.supervisor import Supervisor
-from core.tools import ToolBackend
+from core.tools import ToolBackend, ToolKind
 
 INSTRUCTIONS = """You are a customer service agent. Help the customer within the policy below.
 In each turn either send one message to the customer or make tool calls, not both.
@@ -27,10 +27,13 @@ Tool arguments must be valid JSON matching each tool's schema.
 If a tool result says a call was NOT EXECUTED, it did not happen: fix the problem it names, or explain to
 the customer why the action cannot be done."""
 
-LEDGER_INSTRUCTIONS = """The <ledger> block lists every record observed so far through read tools, each
-under a canonical path. It is the current observed state: look values up there instead of searching the
-conversation. Entries marked STALE were changed by a later write; read them again before relying on them.
-Write calls are checked against the policy using this observed state before they run."""
+# Appended to the instructions of the ledger agent only (the paper's ledger block is "an additional state view"):
+# what the block is, that values are looked up there, and what STALE asks. Kept short: it is paid on every model
+# call (issue 14 item 8). The gate is not announced: it speaks for itself in its REVISE / BLOCK results, and
+# `AgentConfig(gate=False)` renders the ledger without one.
+LEDGER_INSTRUCTIONS = """The <ledger> block is the observed state: every record read tools returned, by canonical path.
+Look values up there, not in the conversation. A write may have changed a STALE record: read it again before
+relying on it."""
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,11 @@ class Agent:
         self.usage = Usage()
         self._tools = [spec.openai_schema() for spec in domain.agent_tools()]
         self._step = 0
-        # call id -> ledger paths its read result was absorbed at (filled only with compact_history on)
+        # With compact_history: call id -> the ledger paths holding its result (a read's from its absorption; a
+        # write's once a later read stored the very same record), and the successful writes still waiting for one.
         self._held: dict[str, tuple[str, ...]] = {}
+        self._unheld_writes: dict[str, str] = {}  # call id -> canonical JSON of the write's returned record
+        self._notes: dict[str, str] = {}  # call id -> the supervisor's note that precedes its result
         if self.config.compact_history and self.config.ledger:
             bus.subscribe(self._note_absorbed)
         if hasattr(model, "on_retry") and getattr(model, "on_retry", None) is None:
@@ -97,9 +103,9 @@ class Agent:
 
     def system_prompt(self, ledger_block: str | None = None) -> str:
         """Instructions, policy and (LedgerAgent) the rendered ledger; pass `ledger_block` if already rendered."""
-        parts = [f"<instructions>\n{INSTRUCTIONS}\n</instructions>", f"<policy>\n{self.domain.policy}\n</policy>"]
+        instructions = f"{INSTRUCTIONS}\n{LEDGER_INSTRUCTIONS}" if self.config.ledger else INSTRUCTIONS
+        parts = [f"<instructions>\n{instructions}\n</instructions>", f"<policy>\n{self.domain.policy}\n</policy>"]
         if self.config.ledger:
-            parts.append(f"<ledger_instructions>\n{LEDGER_INSTRUCTIONS}\n</ledger_instructions>")
             parts.append(self.ledger.render() if ledger_block is None else ledger_block)
         return "\n\n".join(parts)
 
@@ -108,23 +114,53 @@ class Agent:
         return [{"role": "system", "content": self.system_prompt(ledger_block)}, *history]
 
     def _note_absorbed(self, event: Any) -> None:
-        if isinstance(event, LedgerUpdated):
-            self._held[event.call_id] = tuple(dict.fromkeys((*event.added, *event.changed, *event.refreshed)))
+        if not isinstance(event, LedgerUpdated):
+            return
+        paths = tuple(dict.fromkeys((*event.added, *event.changed, *event.refreshed)))
+        self._held[event.call_id] = paths
+        for call_id, text in list(self._unheld_writes.items()):
+            holder = self._holder(paths, text)
+            if holder is not None:
+                self._held[call_id] = (holder,)
+                del self._unheld_writes[call_id]
+
+    def _holder(self, paths: tuple[str, ...], text: str) -> str | None:
+        """The one of `paths` whose entry is exactly the record `text`, chosen as the ledger block chooses the path
+        that spells a record out (the most specific), or None."""
+        whole = [p for p in paths if (entry := self.ledger.entry(p)) is not None and entry.value_text == text]
+        return min(whole, key=lambda p: (-p.count("."), p)) if whole else None
+
+    def _note_result(self, outcome: CallOutcome) -> None:
+        """Narrow a read's reference to the one path holding its whole result (`users.<id>`, not also its alias
+        `user`; a flight search's own path, not every flight it fanned out to); remember a successful write's
+        returned record until a later read stores it."""
+        if not outcome.ok or not isinstance(outcome.result, dict | list):
+            return
+        text = render_value(outcome.result)
+        held = self._held.get(outcome.call.id)
+        if held is not None:
+            holder = self._holder(held, text)
+            self._held[outcome.call.id] = held if holder is None else (holder,)
+        elif outcome.kind is ToolKind.WRITE:
+            self._unheld_writes[outcome.call.id] = text
 
     def _compacted(self) -> list[dict[str, Any]]:
-        """The history with every ledger-held read result replaced by a reference to its path(s).
+        """The history with every ledger-held tool result replaced by a reference to its path(s).
 
-        The message stays a `tool` message answering the same call id (the chat API requires one per call);
-        only its content shrinks, and only when the reference is shorter than the result. A path the ledger
-        has since refreshed from a later read still holds the newer observation of the same record, which is
-        what the model should use anyway. The stored history is untouched (trace, console and replay see
-        the full results).
+        A read result is held from the moment it is absorbed. A write's result is never absorbed (observe, don't
+        assume), but once a later read stored exactly the record the write returned, the ledger holds it too and
+        the reference names where. The message stays a `tool` message answering the same call id (the chat API
+        requires one per call); only its content shrinks, and only when the reference is shorter than the
+        result; a supervisor's note on the call is kept. A path the ledger has since refreshed from a later read
+        still holds the newer observation of the same record, which is what the model should use anyway. The
+        stored history is untouched (trace, console and replay see the full results).
         """
         compacted: list[dict[str, Any]] = []
         for message in self.history:
-            paths = self._held.get(message.get("tool_call_id", "")) if message.get("role") == "tool" else None
+            call_id = str(message.get("tool_call_id", "")) if message.get("role") == "tool" else ""
+            paths = self._held.get(call_id) if call_id else None
             if paths:
-                reference = f"[result held in the ledger at {', '.join(paths)}]"
+                reference = f"{self._notes.get(call_id, '')}[result in the ledger at {', '.join(paths)}]"
                 if len(reference) < len(str(message.get("content", ""))):
                     message = {**message, "content": reference}
             compacted.append(message)
@@ -167,7 +203,11 @@ class Agent:
             # for the chat API even when the gate drops a call.
             content = outcome.content
             if outcome.call.arguments != call.arguments:
-                content = (f"NOTE: a human supervisor changed the arguments to {outcome.call.arguments_json()} "
-                           f"before this call was handled.\n{content}")
+                note = (f"NOTE: a human supervisor changed the arguments to {outcome.call.arguments_json()} "
+                        "before this call was handled.\n")
+                content = note + content
+                self._notes[call.id] = note
+            if self.config.compact_history and self.config.ledger:
+                self._note_result(outcome)
             self.history.append({"role": "tool", "tool_call_id": call.id, "content": content})
         return StepResult(turn, tuple(outcomes))

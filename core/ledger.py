@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -75,6 +76,14 @@ class LedgerEntry:
     @property
     def is_stale(self) -> bool:
         return self.stale is not None
+
+    @cached_property
+    def element_texts(self) -> tuple[str, ...] | None:
+        """Canonical JSON of each element of a list of records (None otherwise): computed on the first render
+        that asks, so the prompt block can name the paths holding those records instead of repeating them."""
+        if not isinstance(self.value, list) or not self.value or not all(isinstance(v, dict) for v in self.value):
+            return None
+        return tuple(render_value(v) for v in self.value)
 
 
 def _lookup(source: Any, dotted: str) -> Any:
@@ -310,10 +319,13 @@ class LedgerSnapshot(LedgerReader):
 
 
 def render_entries(entries: Mapping[str, LedgerEntry]) -> str:
-    """The prompt block: one `path = value` line per entry, in path order. A record held at several paths
-    (retail's authenticated profile at `user` and `users.<id>`) is written out once, at its most specific
-    path; the other paths say which one holds it, so the prompt carries each record once. Only the text
-    changes: every path still resolves to its own entry for the gate and the console."""
+    """The prompt block: one `path = value` line per entry, in path order, each record written out once.
+
+    A record held at several paths (retail's authenticated profile at `user` and `users.<id>`) is spelled out at
+    its most specific path; the other paths say which one holds it. A list whose every element is a record held
+    at its own path (airline's `flight_search.<o>.<d>.<date>`, whose flights also sit at `flights.<n>.<date>`)
+    names those paths instead of repeating the records. Only the text changes: every path still resolves to its
+    own entry for the gate and the console, and the same entries give the same block."""
     if not entries:
         return "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>"
     holder: dict[str, str] = {}  # record text -> the path that spells it out
@@ -324,7 +336,12 @@ def render_entries(entries: Mapping[str, LedgerEntry]) -> str:
     for path in sorted(entries):
         entry = entries[path]
         owner = holder.get(_value_text(entry), path) if isinstance(entry.value, dict) else path
-        lines.append(entry.rendered if owner == path else _render_alias(entry, owner))
+        if owner != path:
+            lines.append(_render_reference(entry, f"(same record as {owner})"))
+        elif (owners := _element_owners(entry, holder)) is not None:
+            lines.append(_render_reference(entry, f"(list of the records at {', '.join(owners)})"))
+        else:
+            lines.append(entry.rendered or _render_entry(entry))
     lines.append("</ledger>")
     return "\n".join(lines)
 
@@ -333,12 +350,27 @@ def _value_text(entry: LedgerEntry) -> str:
     return entry.value_text or render_value(entry.value)
 
 
-def _render_alias(entry: LedgerEntry, owner: str) -> str:
-    line = f"{entry.path} = (same record as {owner})"
-    if entry.stale is not None:
-        line += (f"  # STALE: {entry.stale.tool} (step {entry.stale.step}) may have changed this;"
-                 " read it again before relying on it")
-    return line
+def _element_owners(entry: LedgerEntry, holder: Mapping[str, str]) -> list[str] | None:
+    """The paths holding each element of a list entry, in list order; None unless every element is such a record."""
+    texts = entry.element_texts
+    if texts is None:
+        return None
+    owners: list[str] = []
+    for text in texts:
+        owner = holder.get(text)
+        if owner is None or owner == entry.path:
+            return None
+        owners.append(owner)
+    return owners
+
+
+def _stale_note(entry: LedgerEntry) -> str:
+    """What the prompt says of a stale entry; the instructions say what STALE asks of the model."""
+    return "" if entry.stale is None else f"  # STALE since {entry.stale.tool} (step {entry.stale.step})"
+
+
+def _render_reference(entry: LedgerEntry, reference: str) -> str:
+    return f"{entry.path} = {reference}{_stale_note(entry)}"
 
 
 def diff_entries(old: Mapping[str, LedgerEntry], new: Mapping[str, LedgerEntry]) -> LedgerDiff:
@@ -359,11 +391,7 @@ def diff_entries(old: Mapping[str, LedgerEntry], new: Mapping[str, LedgerEntry])
 
 
 def _render_entry(entry: LedgerEntry) -> str:
-    line = f"{entry.path} = {entry.value_text or render_value(entry.value)}"
-    if entry.stale is not None:
-        line += (f"  # STALE: {entry.stale.tool} (step {entry.stale.step}) may have changed this;"
-                 " read it again before relying on it")
-    return line
+    return f"{entry.path} = {entry.value_text or render_value(entry.value)}{_stale_note(entry)}"
 
 
 class Ledger(LedgerReader):

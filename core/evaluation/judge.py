@@ -109,6 +109,19 @@ class LLMJudge:
             raise JudgeError(f"judge model failed: {exc.message}") from exc
         return JudgeVerdict(parse_judgement(turn.text or "", assertions), turn.usage, self.model.name)
 
+    async def aclose(self) -> None:
+        """Close the judge model's HTTP client: one judge serves a whole run, and its pool outlives no run."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
 
-def llm_judge(model: ChatModel) -> NLJudge:
+
+def llm_judge(model: ChatModel) -> LLMJudge:
     return LLMJudge(model)
+
+
+async def close_judge(judge: NLJudge | None) -> None:
+    """Release what a judge holds (an `LLMJudge`'s HTTP client); any other judge, or none, has nothing to close."""
+    close = getattr(judge, "aclose", None)
+    if close is not None:
+        await close()

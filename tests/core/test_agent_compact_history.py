@@ -1,15 +1,22 @@
-"""`AgentConfig(compact_history=True)`: ledger-held read results go to the model as references to their ledger
-paths; the history stays valid for the chat API, the stored history and the agent's behaviour are unchanged,
-and on a session with re-reads the prompts are smaller than the function-calling baseline's."""
+"""`AgentConfig(compact_history=True)`: ledger-held results go to the model as references to their ledger paths
+(a read's from its absorption, a write's once a later read stored the same record); the history stays valid for
+the chat API, the stored history and the agent's behaviour are unchanged, and on a session with re-reads the
+prompts are smaller than the function-calling baseline's."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.agent import AgentConfig
 from core.evaluation.offline import AdaptiveScriptedAgent, OfflinePlan, PlannedCall, Step
 from core.events import ToolResultEvent
+from core.gate import GateDecision
+from core.llm.base import AssistantTurn
 from core.session import Session
+from core.supervisor import Decision, Resolution
+from core.tools import ToolCall
 from core.users import ScriptedUser
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend
@@ -33,13 +40,47 @@ PLAN = OfflinePlan(
 )
 
 
-async def run(tmp_path: Path, config: AgentConfig, name: str) -> Session:
+class RecordingAgent(AdaptiveScriptedAgent):
+    """The scripted agent, keeping a copy of every prompt it was sent."""
+
+    def __init__(self, plan: OfflinePlan) -> None:
+        super().__init__(plan)
+        self.prompts: list[list[dict[str, Any]]] = []
+
+    async def complete(self, messages: Sequence[Mapping[str, Any]],
+                       tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:
+        self.prompts.append([dict(m) for m in messages])
+        return await super().complete(messages, tools)
+
+
+class RefundToGiftCard:
+    """A supervisor who edits every refund to go to the customer's gift card (the order's original payment)."""
+
+    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
+        if call.arguments.get("payment_method_id") == "gift_card_4821001":
+            return Resolution(Decision.APPROVE)
+        return Resolution(Decision.EDIT, who="ops",
+                          arguments={**call.arguments, "payment_method_id": "gift_card_4821001"})
+
+
+async def run(tmp_path: Path, config: AgentConfig, name: str, plan: OfflinePlan = PLAN,
+              supervisor: RefundToGiftCard | None = None) -> Session:
     backend = await RetailBackend.open(tmp_path / f"{name}.sqlite")
-    session = Session(domain=DOMAIN, backend=backend, model=AdaptiveScriptedAgent(PLAN),
-                      user=ScriptedUser(["I want to return a tablet", "yes", "yes"]), config=config)
+    session = Session(domain=DOMAIN, backend=backend, model=RecordingAgent(plan),
+                      user=ScriptedUser(["I want to return a tablet", "yes", "yes"]), config=config,
+                      supervisor=supervisor)
     await session.run()
     await backend.close()
     return session
+
+
+def sent_results(prompt: list[dict[str, Any]], call_id: str) -> list[str]:
+    return [str(m["content"]) for m in prompt if m.get("role") == "tool" and m.get("tool_call_id") == call_id]
+
+
+def write_call_id(session: Session) -> str:
+    return next(c["id"] for m in session.agent.history if m["role"] == "assistant" for c in m.get("tool_calls", [])
+                if c["function"]["name"] == "return_delivered_order_items")
 
 
 def executed(session: Session) -> list[tuple[str, str, bool]]:
@@ -65,14 +106,46 @@ async def test_compacted_messages_are_valid_references(tmp_path: Path) -> None:
     assert call_ids == answered
     tool_texts = [m["content"] for m in sent if m["role"] == "tool"]
     assert tool_texts[0] == "mia_garcia_4821"  # shorter than any reference: kept verbatim
-    assert tool_texts[1] == "[result held in the ledger at users.mia_garcia_4821, user]"
-    assert "orders.#W4821001" in tool_texts[2]
+    # one reference per record: the profile's own path, not also its alias `user` (rendered as that path's alias)
+    assert tool_texts[1] == "[result in the ledger at users.mia_garcia_4821]"
+    assert "user = (same record as users.mia_garcia_4821)" in compact.agent.system_prompt()
+    assert tool_texts[2] == "[result in the ledger at orders.#W4821001]"
     assert tool_texts[3] == "Error: Order not found"  # nothing absorbed: kept
-    assert "products.1000000001" in tool_texts[4]
-    write_result = next(m["content"] for m, h in zip(sent, compact.agent.history, strict=True)
-                        if m["role"] == "tool" and '"return requested"' in h["content"] and m is not h)
-    assert write_result.startswith("[result held in the ledger")  # the re-read after the write is held...
-    assert any('"status": "return requested"' in t for t in tool_texts)  # ...the write's own result is not
+    assert tool_texts[4] == "[result in the ledger at products.1000000001]"
+    assert all('"return requested"' not in t for t in tool_texts)
+
+
+async def test_a_write_result_is_referenced_only_once_a_read_stored_the_same_record(tmp_path: Path) -> None:
+    compact = await run(tmp_path, AgentConfig(compact_history=True), "compact")
+    prompts = compact.agent.model.prompts  # type: ignore[attr-defined]
+    write_id = write_call_id(compact)
+    seen = [texts[0] for prompt in prompts if (texts := sent_results(prompt, write_id))]
+    # the write's result is never absorbed (observe, don't assume): until the re-read it is sent in full...
+    assert '"status": "return requested"' in seen[0]
+    # ...and once the re-read stored exactly that record, it is a reference to where the ledger holds it
+    assert seen[-1] == "[result in the ledger at orders.#W4821001]"
+    written = next(e.result for e in compact.bus.history if isinstance(e, ToolResultEvent) and e.call.id == write_id)
+    assert compact.ledger.get("orders.#W4821001") == written
+    # the stored history (trace, console, replay) keeps the full result
+    assert '"status": "return requested"' in sent_results(compact.agent.history, write_id)[0]
+
+
+async def test_a_supervisor_note_survives_compaction(tmp_path: Path) -> None:
+    refund = PlannedCall("return_delivered_order_items", {"order_id": "#W4821001", "item_ids": ["2000000011"],
+                                                           "payment_method_id": "credit_card_4821002"})
+    plan = OfflinePlan(steps=(
+        Step("call", PlannedCall("find_user_id_by_email", {"email": "mia.garcia@example.com"})),
+        Step("call", PROFILE), Step("call", ORDER), Step("write", refund), Step("call", ORDER),
+        Step("say", text="Done. Do you confirm?", confirm=True),
+    ), final_message="Done.")
+    compact = await run(tmp_path, AgentConfig(compact_history=True), "compact", plan, RefundToGiftCard())
+    write_id = write_call_id(compact)
+    (stored,) = sent_results(compact.agent.history, write_id)
+    (sent,) = sent_results(compact.agent.messages(), write_id)
+    note = 'NOTE: a human supervisor changed the arguments to {"item_ids": ["2000000011"], "order_id": "#W4821001", ' \
+           '"payment_method_id": "gift_card_4821001"} before this call was handled.\n'
+    assert stored.startswith(note) and '"return requested"' in stored
+    assert sent == note + "[result in the ledger at orders.#W4821001]"
 
 
 async def test_fewer_prompt_tokens_than_fc_on_the_same_session(tmp_path: Path) -> None:

@@ -48,4 +48,27 @@ def test_the_bench_row_reports_the_prompt_token_ratio() -> None:
     (row,) = bench_token_ratio(["retail"], limit=3)
     assert row.key == "token_ratio_retail" and row.unit == "%" and row.target_ns == 100
     assert 50 < row.median_ns < row.p95_ns < 150  # compact history costs less than the plain ledger
+    assert row.median_ns <= row.target_ns  # ...and no more than the function-calling baseline (issue 14 item 8)
     assert "pass^1 compact 100%, ledger 100%, fc 100%" in row.note
+
+
+def test_a_list_of_records_each_held_at_its_own_path_names_those_paths() -> None:
+    from core.ledger import Ledger
+    from core.tools import ToolCall
+    from domains.airline import DOMAIN
+
+    ledger = Ledger(DOMAIN.path_map)
+    flights = [{"flight_number": "HAT117", "origin": "BOS", "destination": "DEN", "prices": {"economy": 188}},
+               {"flight_number": "HAT119", "origin": "BOS", "destination": "DEN", "prices": {"economy": 214}}]
+    search = {"origin": "BOS", "destination": "DEN", "date": "2024-05-20"}
+    ledger.absorb(ToolCall("c1", "search_direct_flight", search), flights, 1)
+    block = ledger.render()
+    assert ("flight_search.BOS.DEN.2024-05-20 = (list of the records at flights.HAT117.2024-05-20, "
+            "flights.HAT119.2024-05-20)") in block
+    assert block.count('"prices":{"economy":188}') == block.count('"prices":{"economy":214}') == 1
+    assert ledger.get("flight_search.BOS.DEN.2024-05-20") == flights  # the gate still reads the list itself
+    # a list with a record no other path holds is written out in full
+    other = [{"flight_number": "HAT301", "origin": "JFK", "destination": "SEA"},
+             {"origin": "JFK", "destination": "SEA"}]
+    ledger.absorb(ToolCall("c2", "search_direct_flight", {**search, "origin": "JFK", "destination": "SEA"}), other, 2)
+    assert 'flight_search.JFK.SEA.2024-05-20 = [{"destination":"SEA","flight_number":"HAT301"' in ledger.render()

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import console.eval_cli as eval_cli
 from core.evaluation import load_results, load_tasks
-from core.evaluation.judge import JUDGE_PROMPT
+from core.evaluation.judge import JUDGE_PROMPT, LLMJudge, llm_judge
+from core.evaluation.tau2_format import Tau2Results
+from core.llm.base import ChatModel
+from core.llm.openai_model import OpenAIChatModel
 from tests.support.eval_domains import run_eval
 from tests.support.eval_helpers import RETAIL_TASKS
 from tests.support.eval_stub import AGENT_TOKENS, JUDGE_TOKENS, USER_TOKENS, RoleStub, completion
+from tests.support.openai_stub import ScriptedResponse
 
 ASSERTION = "The agent cancels order #W3354738 only after the customer confirms."
 
@@ -164,3 +170,73 @@ async def test_an_endpoint_answering_garbage_is_named_and_the_run_goes_on(tmp_pa
     trials = load_results(tmp_path / "run").trials
     assert [t.task_id for t in trials] == ["r01", "r05"]
     assert all(t.status == "infra_error" and "user simulator" in t.detail for t in trials)
+
+
+
+async def test_a_model_run_exports_to_tau2_and_imports_back_unchanged(tmp_path: Path) -> None:
+    """A run whose three roles are models (the stub): what comes back from tau2's format is the run itself."""
+    out = tmp_path / "run"
+    with RoleStub() as stub:
+        argv = model_argv(stub, out, "--tasks", str(nl_tasks(tmp_path)), "--judge-model", "stub-judge",
+                          "--trials", "2", "--seed", "7")
+        assert await run_eval(argv) == 0
+    assert await run_eval(["export", str(out), "--out", str(tmp_path / "tau2")]) == 0
+    exported = tmp_path / "tau2" / "retail-ledger.json"
+    document = Tau2Results.model_validate_json(exported.read_text(encoding="utf-8"))  # tau2's field names and types
+    roles = {m.get("role") for sim in document.simulations for m in sim.messages}
+    assert roles == {"assistant", "user", "tool"} and len(document.simulations) == 2
+    original, back = load_results(out), load_results(exported)
+    assert [t.model_dump() for t in back.trials] == [t.model_dump() for t in original.trials]
+    assert back.header.model_dump() == original.header.model_dump()
+    (trial, _second) = back.trials
+    assert trial.success and set(trial.usage) == {"agent", "user", "judge"}  # the judge's grade and every role's usage
+
+class GarbageOnce(RoleStub):
+    """Answers the run's first agent request with `garbage` (HTTP 200), then plays its roles as usual."""
+
+    def __init__(self, garbage: ScriptedResponse) -> None:
+        super().__init__()
+        self.garbage: ScriptedResponse | None = garbage
+
+    def _record_and_pop(self, path: str, headers: dict[str, str], body: Any) -> ScriptedResponse:
+        answer = super()._record_and_pop(path, headers, body)
+        if self.roles[-1] == "agent" and self.garbage is not None:
+            answer, self.garbage = self.garbage, None
+        return answer
+
+
+@pytest.mark.parametrize(("garbage", "said"), [
+    (ScriptedResponse(200, "<html><body>502 upstream</body></html>", content_type="text/html"), "HTML page"),
+    (ScriptedResponse(200, {"object": "list", "data": []}), "bad response"),
+])
+async def test_an_endpoint_answering_garbage_names_the_task_and_the_run_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], garbage: ScriptedResponse, said: str) -> None:
+    with GarbageOnce(garbage) as stub:
+        argv = model_argv(stub, tmp_path / "run", "--tasks", "r01,r05", "--max-retries", "0")
+        assert await run_eval(argv) == 0
+    first, second = load_results(tmp_path / "run").trials
+    assert (first.task_id, first.status) == ("r01", "infra_error") and said in first.detail
+    assert (second.task_id, second.status) == ("r05", "ok")  # the run went on with the other task
+    err = capsys.readouterr().err
+    assert f"not run (infra_error): retail r01 ledger #0: {first.detail[:60]}" in err
+    assert "r05" not in err
+
+async def test_the_judge_client_is_closed_when_the_run_or_the_regrade_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[LLMJudge] = []
+
+    def recorded(model: ChatModel) -> LLMJudge:  # the real judge, kept in sight to look at its client afterwards
+        made.append(llm_judge(model))
+        return made[-1]
+
+    monkeypatch.setattr(eval_cli, "llm_judge", recorded)
+    fixture = Path(__file__).parent / "data" / "tau2_results_retail.json"
+    with RoleStub() as stub:
+        argv = model_argv(stub, tmp_path / "run", "--tasks", str(nl_tasks(tmp_path)), "--judge-model", "stub-judge")
+        assert await run_eval(argv) == 0
+        assert stub.roles.count("judge") == 1  # the judge graded over HTTP...
+        assert await run_eval(["regrade", str(fixture), "--out", str(tmp_path / "regraded"), "--judge-model", "j",
+                               "--base-url", stub.base_url]) == 0
+    assert len(made) == 2
+    for judge in made:  # ...and its connection pool did not outlive the command
+        assert isinstance(judge.model, OpenAIChatModel) and judge.model._client.is_closed()
