@@ -11,11 +11,14 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   data: it names what the records read so far show, nothing more.
 - House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): the age limits of
   a dependant (a child under 18, a parent 65 or older), the specialised appointment types by specialty,
-  and the severe-interaction hold on a prescription change. The hold judges one check only, the one with
-  the medication being changed as primary, when it was run: checks of the patient's other drugs no longer
-  decide it, so reading them (in any order) never changes the verdict. It does not demand the check:
-  tau-Trait's own gold changes Sertraline's supplier for a patient on Warfarin (a high-severity pair)
-  without one, and the upstream policy allows that.
+  and the severe-interaction hold on a supplier change. The hold is a function of observed facts, never of
+  the order or number of reads: it judges every check run with the medication as primary (all of them,
+  current and superseded, so the order they came in and which ran last do not matter) against the record
+  being changed, and a severe partner that record prescribes too is the prescriber's known regimen, which a
+  supplier change does not alter. So a legal change stays legal however much the agent checks (tau-Trait
+  gold task 10 changes Sertraline's supplier on a record that also prescribes Warfarin, a high-severity
+  pair), and a change held for a drug the record does not prescribe stays held whatever else is read. It
+  does not demand the check: a mandatory check would hold task 10's gold, which the upstream policy allows.
 - Before a patient is authenticated only `telehealth.authenticated` complains; rules that need to know
   the patient pass with a note instead of piling up the same complaint.
 - Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
@@ -565,49 +568,71 @@ def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Out
     return Pass()
 
 
-def _medications_of(record: Record, profile: Record | None) -> list[str]:
-    """The patient's medications as the records show them: the record's prescriptions, then the profile's list."""
-    names = [str(p.get("medication", "")) for p in _prescriptions(record)]
-    if profile is not None:
-        history = _mapping(profile.get("medical_history"))
-        names += [str(m.get("name", "")) for m in history.get("medications", []) if isinstance(m, Mapping)]
-    return [n for n in dict.fromkeys(names) if n]
-
-
-def _severe_pairs(check: Record, medication: str) -> Iterable[str]:
+def _severe_partners(check: Record, medication: str) -> Iterable[tuple[str, str]]:
+    """(partner, "primary + partner (severity[, emergency])") for each severe pair of `medication` in one check."""
     primary = str(check.get("primary_medication", ""))
     for item in check.get("interactions", []):
         item = _mapping(item)
         other = str(item.get("medication", ""))
-        if medication.lower() not in (primary.lower(), other.lower()):
+        if medication.lower() == primary.lower():
+            partner = other
+        elif medication.lower() == other.lower():
+            partner = primary
+        else:
             continue
         severity = str(item.get("severity", "")).lower()
         if severity in SEVERE_SEVERITIES or item.get("emergency") is True:
             emergency = ", emergency" if item.get("emergency") is True else ""
-            yield f"{primary} + {other} ({severity}{emergency})"
+            yield partner, f"{primary} + {other} ({severity}{emergency})"
+
+
+def _checks_of(view: LedgerView, medication: str, spellings: Iterable[str]) -> list[tuple[str, Record]]:
+    """Every interaction check run with `medication` as primary in this conversation (current and superseded,
+    under the argument's or the record's spelling): the hold judges all of them, so neither the order the
+    checks came in nor which of them ran last can change the verdict."""
+    found: list[tuple[str, Record]] = []
+    for name in dict.fromkeys([medication, *spellings]):
+        path = f"interactions.{name}"
+        found += [(path, check) for check in view.observations(path) if isinstance(check, Mapping)]
+    return found
 
 
 @predicate(
     id="telehealth.no_severe_interaction",
     tools=[SUPPLIER],
     severity=Verdict.REVISE,
-    policy="Before changing a prescription's supplier, check the medication's interactions with the patient's "
-           "other medications; hold the change when that check shows a high-severity or emergency interaction.",
+    policy="Hold a supplier change when an interaction check of the medication (as primary) shows a "
+           "high-severity or emergency interaction with a drug that the record being changed does not "
+           "prescribe alongside it.",
     house_rule=True,
 )
 def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    """One check decides: the one with the medication being changed as primary, when it was run. Consulting
-    whatever other checks happened to be run made the verdict depend on which of them were read."""
+    """Order-independent and monotone (issue 13 class 5). The verdict is a function of facts, not of reads:
+    the pairs every check of the medication showed (all of them, whatever their order), against the record
+    being changed (a read this write needs anyway). A pair the record already prescribes together (tau-Trait
+    task 10's Warfarin and Sertraline on REC012) is the prescriber's known regimen, which a supplier change
+    does not alter, so checking it cannot turn a legal change into a held one; a severe partner the record
+    does not prescribe (a drug the patient started elsewhere) holds the change, whenever it was checked."""
     medication = str(call.arguments.get("medication", "")).strip()
-    _record(view, call)
-    check = view.get(f"interactions.{medication}")
-    if not isinstance(check, Mapping):
+    record_id, record = _record(view, call)
+    prescribed = [str(p.get("medication", "")) for p in _prescriptions(record)]
+    spellings = [name for name in prescribed if name.strip().lower() == medication.lower()]
+    checks = _checks_of(view, medication, spellings)
+    if not checks:
         return Pass(f"no interaction check of {medication} in this conversation")
-    severe = list(_severe_pairs(check, medication))
-    if severe:
-        return Violation(f"the interaction check shows {'; '.join(severe)} (interactions.{medication}); hold the "
-                         f"change of {medication} until the patient's provider has reviewed it")
-    return Pass()
+    together = {name.strip().lower() for name in prescribed}
+    held: dict[str, str] = {}
+    for path, check in checks:
+        for partner, pair in _severe_partners(check, medication):
+            if partner.strip().lower() not in together:
+                held.setdefault(f"{pair} ({path})", partner)
+    if held:
+        partners = ", ".join(sorted(dict.fromkeys(held.values())))
+        return Violation(f"the interaction check shows {'; '.join(sorted(held))}, and record {record_id} does not "
+                         f"prescribe {partners} alongside {medication} (records.{record_id}.prescriptions: "
+                         f"{prescribed}); hold the change of {medication} until the patient's provider has "
+                         "reviewed it")
+    return Pass(f"no severe interaction of {medication} with a drug outside record {record_id}")
 
 
 PREDICATES: tuple[Predicate, ...] = (
