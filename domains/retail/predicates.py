@@ -73,9 +73,14 @@ def _order(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
     return order_id, order
 
 
-def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
-    profile: Mapping[str, Any] = view.need(PROFILE_PATH, call_text("get_user_details", user_id=customer))
-    return profile
+def _profile(view: LedgerView, customer: str) -> tuple[str, Mapping[str, Any]]:
+    """(path, profile) of the authenticated customer. `user` is set only when the profile is read after the
+    customer was found; a profile read before that lands only at `users.<id>`. Falling back to that path
+    keeps the verdict independent of which of the two reads came first (issue 13 class 5); both paths go
+    stale together after a money write, and the reason cites the path the facts came from."""
+    path = PROFILE_PATH if view.has(PROFILE_PATH) else f"users.{customer}"
+    profile: Mapping[str, Any] = view.need(path, call_text("get_user_details", user_id=customer))
+    return path, profile
 
 
 def _ids(call: ToolCall, name: str) -> list[str]:
@@ -338,7 +343,8 @@ def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcom
             mixup = " (that is a product id, not an item id)" if item_id in product_ids else ""
             problems.append(f"{item_id!r} is not in the order{mixup}")
         elif wanted > present:
-            problems.append(f"{item_id!r} is listed {wanted} times but the order holds it {present} time(s)")
+            times = "once" if present == 1 else f"{present} times"
+            problems.append(f"{item_id!r} is listed {wanted} times but the order holds it {times}")
     if problems:
         return Violation(f"{'; '.join(problems)} (orders.{order_id}.items has item ids {held})")
     return Pass()
@@ -391,11 +397,12 @@ def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: Gate
 @for_customer
 def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = call.arguments.get("payment_method_id")
-    methods = _profile(view, customer).get("payment_methods", {})
+    path, profile = _profile(view, customer)
+    methods = profile.get("payment_methods", {})
     if method_id not in methods:
         return Violation(
-            f"payment method {method_id!r} is not in the customer's profile (user.payment_methods has "
-            f"{sorted(methods)})"
+            f"payment method {method_id!r} is not in the customer's profile ({path}."
+            f"payment_methods has {sorted(methods)})"
         )
     return Pass()
 
@@ -415,13 +422,14 @@ def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateC
     original = [str(payments[0].get("payment_method_id"))] if payments else []
     if chosen in original:
         return Pass()
-    gift_cards = _gift_cards(_profile(view, customer))
+    path, profile = _profile(view, customer)
+    gift_cards = _gift_cards(profile)
     if chosen in gift_cards:
         return Pass()
     return Violation(
         f"refunds must go to the original payment ({original}) or an existing gift card ({gift_cards}); "
         f"you chose {chosen!r} (orders.{order_id}.payment_history[0].payment_method_id, gift cards in "
-        "user.payment_methods)"
+        f"{path}.payment_methods)"
     )
 
 
@@ -472,12 +480,13 @@ def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext
 @for_customer
 def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = str(call.arguments.get("payment_method_id"))
-    method = _profile(view, customer).get("payment_methods", {}).get(method_id)
+    path, profile = _profile(view, customer)
+    method = profile.get("payment_methods", {}).get(method_id)
     if not isinstance(method, Mapping) or method.get("source") != "gift_card":
         return Pass("not a gift card in the profile")
     balance = method.get("balance", 0.0)
     if isinstance(balance, bool) or not isinstance(balance, int | float):
-        return Violation(f"gift card {method_id!r} shows no balance (user.payment_methods.{method_id}.balance)")
+        return Violation(f"gift card {method_id!r} shows no balance ({path}.payment_methods.{method_id}.balance)")
     order_id, order = _order(view, call)
     if call.name == MODIFY_PAYMENT:
         payments = _payments(order)
@@ -500,8 +509,8 @@ def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, 
         needed = f"the price difference {show(charge)} = {terms}"
     if not covers(balance, charge):
         return Violation(
-            f"gift card {method_id!r} has a balance of {show(cents(balance))} (user.payment_methods.{method_id}."
-            f"balance), less than {needed}; choose another payment method"
+            f"gift card {method_id!r} has a balance of {show(cents(balance))} ({path}."
+            f"payment_methods.{method_id}.balance), less than {needed}; choose another payment method"
         )
     return Pass()
 
