@@ -670,3 +670,21 @@ def test_every_order_of_the_same_reads_holds_with_the_same_reason(order: tuple[i
     reason = result_of(decision, "telehealth.no_severe_interaction").reason
     canonical = propose(marcus_after(reads), WARFARIN_SWITCH)
     assert reason == result_of(canonical, "telehealth.no_severe_interaction").reason
+
+
+def test_a_severe_check_is_found_whatever_the_arguments_spelling() -> None:
+    """Violating boundary on spelling: the tool files its check under the catalogue's name
+    (interactions.Warfarin); a change naming "warfarin" is judged against that check too, as the record's
+    spelling, instead of passing because interactions.warfarin was never read."""
+    lower = change_supplier("warfarin", "Deccan Pharma", "Warfadex", 4.1)
+    result = result_of(propose(marcus_after((WARFARIN_VS_IBUPROFEN,)), lower), "telehealth.no_severe_interaction")
+    assert result.status is Status.VIOLATION
+    assert "Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)" in result.reason
+    assert "record REC003 does not prescribe Ibuprofen alongside warfarin" in result.reason
+
+
+def test_an_emergency_flag_holds_even_at_a_lower_severity() -> None:
+    """Violating boundary on severity: below "high" the emergency flag alone holds the change."""
+    flagged = interaction_check("Warfarin", "moderate", "Ibuprofen", emergency=True)
+    result = result_of(propose(marcus_after((flagged,)), WARFARIN_SWITCH), "telehealth.no_severe_interaction")
+    assert result.status is Status.VIOLATION and "Warfarin + Ibuprofen (moderate, emergency)" in result.reason
