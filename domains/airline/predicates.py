@@ -274,6 +274,12 @@ def _payments(call: ToolCall) -> list[tuple[str, Any]]:
 # Who the customer is, and whose records may be changed.
 
 for_customer = requires_customer("airline.customer_identified", _customer)
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("airline.customer_identified", lambda view, ctx: ctx.customer_id,
+                                    "no customer profile read yet")
 
 
 @predicate(
@@ -328,7 +334,8 @@ def reservation_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateCon
     severity=Verdict.BLOCK,
     policy="A cancelled reservation can no longer be changed or cancelled again.",
 )
-def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     if record.get("status") == "cancelled":
         return Violation(f"reservation {reservation_id} is already cancelled (reservations.{reservation_id}.status)")
@@ -347,7 +354,8 @@ def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext) -> Ou
            "cancelled one of its flights, it is in business, or it has travel insurance and the reason is "
            "covered.",
 )
-def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     now = local_now(ctx.now)
     created = parse_local(record.get("created_at"))
@@ -391,7 +399,8 @@ def _span(delta: timedelta) -> str:
     policy="Once a flight of a reservation has been flown, the reservation cannot be cancelled and its cabin "
            "cannot change; a flown flight stays in the itinerary (transfer the customer if they need more).",
 )
-def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     segments = _booked(record)
     whole = call.name == CANCEL or call.arguments.get("cabin") != record.get("cabin")
@@ -420,7 +429,8 @@ def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome
     severity=Verdict.BLOCK,
     policy="The flights of a basic economy reservation cannot be changed; only its cabin can.",
 )
-def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     if record.get("cabin") != "basic_economy":
         return Pass()
@@ -438,7 +448,8 @@ def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateConte
     severity=Verdict.BLOCK,
     policy="A changed itinerary keeps the reservation's origin, destination and trip type.",
 )
-def update_keeps_trip(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def update_keeps_trip(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     routed = _with_route(view, _requested(call), _booked(record))
     if routed is None:
@@ -475,7 +486,8 @@ def _trip_problem(legs: Sequence[Segment], origin: str, destination: str, flight
     policy="An itinerary lists its flights in travel order, each leaving from where the previous one landed, "
            "and a booking's origin, destination and trip type describe those flights.",
 )
-def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     requested = _requested(call)
     if not requested:
         return Violation("flights is empty; give every flight of the itinerary")
@@ -507,7 +519,8 @@ def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     policy="Book or switch to a flight only as a search showed it: bookable on that date, with enough free "
            "seats in the cabin for every passenger.",
 )
-def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
     cabin = call.arguments.get("cabin")
     n = _passenger_count(call, record)
@@ -685,7 +698,8 @@ def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     severity=Verdict.REVISE,
     policy="Checked bags can be added to a reservation but never removed.",
 )
-def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     problems: list[str] = []
     for field in ("total_baggages", "nonfree_baggages"):
@@ -766,7 +780,8 @@ def passengers_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outc
     severity=Verdict.BLOCK,
     policy="The number of passengers on a reservation cannot change; not even a human agent can do it.",
 )
-def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     old, new = _passenger_count(call, record), len(_list(call.arguments.get("passengers")))
     if old != new:

@@ -148,6 +148,12 @@ def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
 # Who may act on what.
 
 for_customer = requires_customer("retail.authenticated", _customer, "no authenticated customer yet")
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("retail.authenticated", lambda view, ctx: ctx.customer_id,
+                                    "no authenticated customer yet")
 
 
 @predicate(
@@ -209,7 +215,8 @@ def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext, custome
     severity=Verdict.BLOCK,
     policy="Only an order whose status is exactly 'pending' can be cancelled; check the status first.",
 )
-def cancel_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def cancel_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status != "pending":
@@ -243,7 +250,8 @@ def cancel_reason_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     policy="Only a 'pending' order can be modified (shipping address, payment method or items); check the "
            "status first.",
 )
-def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == ITEMS_MODIFIED:
@@ -263,7 +271,8 @@ def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) 
     policy="Items of a pending order can be modified only once; after that the order can no longer be "
            "modified or cancelled.",
 )
-def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == ITEMS_MODIFIED:
@@ -280,7 +289,8 @@ def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     severity=Verdict.BLOCK,
     policy="Only a 'delivered' order can be returned or exchanged, and only once; check the status first.",
 )
-def return_exchange_requires_delivered(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def return_exchange_requires_delivered(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == "delivered":
@@ -330,7 +340,8 @@ def item_lists_well_formed(call: ToolCall, view: LedgerView, ctx: GateContext) -
     policy="Every item named must be in the order, as many times as it is named (an item listed twice must "
            "appear twice in the order).",
 )
-def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     lines = _order_lines(order)
     held = [str(line.get("item_id")) for line in lines]
@@ -357,7 +368,8 @@ def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcom
     policy="A replacement must be an available variant of the same product as the item it replaces, as "
            "shown by get_product_details for that product.",
 )
-def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     swaps = _swaps(view, call, order)
     problems: list[str] = []
@@ -439,7 +451,8 @@ def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateC
     severity=Verdict.BLOCK,
     policy="The payment method of an order can be changed only while the order has exactly one payment.",
 )
-def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     payments = _payments(order)
     if len(payments) != 1:
@@ -457,7 +470,8 @@ def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateCon
     severity=Verdict.REVISE,
     policy="A payment change must move the order to a different payment method than the one it was paid with.",
 )
-def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     payments = _payments(order)
     chosen = call.arguments.get("payment_method_id")

@@ -198,6 +198,12 @@ def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
 
 
 for_patient = requires_customer("telehealth.authenticated", _patient_id, "no authenticated patient yet")
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("telehealth.authenticated", lambda view, ctx: ctx.customer_id,
+                                    "no authenticated patient yet")
 
 
 @predicate(
@@ -306,7 +312,8 @@ def dependant_age(call: ToolCall, view: LedgerView, ctx: GateContext, patient: s
     policy="Only a scheduled or pending_approval appointment can be cancelled or rescheduled; completed and "
            "cancelled appointments cannot.",
 )
-def appointment_actionable(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def appointment_actionable(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     appointment_id, appointment = _appointment(view, call)
     status = appointment.get("status")
     if status not in ACTIONABLE_STATUSES:
@@ -353,7 +360,8 @@ def _slot(view: LedgerView, call: ToolCall) -> _Slot:
     policy="Book or move an appointment only to a time the provider's schedule lists for that weekday; read "
            "the provider's details first.",
 )
-def provider_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def provider_available(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     slot = _slot(view, call)
     provider = _provider(view, slot.provider_id)
     weekday = _weekday(slot.day)
@@ -403,7 +411,8 @@ def _clashes(listing: Record, slot: _Slot) -> list[str]:
     policy="Before booking or moving an appointment, list the patient's appointments without a status "
            "filter; the new time must not overlap another scheduled or pending appointment.",
 )
-def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     slot = _slot(view, call)
     if _outsider(view, ctx, slot.patient_id):
         return Pass("not the patient's or a dependant's appointment (see the scope rules)")
@@ -432,7 +441,8 @@ def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContex
            "specialty offers (for example therapy_session with a therapist).",
     house_rule=True,
 )
-def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     kind = call.arguments.get("appointment_type")
     if kind in GENERAL_TYPES:
         return Pass()
@@ -454,7 +464,8 @@ def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext)
     policy="Insurance is billed only for a patient with a primary plan on file, and a voucher only applies "
            "when insurance billing is turned off; read the patient's insurance first.",
 )
-def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     patient_id = str(call.arguments.get("patient_id", ""))
     if _outsider(view, ctx, patient_id):
         return Pass("not the patient's or a dependant's booking (see telehealth.schedule_for_patient)")
@@ -495,7 +506,8 @@ def _prescriptions(record: Record) -> list[Record]:
     severity=Verdict.REVISE,
     policy="A supplier change names a medication the record prescribes, spelled as the record spells it.",
 )
-def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     record_id, record = _record(view, call)
     medication = str(call.arguments.get("medication", ""))
     names = [str(p.get("medication", "")) for p in _prescriptions(record)]
@@ -537,7 +549,8 @@ def _same_company(given: str, offer: Record) -> bool:
     policy="A prescription's new supplier, brand and price must be one of the offers list_medication_suppliers "
            "showed for that medication, in USD.",
 )
-def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     args = call.arguments
     medication = str(args.get("medication", ""))
     found = _supplier_listing(view, medication)
@@ -606,7 +619,8 @@ def _checks_of(view: LedgerView, medication: str, spellings: Iterable[str]) -> l
            "prescribe alongside it.",
     house_rule=True,
 )
-def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     """Order-independent and monotone (issue 13 class 5). The verdict is a function of facts, not of reads:
     the pairs every check of the medication showed (all of them, whatever their order), against the record
     being changed (a read this write needs anyway). A pair the record already prescribes together (tau-Trait
