@@ -552,11 +552,18 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
     if problems:
         return Violation("; ".join(problems) + "; choose another flight or cabin")
     if unseen:
+        one = len(unseen) == 1
         shown = ", ".join(s.label() for s in unseen)
+        today_unknown = [s for s in unseen if s.date == today and _status(view, s) is None]
+        if today_unknown:  # a search shows only flights still bookable: a departed one would never appear
+            return _ask_status(today_unknown, f"{shown} {'was' if one else 'were'} not seen in any flight search, "
+                                              "and a flight dated today may already have flown; before searching, "
+                                              "check its status")
         return MissingEvidence(
             paths=tuple(s.offer_path for s in unseen),
-            reason=(f"{shown} {'was' if len(unseen) == 1 else 'were'} not seen in any flight search. Search its route "
-                    "and date with search_direct_flight or search_onestop_flight and use a flight from the result"),
+            reason=(f"{shown} {'was' if one else 'were'} not seen in any flight search. Search "
+                    f"{'its route and date' if one else 'their routes and dates'} with search_direct_flight or "
+                    "search_onestop_flight and use a flight from the result"),
         )
     return Pass()
 

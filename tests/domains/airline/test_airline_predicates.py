@@ -622,3 +622,18 @@ def test_an_ineligible_disruption_reads_as_one_sentence() -> None:
     assert ("(flights.HAT142.2024-05-17.status) on reservation UX789J, but the customer is a regular member "
             "(user.membership)") in reason
     assert ": but" not in reason
+
+
+def test_an_unsearched_flight_dated_today_asks_for_its_status_before_any_search() -> None:
+    """A search shows only bookable flights, so for today's flight (which may have departed) the hint is its
+    status, never a search that could not show it; once it is seen available, the search is asked for."""
+    session = theo()
+    decision = propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)]))
+    result = _result(decision, "airline.flight_observed_available")
+    assert result.status is Status.MISSING
+    assert 'get_flight_status(flight_number="HAT119", date="2024-05-15")' in result.reason, result.reason
+    assert "search_direct_flight" not in result.reason
+    session.status("HAT119", "2024-05-15", "available")
+    later = _result(propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)])),
+                    "airline.flight_observed_available")
+    assert later.status is Status.MISSING and "Search its route and date with search_direct_flight" in later.reason
