@@ -224,8 +224,18 @@ def _fare_total(view: LedgerView, call: ToolCall, record: Mapping[str, Any] | No
     return total
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 passenger', '2 passengers', '0 bags': a reason states the number, never 'passenger(s)'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _today(ctx: GateContext) -> str:
     return local_now(ctx.now).date().isoformat()
+
+
+def _status_source(view: LedgerView, segment: Segment) -> str:
+    """The path `_status` took a segment's status from: the status read, else the search that showed it."""
+    return segment.status_path if isinstance(view.get(segment.status_path), str) else segment.offer_path + ".status"
 
 
 def _flown(view: LedgerView, ctx: GateContext, segment: Segment) -> bool | None:
@@ -264,6 +274,12 @@ def _payments(call: ToolCall) -> list[tuple[str, Any]]:
 # Who the customer is, and whose records may be changed.
 
 for_customer = requires_customer("airline.customer_identified", _customer)
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("airline.customer_identified", lambda view, ctx: ctx.customer_id,
+                                    "no customer profile read yet")
 
 
 @predicate(
@@ -318,7 +334,8 @@ def reservation_owned_by_customer(call: ToolCall, view: LedgerView, ctx: GateCon
     severity=Verdict.BLOCK,
     policy="A cancelled reservation can no longer be changed or cancelled again.",
 )
-def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     if record.get("status") == "cancelled":
         return Violation(f"reservation {reservation_id} is already cancelled (reservations.{reservation_id}.status)")
@@ -337,7 +354,8 @@ def reservation_active(call: ToolCall, view: LedgerView, ctx: GateContext) -> Ou
            "cancelled one of its flights, it is in business, or it has travel insurance and the reason is "
            "covered.",
 )
-def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     now = local_now(ctx.now)
     created = parse_local(record.get("created_at"))
@@ -381,7 +399,8 @@ def _span(delta: timedelta) -> str:
     policy="Once a flight of a reservation has been flown, the reservation cannot be cancelled and its cabin "
            "cannot change; a flown flight stays in the itinerary (transfer the customer if they need more).",
 )
-def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     segments = _booked(record)
     whole = call.name == CANCEL or call.arguments.get("cabin") != record.get("cabin")
@@ -392,7 +411,7 @@ def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome
     used = [s for s in segments if flown[s.key]]
     if used:
         what = ("cancelled" if call.name == CANCEL else "moved to another cabin") if whole else "dropped"
-        shown = ", ".join(f"{s.label()} ({_status(view, s)})" for s in used)
+        shown = ", ".join(f"{s.label()} ({_status(view, s)}, {_status_source(view, s)})" for s in used)
         return Violation(f"reservation {reservation_id} has flown {shown}; it cannot be {what}")
     unknown = [s for s in segments if flown[s.key] is None]
     if unknown:
@@ -410,7 +429,8 @@ def nothing_flown(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome
     severity=Verdict.BLOCK,
     policy="The flights of a basic economy reservation cannot be changed; only its cabin can.",
 )
-def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     if record.get("cabin") != "basic_economy":
         return Pass()
@@ -428,7 +448,8 @@ def basic_economy_flights_fixed(call: ToolCall, view: LedgerView, ctx: GateConte
     severity=Verdict.BLOCK,
     policy="A changed itinerary keeps the reservation's origin, destination and trip type.",
 )
-def update_keeps_trip(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def update_keeps_trip(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     routed = _with_route(view, _requested(call), _booked(record))
     if routed is None:
@@ -465,7 +486,8 @@ def _trip_problem(legs: Sequence[Segment], origin: str, destination: str, flight
     policy="An itinerary lists its flights in travel order, each leaving from where the previous one landed, "
            "and a booking's origin, destination and trip type describe those flights.",
 )
-def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     requested = _requested(call)
     if not requested:
         return Violation("flights is empty; give every flight of the itinerary")
@@ -497,7 +519,8 @@ def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     policy="Book or switch to a flight only as a search showed it: bookable on that date, with enough free "
            "seats in the cabin for every passenger.",
 )
-def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
     cabin = call.arguments.get("cabin")
     n = _passenger_count(call, record)
@@ -507,27 +530,40 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
     for segment in _repriced(call, record):
         offer = _offer(view, segment)
         if offer is None:
-            gone = _is_date(segment.date) and (segment.date < today or _status(view, segment) in FLOWN)
-            if gone and record is not None:
+            past = _is_date(segment.date) and segment.date < today
+            status = _status(view, segment)
+            if (past or status in FLOWN) and record is not None:
                 continue  # a flown flight of the reservation: airline.nothing_flown's to judge
-            if gone:  # no search can show it: never ask for one
-                problems.append(f"{segment.label()} is dated {segment.date}, before today ({today}), or has flown "
-                                f"({segment.status_path}); it cannot be booked")
+            if past:  # no search can show it: never ask for one
+                problems.append(f"{segment.label()} is dated {segment.date}, before today ({today}); it cannot be "
+                                "booked")
+                continue
+            if status in FLOWN:
+                problems.append(f"{segment.label()} is {status} ({_status_source(view, segment)}); it cannot be "
+                                "booked")
                 continue
             unseen.append(segment)
             continue
         seats = offer.get("available_seats", {}).get(cabin) if isinstance(cabin, str) else None
         if not isinstance(seats, int) or seats < n:
-            problems.append(f"{segment.label()} has {seats} free {cabin} seats ({segment.offer_path}."
-                            f"available_seats.{cabin}) for {n} passenger(s)")
+            shown = f"{seats} free {cabin} seats" if isinstance(seats, int) else f"no {cabin} seat count"
+            problems.append(f"{segment.label()} shows {shown} ({segment.offer_path}.available_seats.{cabin}) for "
+                            f"{_count(n, 'passenger')}")
     if problems:
         return Violation("; ".join(problems) + "; choose another flight or cabin")
     if unseen:
+        one = len(unseen) == 1
         shown = ", ".join(s.label() for s in unseen)
+        today_unknown = [s for s in unseen if s.date == today and _status(view, s) is None]
+        if today_unknown:  # a search shows only flights still bookable: a departed one would never appear
+            return _ask_status(today_unknown, f"{shown} {'was' if one else 'were'} not seen in any flight search, "
+                                              "and a flight dated today may already have flown; before searching, "
+                                              "check its status")
         return MissingEvidence(
             paths=tuple(s.offer_path for s in unseen),
-            reason=(f"{shown} {'was' if len(unseen) == 1 else 'were'} not seen in any flight search. Search its route "
-                    "and date with search_direct_flight or search_onestop_flight and use a flight from the result"),
+            reason=(f"{shown} {'was' if one else 'were'} not seen in any flight search. Search "
+                    f"{'its route and date' if one else 'their routes and dates'} with search_direct_flight or "
+                    "search_onestop_flight and use a flight from the result"),
         )
     return Pass()
 
@@ -547,8 +583,8 @@ def payment_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext, custo
     methods = _methods(_profile(view, customer))
     unknown = [pid for pid, _ in _payments(call) if pid not in methods]
     if unknown:
-        return Violation(f"payment method(s) {unknown} are not in the customer's profile (user.payment_methods has "
-                         f"{sorted(methods)})")
+        what = f"payment method {unknown[0]!r} is" if len(unknown) == 1 else f"payment methods {unknown} are"
+        return Violation(f"{what} not in the customer's profile (user.payment_methods has {sorted(methods)})")
     return Pass()
 
 
@@ -572,8 +608,8 @@ def payment_method_allowed(call: ToolCall, view: LedgerView, ctx: GateContext, c
         return Pass()
     twice = sorted(pid for pid, count in Counter(ids).items() if count > 1)
     if twice:
-        return Violation(f"payment method(s) {twice} are listed more than once; give each method once with its "
-                         "total amount")
+        what = f"payment method {twice[0]!r} is" if len(twice) == 1 else f"payment methods {twice} are"
+        return Violation(f"{what} listed more than once; give each method once with its total amount")
     counts = Counter(sources.values())
     over = [f"{counts[source]} {source.replace('_', ' ')}s (at most {limit})"
             for source, limit in PAYMENT_LIMITS.items() if counts[source] > limit]
@@ -651,9 +687,11 @@ def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     amounts = [amount for _, amount in _payments(call)]
     paid = sum(a for a in amounts if isinstance(a, int | float) and not isinstance(a, bool))
     if paid != expected:
-        return Violation(f"the payments add up to {paid}, but the booking costs {expected} = fares {fares} (prices in "
-                         f"flights.<number>.<date>.prices.{args.get('cabin')} x {n} passenger(s)) + insurance "
-                         f"{insurance} + {nonfree} non-free bag(s) x {BAG_PRICE}")
+        cabin = args.get("cabin")
+        prices = ", ".join(f"{s.offer_path}.prices.{cabin}" for s in _requested(call))
+        return Violation(f"the payments add up to {paid}, but the booking costs {expected} = fares {fares} ({prices}, "
+                         f"x {_count(n, 'passenger')}) + insurance {insurance} + "
+                         f"{_count(nonfree if isinstance(nonfree, int) else 0, 'non-free bag')} x {BAG_PRICE}")
     return Pass()
 
 
@@ -667,7 +705,8 @@ def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     severity=Verdict.REVISE,
     policy="Checked bags can be added to a reservation but never removed.",
 )
-def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     problems: list[str] = []
     for field in ("total_baggages", "nonfree_baggages"):
@@ -706,9 +745,9 @@ def baggage_allowance(call: ToolCall, view: LedgerView, ctx: GateContext, custom
     free = per_passenger * n
     expected = max(already, total - free, 0)
     if nonfree != expected:
-        return Violation(f"a {membership} member (user.membership) in {cabin} ({where}) has {per_passenger} free "
-                         f"bag(s) per passenger, {free} for {n} passenger(s): {total} bag(s) means {expected} "
-                         f"non-free, not {nonfree}")
+        return Violation(f"a {membership} member (user.membership) in {cabin} ({where}) has "
+                         f"{_count(per_passenger, 'free bag')} per passenger, {free} for {_count(n, 'passenger')}: "
+                         f"{_count(total, 'bag')} means {expected} non-free, not {nonfree}")
     return Pass()
 
 
@@ -748,11 +787,12 @@ def passengers_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outc
     severity=Verdict.BLOCK,
     policy="The number of passengers on a reservation cannot change; not even a human agent can do it.",
 )
-def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     reservation_id, record = _reservation(view, call)
     old, new = _passenger_count(call, record), len(_list(call.arguments.get("passengers")))
     if old != new:
-        return Violation(f"reservation {reservation_id} has {old} passenger(s) (reservations.{reservation_id}."
+        return Violation(f"reservation {reservation_id} has {_count(old, 'passenger')} (reservations.{reservation_id}."
                          f"passengers); the new list has {new}")
     return Pass()
 
@@ -844,16 +884,30 @@ def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext, cu
         return Pass()
     if found:
         shown = "; ".join(d.describe() for d in found)
-        return Violation(f"{shown}: but the customer is a {membership} member (user.membership) and the reservation "
-                         "is neither insured nor business, so no certificate is due")
+        return Violation(f"{shown}, but the customer is a {membership} member (user.membership) and the reservation "
+                         "is neither insured nor business (its insurance and cabin), so no certificate is due")
     if unknown:
         return _ask_status(unknown, "no cancelled or delayed flight has been confirmed on the customer's reservations")
     if not view.observed_paths("reservations.*"):
         return MissingEvidence(paths=("reservations.*",),
                                reason="read the reservation the customer complains about, then check its flights' "
                                       "status with get_flight_status")
-    return Violation("none of the customer's observed reservations has a cancelled or delayed flight (every status "
-                     "observed), so there is nothing to compensate")
+    seen = _observed_segments(view, customer)
+    shown = ", ".join(f"{s.label()}: {_status(view, s)} ({_status_source(view, s)})" for s in seen)
+    return Violation(f"none of the customer's observed reservations has a cancelled or delayed flight ({shown}), so "
+                     "there is nothing to compensate")
+
+
+def _observed_segments(view: LedgerView, customer: str) -> list[Segment]:
+    """Every flight of the customer's observed reservations (any observation), once each, in reading order."""
+    seen: dict[tuple[str, str], Segment] = {}
+    for path in view.observed_paths("reservations.*"):
+        observations = [r for r in view.observations(path) if isinstance(r, Mapping)]
+        if observations and observations[-1].get("user_id") == customer:
+            for record in observations:
+                for segment in _booked(record):
+                    seen.setdefault(segment.key, segment)
+    return list(seen.values())
 
 
 @predicate(
@@ -905,7 +959,7 @@ def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext, cust
     if any(amount == d.amount for d in due):
         return Pass()
     shown = "; ".join(f"{d.amount} for {d.describe()} ({COMPENSATION_PER_PASSENGER[d.kind]} x "
-                      f"{d.passengers} passenger(s))" for d in due)
+                      f"{_count(d.passengers, 'passenger')})" for d in due)
     return Violation(f"amount {amount!r} is not what the policy sets: {shown}")
 
 
@@ -922,12 +976,12 @@ def compensation_once(call: ToolCall, view: LedgerView, ctx: GateContext, custom
         return Pass()
     due = _due(view, customer)
     if len(given) < len(due):
-        return Pass(f"{len(given)} certificate(s) given for {len(due)} disrupted reservation(s)")
+        return Pass(f"{_count(len(given), 'certificate')} given for {_count(len(due), 'disrupted reservation')}")
     shown = ", ".join(f"{e.arguments.get('amount')} at step {e.provenance.step}" for e in given)
     reservations = ", ".join(d.reservation_id for d in due) or "none"
-    return Violation(f"this conversation already gave {customer} {len(given)} certificate(s) ({shown}; "
-                     f"effects.{CERTIFICATE}) for {len(due)} compensable reservation(s) ({reservations}); each "
-                     "disruption is compensated once")
+    return Violation(f"this conversation already gave {customer} {_count(len(given), 'certificate')} ({shown}; "
+                     f"effects.{CERTIFICATE}) for {_count(len(due), 'compensable reservation')} ({reservations}); "
+                     "each disruption is compensated once")
 
 
 PREDICATES: tuple[Predicate, ...] = (

@@ -73,9 +73,14 @@ def _order(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
     return order_id, order
 
 
-def _profile(view: LedgerView, customer: str) -> Mapping[str, Any]:
-    profile: Mapping[str, Any] = view.need(PROFILE_PATH, call_text("get_user_details", user_id=customer))
-    return profile
+def _profile(view: LedgerView, customer: str) -> tuple[str, Mapping[str, Any]]:
+    """(path, profile) of the authenticated customer. `user` is set only when the profile is read after the
+    customer was found; a profile read before that lands only at `users.<id>`. Falling back to that path
+    keeps the verdict independent of which of the two reads came first (issue 13 class 5); both paths go
+    stale together after a money write, and the reason cites the path the facts came from."""
+    path = PROFILE_PATH if view.has(PROFILE_PATH) else f"users.{customer}"
+    profile: Mapping[str, Any] = view.need(path, call_text("get_user_details", user_id=customer))
+    return path, profile
 
 
 def _ids(call: ToolCall, name: str) -> list[str]:
@@ -143,6 +148,12 @@ def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
 # Who may act on what.
 
 for_customer = requires_customer("retail.authenticated", _customer, "no authenticated customer yet")
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("retail.authenticated", lambda view, ctx: ctx.customer_id,
+                                    "no authenticated customer yet")
 
 
 @predicate(
@@ -204,7 +215,8 @@ def user_is_customer(call: ToolCall, view: LedgerView, ctx: GateContext, custome
     severity=Verdict.BLOCK,
     policy="Only an order whose status is exactly 'pending' can be cancelled; check the status first.",
 )
-def cancel_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def cancel_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status != "pending":
@@ -238,7 +250,8 @@ def cancel_reason_valid(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     policy="Only a 'pending' order can be modified (shipping address, payment method or items); check the "
            "status first.",
 )
-def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == ITEMS_MODIFIED:
@@ -258,7 +271,8 @@ def modify_requires_pending(call: ToolCall, view: LedgerView, ctx: GateContext) 
     policy="Items of a pending order can be modified only once; after that the order can no longer be "
            "modified or cancelled.",
 )
-def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == ITEMS_MODIFIED:
@@ -275,7 +289,8 @@ def items_modified_once(call: ToolCall, view: LedgerView, ctx: GateContext) -> O
     severity=Verdict.BLOCK,
     policy="Only a 'delivered' order can be returned or exchanged, and only once; check the status first.",
 )
-def return_exchange_requires_delivered(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def return_exchange_requires_delivered(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     status = order.get("status")
     if status == "delivered":
@@ -325,7 +340,8 @@ def item_lists_well_formed(call: ToolCall, view: LedgerView, ctx: GateContext) -
     policy="Every item named must be in the order, as many times as it is named (an item listed twice must "
            "appear twice in the order).",
 )
-def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     lines = _order_lines(order)
     held = [str(line.get("item_id")) for line in lines]
@@ -338,7 +354,8 @@ def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcom
             mixup = " (that is a product id, not an item id)" if item_id in product_ids else ""
             problems.append(f"{item_id!r} is not in the order{mixup}")
         elif wanted > present:
-            problems.append(f"{item_id!r} is listed {wanted} times but the order holds it {present} time(s)")
+            times = "once" if present == 1 else f"{present} times"
+            problems.append(f"{item_id!r} is listed {wanted} times but the order holds it {times}")
     if problems:
         return Violation(f"{'; '.join(problems)} (orders.{order_id}.items has item ids {held})")
     return Pass()
@@ -351,7 +368,8 @@ def items_in_order(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcom
     policy="A replacement must be an available variant of the same product as the item it replaces, as "
            "shown by get_product_details for that product.",
 )
-def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     swaps = _swaps(view, call, order)
     problems: list[str] = []
@@ -391,11 +409,12 @@ def replacement_is_available_variant(call: ToolCall, view: LedgerView, ctx: Gate
 @for_customer
 def payment_method_in_profile(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = call.arguments.get("payment_method_id")
-    methods = _profile(view, customer).get("payment_methods", {})
+    path, profile = _profile(view, customer)
+    methods = profile.get("payment_methods", {})
     if method_id not in methods:
         return Violation(
-            f"payment method {method_id!r} is not in the customer's profile (user.payment_methods has "
-            f"{sorted(methods)})"
+            f"payment method {method_id!r} is not in the customer's profile ({path}."
+            f"payment_methods has {sorted(methods)})"
         )
     return Pass()
 
@@ -415,13 +434,14 @@ def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateC
     original = [str(payments[0].get("payment_method_id"))] if payments else []
     if chosen in original:
         return Pass()
-    gift_cards = _gift_cards(_profile(view, customer))
+    path, profile = _profile(view, customer)
+    gift_cards = _gift_cards(profile)
     if chosen in gift_cards:
         return Pass()
     return Violation(
         f"refunds must go to the original payment ({original}) or an existing gift card ({gift_cards}); "
         f"you chose {chosen!r} (orders.{order_id}.payment_history[0].payment_method_id, gift cards in "
-        "user.payment_methods)"
+        f"{path}.payment_methods)"
     )
 
 
@@ -431,7 +451,8 @@ def refund_to_original_or_gift_card(call: ToolCall, view: LedgerView, ctx: GateC
     severity=Verdict.BLOCK,
     policy="The payment method of an order can be changed only while the order has exactly one payment.",
 )
-def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     payments = _payments(order)
     if len(payments) != 1:
@@ -449,7 +470,8 @@ def payment_change_single_payment(call: ToolCall, view: LedgerView, ctx: GateCon
     severity=Verdict.REVISE,
     policy="A payment change must move the order to a different payment method than the one it was paid with.",
 )
-def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     order_id, order = _order(view, call)
     payments = _payments(order)
     chosen = call.arguments.get("payment_method_id")
@@ -472,12 +494,13 @@ def payment_change_new_method(call: ToolCall, view: LedgerView, ctx: GateContext
 @for_customer
 def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     method_id = str(call.arguments.get("payment_method_id"))
-    method = _profile(view, customer).get("payment_methods", {}).get(method_id)
+    path, profile = _profile(view, customer)
+    method = profile.get("payment_methods", {}).get(method_id)
     if not isinstance(method, Mapping) or method.get("source") != "gift_card":
         return Pass("not a gift card in the profile")
     balance = method.get("balance", 0.0)
     if isinstance(balance, bool) or not isinstance(balance, int | float):
-        return Violation(f"gift card {method_id!r} shows no balance (user.payment_methods.{method_id}.balance)")
+        return Violation(f"gift card {method_id!r} shows no balance ({path}.payment_methods.{method_id}.balance)")
     order_id, order = _order(view, call)
     if call.name == MODIFY_PAYMENT:
         payments = _payments(order)
@@ -500,8 +523,8 @@ def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, 
         needed = f"the price difference {show(charge)} = {terms}"
     if not covers(balance, charge):
         return Violation(
-            f"gift card {method_id!r} has a balance of {show(cents(balance))} (user.payment_methods.{method_id}."
-            f"balance), less than {needed}; choose another payment method"
+            f"gift card {method_id!r} has a balance of {show(cents(balance))} ({path}."
+            f"payment_methods.{method_id}.balance), less than {needed}; choose another payment method"
         )
     return Pass()
 

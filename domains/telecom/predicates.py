@@ -65,6 +65,11 @@ ALL_WRITES = (*LINE_WRITES, PAYMENT_REQUEST)
 
 Record = Mapping[str, Any]
 
+# A rule about a line or bill stands aside until it is known to be the identified customer's: before anyone
+# is identified it could be a stranger's, and its "read it first" hint would ask for a stranger's record.
+NOT_THEIR_LINE = "no customer identified, or not their line (see the identity and ownership rules)"
+NOT_THEIR_BILL = "no customer identified, or not their bill (see the identity and ownership rules)"
+
 
 # ---------------------------------------------------------------------------------------------------
 # Reading helpers: how a rule gets the records it needs, and what to tell the model when they are missing.
@@ -203,8 +208,8 @@ def bill_belongs_to_customer(call: ToolCall, view: LedgerView, ctx: GateContext,
     policy="Send a payment request only for a bill you have seen is Overdue (the tool does not check).",
 )
 def payment_request_for_overdue_bill(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "bill_ids", "bill_id") is False:
-        return Pass("not the customer's bill (see telecom.bill_belongs_to_customer)")
+    if _owned(view, ctx, call, "bill_ids", "bill_id") is not True:
+        return Pass(NOT_THEIR_BILL)
     bill_id = str(call.arguments.get("bill_id", ""))
     status = _bill(view, bill_id).get("status")
     if status != "Overdue":
@@ -222,7 +227,7 @@ def payment_request_for_overdue_bill(call: ToolCall, view: LedgerView, ctx: Gate
 )
 def no_payment_already_awaited(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     if _owned(view, ctx, call, "bill_ids", "bill_id") is not True:
-        return Pass("no customer identified, or not their bill (see the identity and ownership rules)")
+        return Pass(NOT_THEIR_BILL)
     customer = str(ctx.customer_id)
     awaiting = [f"{bill_id} (bills.{bill_id}.status)" for bill_id, bill in _customer_bills(view, customer)
                 if bill.get("status") == "Awaiting Payment"]
@@ -243,8 +248,8 @@ def no_payment_already_awaited(call: ToolCall, view: LedgerView, ctx: GateContex
     policy="Only a Suspended line can be resumed.",
 )
 def resume_only_suspended(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "line_ids", "line_id") is False:
-        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    if _owned(view, ctx, call, "line_ids", "line_id") is not True:
+        return Pass(NOT_THEIR_LINE)
     line_id = str(call.arguments.get("line_id", ""))
     status = _line(view, line_id).get("status")
     if status == PENDING_ACTIVATION:
@@ -264,8 +269,8 @@ def resume_only_suspended(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     house_rule=True,
 )
 def resume_pending_activation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "line_ids", "line_id") is False:
-        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    if _owned(view, ctx, call, "line_ids", "line_id") is not True:
+        return Pass(NOT_THEIR_LINE)
     line_id = str(call.arguments.get("line_id", ""))
     status = _line(view, line_id).get("status")
     if status == PENDING_ACTIVATION:
@@ -281,8 +286,8 @@ def resume_pending_activation(call: ToolCall, view: LedgerView, ctx: GateContext
     policy="Never resume a line whose contract has ended, even after the customer paid.",
 )
 def resume_contract_not_ended(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "line_ids", "line_id") is False:
-        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    if _owned(view, ctx, call, "line_ids", "line_id") is not True:
+        return Pass(NOT_THEIR_LINE)
     line_id = str(call.arguments.get("line_id", ""))
     raw = _line(view, line_id).get("contract_end_date")
     if raw is None:
@@ -307,7 +312,7 @@ def resume_contract_not_ended(call: ToolCall, view: LedgerView, ctx: GateContext
 )
 def resume_after_overdue_paid(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     if _owned(view, ctx, call, "line_ids", "line_id") is not True:
-        return Pass("no customer identified, or not their line (see the identity and ownership rules)")
+        return Pass(NOT_THEIR_LINE)
     customer = str(ctx.customer_id)
     unpaid = _unpaid(_customer_bills(view, customer))
     if unpaid:
@@ -359,8 +364,8 @@ def _gb(amount: float | int) -> Decimal:
            "refuel price per GB.",
 )
 def refuel_priced_from_plan(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "line_ids", "line_id") is False:
-        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    if _owned(view, ctx, call, "line_ids", "line_id") is not True:
+        return Pass(NOT_THEIR_LINE)
     line_id = str(call.arguments.get("line_id", ""))
     plan_id = str(_line(view, line_id).get("plan_id", ""))
     plan = _mapping(view.need(f"plans.{plan_id}", call_text("get_details_by_id", id=plan_id)))
@@ -386,8 +391,8 @@ def refuel_priced_from_plan(call: ToolCall, view: LedgerView, ctx: GateContext) 
     house_rule=True,
 )
 def roaming_not_already_enabled(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _owned(view, ctx, call, "line_ids", "line_id") is False:
-        return Pass("not the customer's line (see telecom.line_belongs_to_customer)")
+    if _owned(view, ctx, call, "line_ids", "line_id") is not True:
+        return Pass(NOT_THEIR_LINE)
     line_id = str(call.arguments.get("line_id", ""))
     if _line(view, line_id).get("roaming_enabled") is True:
         return Violation(f"roaming is already enabled on line {line_id} (lines.{line_id}.roaming_enabled); ask the "
@@ -422,7 +427,7 @@ def suspension_reason_stated(call: ToolCall, view: LedgerView, ctx: GateContext)
 def suspension_reason_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
     """Judged by the facts, never by how the reason is worded: either fact observed makes it legal."""
     if _owned(view, ctx, call, "line_ids", "line_id") is not True:
-        return Pass("no customer identified, or not their line (see the identity and ownership rules)")
+        return Pass(NOT_THEIR_LINE)
     customer, line_id = str(ctx.customer_id), str(call.arguments.get("line_id", ""))
     unread: EvidenceUnavailable | None = None
     today = _today(ctx)
@@ -435,16 +440,18 @@ def suspension_reason_allowed(call: ToolCall, view: LedgerView, ctx: GateContext
     except EvidenceUnavailable as missing:
         unread = missing
     try:
-        overdue = [bill_id for bill_id, bill in _customer_bills(view, customer) if bill.get("status") == "Overdue"]
+        bills = _customer_bills(view, customer)
     except EvidenceUnavailable as missing:
         raise unread or missing from None
+    overdue = [bill_id for bill_id, bill in bills if bill.get("status") == "Overdue"]
     if overdue:
         return Pass(f"overdue: {', '.join(f'{b} (bills.{b}.status)' for b in overdue)}")
     if unread is not None:
         raise unread
     contract = ("has no contract end date" if ends is None
                 else f"has a contract running until {ends.isoformat()}")
-    return Violation(f"{customer} has no Overdue bill (bills.*.status of customers.{customer}.bill_ids) and line "
+    seen = ", ".join(f"{bill_id} {bill.get('status')!r} (bills.{bill_id}.status)" for bill_id, bill in bills)
+    return Violation(f"{customer} has no Overdue bill (customers.{customer}.bill_ids: {seen or 'none'}) and line "
                      f"{line_id} {contract} (lines.{line_id}.contract_end_date, today is {today.isoformat()}); the "
                      "policy allows a suspension only for an overdue bill or an ended contract")
 

@@ -11,11 +11,14 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   data: it names what the records read so far show, nothing more.
 - House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): the age limits of
   a dependant (a child under 18, a parent 65 or older), the specialised appointment types by specialty,
-  and the severe-interaction hold on a prescription change. The hold judges one check only, the one with
-  the medication being changed as primary, when it was run: checks of the patient's other drugs no longer
-  decide it, so reading them (in any order) never changes the verdict. It does not demand the check:
-  tau-Trait's own gold changes Sertraline's supplier for a patient on Warfarin (a high-severity pair)
-  without one, and the upstream policy allows that.
+  and the severe-interaction hold on a supplier change. The hold is a function of observed facts, never of
+  the order or number of reads: it judges every check run with the medication as primary (all of them,
+  current and superseded, so the order they came in and which ran last do not matter) against the record
+  being changed, and a severe partner that record prescribes too is the prescriber's known regimen, which a
+  supplier change does not alter. So a legal change stays legal however much the agent checks (tau-Trait
+  gold task 10 changes Sertraline's supplier on a record that also prescribes Warfarin, a high-severity
+  pair), and a change held for a drug the record does not prescribe stays held whatever else is read. It
+  does not demand the check: a mandatory check would hold task 10's gold, which the upstream policy allows.
 - Before a patient is authenticated only `telehealth.authenticated` complains; rules that need to know
   the patient pass with a note instead of piling up the same complaint.
 - Every lookup is a dictionary access on a path the call (or a record it names) determines, never a scan
@@ -195,6 +198,12 @@ def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
 
 
 for_patient = requires_customer("telehealth.authenticated", _patient_id, "no authenticated patient yet")
+# Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
+# calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
+# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# Only ctx is consulted, so the evidence stays the record the rule judges.
+once_identified = requires_customer("telehealth.authenticated", lambda view, ctx: ctx.customer_id,
+                                    "no authenticated patient yet")
 
 
 @predicate(
@@ -303,7 +312,8 @@ def dependant_age(call: ToolCall, view: LedgerView, ctx: GateContext, patient: s
     policy="Only a scheduled or pending_approval appointment can be cancelled or rescheduled; completed and "
            "cancelled appointments cannot.",
 )
-def appointment_actionable(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def appointment_actionable(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     appointment_id, appointment = _appointment(view, call)
     status = appointment.get("status")
     if status not in ACTIONABLE_STATUSES:
@@ -350,7 +360,8 @@ def _slot(view: LedgerView, call: ToolCall) -> _Slot:
     policy="Book or move an appointment only to a time the provider's schedule lists for that weekday; read "
            "the provider's details first.",
 )
-def provider_available(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def provider_available(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     slot = _slot(view, call)
     provider = _provider(view, slot.provider_id)
     weekday = _weekday(slot.day)
@@ -400,7 +411,8 @@ def _clashes(listing: Record, slot: _Slot) -> list[str]:
     policy="Before booking or moving an appointment, list the patient's appointments without a status "
            "filter; the new time must not overlap another scheduled or pending appointment.",
 )
-def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     slot = _slot(view, call)
     if _outsider(view, ctx, slot.patient_id):
         return Pass("not the patient's or a dependant's appointment (see the scope rules)")
@@ -429,7 +441,8 @@ def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContex
            "specialty offers (for example therapy_session with a therapist).",
     house_rule=True,
 )
-def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     kind = call.arguments.get("appointment_type")
     if kind in GENERAL_TYPES:
         return Pass()
@@ -451,7 +464,8 @@ def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext)
     policy="Insurance is billed only for a patient with a primary plan on file, and a voucher only applies "
            "when insurance billing is turned off; read the patient's insurance first.",
 )
-def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     patient_id = str(call.arguments.get("patient_id", ""))
     if _outsider(view, ctx, patient_id):
         return Pass("not the patient's or a dependant's booking (see telehealth.schedule_for_patient)")
@@ -492,7 +506,8 @@ def _prescriptions(record: Record) -> list[Record]:
     severity=Verdict.REVISE,
     policy="A supplier change names a medication the record prescribes, spelled as the record spells it.",
 )
-def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     record_id, record = _record(view, call)
     medication = str(call.arguments.get("medication", ""))
     names = [str(p.get("medication", "")) for p in _prescriptions(record)]
@@ -534,7 +549,8 @@ def _same_company(given: str, offer: Record) -> bool:
     policy="A prescription's new supplier, brand and price must be one of the offers list_medication_suppliers "
            "showed for that medication, in USD.",
 )
-def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+@once_identified
+def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     args = call.arguments
     medication = str(args.get("medication", ""))
     found = _supplier_listing(view, medication)
@@ -565,49 +581,72 @@ def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext) -> Out
     return Pass()
 
 
-def _medications_of(record: Record, profile: Record | None) -> list[str]:
-    """The patient's medications as the records show them: the record's prescriptions, then the profile's list."""
-    names = [str(p.get("medication", "")) for p in _prescriptions(record)]
-    if profile is not None:
-        history = _mapping(profile.get("medical_history"))
-        names += [str(m.get("name", "")) for m in history.get("medications", []) if isinstance(m, Mapping)]
-    return [n for n in dict.fromkeys(names) if n]
-
-
-def _severe_pairs(check: Record, medication: str) -> Iterable[str]:
+def _severe_partners(check: Record, medication: str) -> Iterable[tuple[str, str]]:
+    """(partner, "primary + partner (severity[, emergency])") for each severe pair of `medication` in one check."""
     primary = str(check.get("primary_medication", ""))
     for item in check.get("interactions", []):
         item = _mapping(item)
         other = str(item.get("medication", ""))
-        if medication.lower() not in (primary.lower(), other.lower()):
+        if medication.lower() == primary.lower():
+            partner = other
+        elif medication.lower() == other.lower():
+            partner = primary
+        else:
             continue
         severity = str(item.get("severity", "")).lower()
         if severity in SEVERE_SEVERITIES or item.get("emergency") is True:
             emergency = ", emergency" if item.get("emergency") is True else ""
-            yield f"{primary} + {other} ({severity}{emergency})"
+            yield partner, f"{primary} + {other} ({severity}{emergency})"
+
+
+def _checks_of(view: LedgerView, medication: str, spellings: Iterable[str]) -> list[tuple[str, Record]]:
+    """Every interaction check run with `medication` as primary in this conversation (current and superseded,
+    under the argument's or the record's spelling): the hold judges all of them, so neither the order the
+    checks came in nor which of them ran last can change the verdict."""
+    found: list[tuple[str, Record]] = []
+    for name in dict.fromkeys([medication, *spellings]):
+        path = f"interactions.{name}"
+        found += [(path, check) for check in view.observations(path) if isinstance(check, Mapping)]
+    return found
 
 
 @predicate(
     id="telehealth.no_severe_interaction",
     tools=[SUPPLIER],
     severity=Verdict.REVISE,
-    policy="Before changing a prescription's supplier, check the medication's interactions with the patient's "
-           "other medications; hold the change when that check shows a high-severity or emergency interaction.",
+    policy="Hold a supplier change when an interaction check of the medication (as primary) shows a "
+           "high-severity or emergency interaction with a drug that the record being changed does not "
+           "prescribe alongside it.",
     house_rule=True,
 )
-def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    """One check decides: the one with the medication being changed as primary, when it was run. Consulting
-    whatever other checks happened to be run made the verdict depend on which of them were read."""
+@once_identified
+def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
+    """Order-independent and monotone (issue 13 class 5). The verdict is a function of facts, not of reads:
+    the pairs every check of the medication showed (all of them, whatever their order), against the record
+    being changed (a read this write needs anyway). A pair the record already prescribes together (tau-Trait
+    task 10's Warfarin and Sertraline on REC012) is the prescriber's known regimen, which a supplier change
+    does not alter, so checking it cannot turn a legal change into a held one; a severe partner the record
+    does not prescribe (a drug the patient started elsewhere) holds the change, whenever it was checked."""
     medication = str(call.arguments.get("medication", "")).strip()
-    _record(view, call)
-    check = view.get(f"interactions.{medication}")
-    if not isinstance(check, Mapping):
+    record_id, record = _record(view, call)
+    prescribed = [str(p.get("medication", "")) for p in _prescriptions(record)]
+    spellings = [name for name in prescribed if name.strip().lower() == medication.lower()]
+    checks = _checks_of(view, medication, spellings)
+    if not checks:
         return Pass(f"no interaction check of {medication} in this conversation")
-    severe = list(_severe_pairs(check, medication))
-    if severe:
-        return Violation(f"the interaction check shows {'; '.join(severe)} (interactions.{medication}); hold the "
-                         f"change of {medication} until the patient's provider has reviewed it")
-    return Pass()
+    together = {name.strip().lower() for name in prescribed}
+    held: dict[str, str] = {}
+    for path, check in checks:
+        for partner, pair in _severe_partners(check, medication):
+            if partner.strip().lower() not in together:
+                held.setdefault(f"{pair} ({path})", partner)
+    if held:
+        partners = ", ".join(sorted(dict.fromkeys(held.values())))
+        return Violation(f"the interaction check shows {'; '.join(sorted(held))}, and record {record_id} does not "
+                         f"prescribe {partners} alongside {medication} (records.{record_id}.prescriptions: "
+                         f"{prescribed}); hold the change of {medication} until the patient's provider has "
+                         "reviewed it")
+    return Pass(f"no severe interaction of {medication} with a drug outside record {record_id}")
 
 
 PREDICATES: tuple[Predicate, ...] = (

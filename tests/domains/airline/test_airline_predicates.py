@@ -209,7 +209,8 @@ REJECTED = [
              cancel(CANCEL_WINDOW_CASE), ("2024-05-10T09:12:00", "no travel insurance", "HAT142 2024-05-17: available",
                                           "24-hour")),
     Rejected("cancel after the outbound landed", "airline.nothing_flown", Verdict.BLOCK, theo_outbound_landed,
-             cancel(THEO_BUSINESS), ("HAT133 on 2024-05-10 BOS->MIA (landed)", "cannot be cancelled")),
+             cancel(THEO_BUSINESS),
+             ("HAT133 on 2024-05-10 BOS->MIA (landed, flights.HAT133.2024-05-10.status)", "cannot be cancelled")),
     Rejected("basic economy to another flight", "airline.basic_economy_flights_fixed", Verdict.BLOCK,
              theo_round_trip_searched,
              change(THEO_BASIC, "basic_economy", [segment("HAT119", "2024-05-20"), segment("HAT121", "2024-05-24")]),
@@ -237,12 +238,13 @@ REJECTED = [
     Rejected("removing a bag", "airline.baggage_add_only", Verdict.REVISE, theo, bags(0, 0),
              ("total_baggages 0 is below the 1 already booked", "reservations.TB3K9Q.total_baggages")),
     Rejected("extra bags declared free", "airline.baggage_allowance", Verdict.REVISE, theo, bags(5, 0),
-             ("gold member", "3 free bag(s) per passenger", "5 bag(s) means 2 non-free, not 0")),
+             ("gold member", "3 free bags per passenger, 3 for 1 passenger:", "5 bags means 2 non-free, not 0")),
     Rejected("a date of birth that is not a date", "airline.passengers_valid", Verdict.REVISE, theo,
              passengers(THEO_ECONOMY, [person("Theo", "Brennan", "yesterday")]),
              ("'yesterday' is not a date",)),
     Rejected("adding a passenger", "airline.passenger_count_unchanged", Verdict.BLOCK, theo,
-             passengers(THEO_ECONOMY, [THEO_ME, IRIS]), ("has 1 passenger(s)", "the new list has 2")),
+             passengers(THEO_ECONOMY, [THEO_ME, IRIS]),
+             ("has 1 passenger (reservations.TB3K9Q.passengers)", "the new list has 2")),
     Rejected("a regular member, uninsured economy", "airline.compensation_eligible", Verdict.BLOCK,
              julia("cancelled"), certificate(JULIA, 100), ("regular member", "no certificate is due")),
     Rejected("a delay without change or cancellation", "airline.compensation_delay_after_change", Verdict.REVISE,
@@ -250,7 +252,7 @@ REJECTED = [
              ("HAT150 on 2024-05-15", "delayed", "changed or cancelled")),
     Rejected("too much for one cancelled flight", "airline.compensation_amount", Verdict.REVISE,
              lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled"), certificate(LENA, 200),
-             ("amount 200", "100 for HAT171", "100 x 1 passenger(s)")),
+             ("amount 200", "100 for HAT171", "(100 x 1 passenger)")),
     Rejected("a second certificate for the same cancelled flight", "airline.compensation_once", Verdict.BLOCK,
              lambda: _certified(lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled")()), certificate(LENA, 100),
              ("already gave", "100 at step", "effects.send_certificate", "compensated once")),
@@ -568,3 +570,70 @@ def test_no_hint_ever_asks_to_search_a_flight_that_has_flown() -> None:
     result = _result(decision, "airline.flight_observed_available")
     assert result.status is Status.VIOLATION and "before today (2024-05-15)" in result.reason
     assert "search_direct_flight" not in decision.feedback
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13 class 7: reasons name the limit, the observed value and the path it came from, in plain grammar.
+
+
+def test_no_reason_writes_a_plural_as_a_maybe() -> None:
+    """'1 passenger(s)', 'bag(s)', 'certificate(s)': every count is written out, singular or plural."""
+    allowance = _result(propose(theo(), bags(5, 0)), "airline.baggage_allowance").reason
+    assert "3 free bags per passenger, 3 for 1 passenger: 5 bags means 2 non-free" in allowance
+    assert "(s)" not in allowance
+    twice = _result(propose(theo_searched(), book(EVENING_BOOKING, [pay(THEO_CARD, 100), pay(THEO_CARD, 114)])),
+                    "airline.payment_method_allowed").reason
+    assert twice.startswith(f"payment method {THEO_CARD!r} is listed more than once"), twice
+    given = _certified(lena(lena_cancelled(), "HAT171", "2024-05-13", "cancelled")())
+    once = _result(propose(given, certificate(LENA, 100)), "airline.compensation_once").reason
+    assert f"already gave {LENA} 1 certificate (100 at step" in once
+    assert "for 1 compensable reservation (LV4X8N)" in once
+
+
+def test_a_booking_total_names_the_fare_paths_it_summed() -> None:
+    reason = _result(propose(theo_searched(), book(EVENING_BOOKING, [pay(THEO_CARD, 200)])),
+                     "airline.payment_total_matches").reason
+    assert reason == ("the payments add up to 200, but the booking costs 214 = fares 214 "
+                      "(flights.HAT119.2024-05-20.prices.economy, x 1 passenger) + insurance 0 + 0 non-free bags x 50")
+
+
+def test_a_flight_that_has_flown_today_is_refused_as_flown_not_as_past() -> None:
+    """Today's flight, observed landed: the reason says which fact refuses it (its status, and where that was
+    read), not 'before today ... or has flown', and it never asks for a search that cannot show it."""
+    session = theo()
+    session.status("HAT119", "2024-05-15", "landed")
+    decision = propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)]))
+    result = _result(decision, "airline.flight_observed_available")
+    assert result.status is Status.VIOLATION
+    assert result.reason == ("HAT119 on 2024-05-15 is landed (flights.HAT119.2024-05-15.status); it cannot be "
+                             "booked; choose another flight or cabin")
+    assert "search_direct_flight" not in decision.feedback
+
+
+def test_nothing_to_compensate_lists_the_statuses_it_saw() -> None:
+    reason = _result(propose(julia("available")(), certificate(JULIA, 100)), "airline.compensation_eligible").reason
+    assert reason == ("none of the customer's observed reservations has a cancelled or delayed flight (HAT142 on "
+                      "2024-05-17 ORD->SEA: available (flights.HAT142.2024-05-17.status)), so there is nothing to "
+                      "compensate")
+
+
+def test_an_ineligible_disruption_reads_as_one_sentence() -> None:
+    reason = _result(propose(julia("cancelled")(), certificate(JULIA, 100)), "airline.compensation_eligible").reason
+    assert ("(flights.HAT142.2024-05-17.status) on reservation UX789J, but the customer is a regular member "
+            "(user.membership)") in reason
+    assert ": but" not in reason
+
+
+def test_an_unsearched_flight_dated_today_asks_for_its_status_before_any_search() -> None:
+    """A search shows only bookable flights, so for today's flight (which may have departed) the hint is its
+    status, never a search that could not show it; once it is seen available, the search is asked for."""
+    session = theo()
+    decision = propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)]))
+    result = _result(decision, "airline.flight_observed_available")
+    assert result.status is Status.MISSING
+    assert 'get_flight_status(flight_number="HAT119", date="2024-05-15")' in result.reason, result.reason
+    assert "search_direct_flight" not in result.reason
+    session.status("HAT119", "2024-05-15", "available")
+    later = _result(propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)])),
+                    "airline.flight_observed_available")
+    assert later.status is Status.MISSING and "Search its route and date with search_direct_flight" in later.reason

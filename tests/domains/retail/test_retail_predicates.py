@@ -216,7 +216,7 @@ REJECTED: list[Rejected] = [
              ("orders.#W4821001",)),
     Rejected("return one item twice", "retail.items_in_order", Verdict.REVISE, mia_session,
              return_items([TABLET_GOLD_128, TABLET_GOLD_128]),
-             ("'2000000011' is listed 2 times but the order holds it 1 time",), ("orders.#W4821001",)),
+             ("'2000000011' is listed 2 times but the order holds it once (",), ("orders.#W4821001",)),
     Rejected("return a product id", "retail.items_in_order", Verdict.REVISE, mia_session, return_items([TABLET]),
              ("'1000000001' is not in the order (that is a product id, not an item id)",),
              ("orders.#W4821001",)),
@@ -482,12 +482,26 @@ def test_write_before_authentication_then_after() -> None:
     assert failed_ids(before) == {"retail.authenticated"}
 
     session.authenticate(MIA)
-    needs_profile = session.propose(tool, **arguments)
-    assert needs_profile.verdict is Verdict.REVISE  # `user` is set only by a read after authentication
-    assert result_of(needs_profile, "retail.payment_method_in_profile").status is Status.MISSING
+    assert not session.ledger.has("user")  # `user` is set only by a read after authentication...
+    after = session.propose(tool, **arguments)
+    # ...but the profile read before it is the same fact: the verdict does not depend on the order of the
+    # two reads (issue 13 class 5), and the reason cites where the profile came from.
+    assert after.verdict is Verdict.ALLOW, after.feedback
+    assert f"users.{MIA}" in result_of(after, "retail.payment_method_in_profile").evidence
 
+
+def test_a_profile_read_before_authentication_is_judged_like_one_read_after() -> None:
+    """Violating side of the same boundary: the facts of an early profile read still refuse a method the
+    profile does not hold, citing the path they came from."""
+    session = RetailSession()
     session.read_user(mia_user())
-    assert session.propose(tool, **arguments).verdict is Verdict.ALLOW
+    session.read_order(mia_pending_order())
+    session.authenticate(MIA)
+    decision = propose(session, modify_payment("paypal_0000000"))
+    assert decision.verdict is Verdict.REVISE
+    reason = result_of(decision, "retail.payment_method_in_profile").reason
+    assert reason.startswith(f"payment method 'paypal_0000000' is not in the customer's profile (users.{MIA}."
+                             "payment_methods has ["), reason
 
 
 def test_switching_to_another_user_keeps_the_first_customer() -> None:

@@ -551,3 +551,28 @@ def test_a_house_rule_never_escalates_to_block() -> None:
         call = ToolCall(id=f"p{n}", name="enable_roaming", arguments={"customer_id": MARIA, "line_id": "L2001"})
         session.read_line(line("L2001", roaming_enabled=True))  # new version each time: re-judged
         assert gate.evaluate(call, session.ledger, session.context()).verdict is Verdict.REVISE
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13 classes 6 and 7: no hint asks for a record that could be a stranger's; reasons show what was seen.
+
+
+@pytest.mark.parametrize("call", [resume("L2001"), roaming("L2001"), refuel(1.0, "L2001"), pay_request("B2001")],
+                         ids=["resume", "roaming", "refuel", "payment request"])
+def test_before_identification_no_rule_asks_to_read_the_line_or_bill(call: Call) -> None:
+    """Before anyone is identified the line or bill may be anyone's: only telecom.customer_identified
+    complains, and no feedback names get_details_by_id for it (the rules used to ask for it)."""
+    session = TelecomSession()
+    decision = propose(session, call)
+    assert failed_ids(decision) == {"telecom.customer_identified"}, decision.feedback
+    assert "get_details_by_id(" not in decision.feedback
+
+
+def test_a_refused_suspension_lists_every_bill_status_it_read() -> None:
+    session = daniel(B2005="Paid", B2006="Paid")()
+    session.read_line(line("L2004", contract_end_date="2025-02-25"))
+    reason = result_of(propose(session, suspend("L2004", "overdue bill", DANIEL)),
+                       "telecom.suspension_reason_allowed").reason
+    assert reason.startswith(f"{DANIEL} has no Overdue bill (customers.{DANIEL}.bill_ids: B2005 'Paid' "
+                             "(bills.B2005.status), B2006 'Paid' (bills.B2006.status)) and line L2004 has a contract "
+                             "running until 2025-02-25"), reason

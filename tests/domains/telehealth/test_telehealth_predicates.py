@@ -8,6 +8,7 @@ tests below them cover missing, filtered and stale evidence, who may act for who
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -606,3 +607,84 @@ def test_reading_another_drugs_check_does_not_change_the_verdict(other_first: bo
     only_other.read_suppliers(suppliers("Warfarin"))
     only_other.read_interactions(checks[0])
     assert propose(only_other, WARFARIN_SWITCH).verdict is Verdict.ALLOW
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 13 class 5, continued: the hold is a function of the observed facts, so every order of the same
+# reads gives the same verdict, and reading more never turns a legal change into a held one.
+
+WARFARIN_VS_ATORVASTATIN = interaction_check("Warfarin", "high", "Atorvastatin")  # both on REC003
+WARFARIN_VS_IBUPROFEN = interaction_check("Warfarin", "high", "Ibuprofen", emergency=True)  # not on REC003
+WARFARIN_VS_METFORMIN = interaction_check("Warfarin", "moderate", "Metformin")
+METFORMIN_VS_WARFARIN = interaction_check("Metformin", "high", "Warfarin", emergency=True)
+LEGAL_READS = (WARFARIN_VS_ATORVASTATIN, WARFARIN_VS_METFORMIN, METFORMIN_VS_WARFARIN)
+
+
+def marcus_after(checks: tuple[dict[str, Any], ...]) -> TelehealthSession:
+    session = marcus_supplier_session()
+    session.read_suppliers(suppliers("Warfarin"))
+    for check in checks:
+        session.read_interactions(check)
+    return session
+
+
+def test_a_severe_pair_the_record_prescribes_together_does_not_hold_the_change() -> None:
+    """Legal boundary: REC003 prescribes Warfarin and Atorvastatin; a high-severity check of that very pair is
+    the prescriber's known regimen, and a supplier change does not alter it (tau-Trait task 10's case)."""
+    decision = propose(marcus_after((WARFARIN_VS_ATORVASTATIN,)), WARFARIN_SWITCH)
+    assert decision.verdict is Verdict.ALLOW, decision.feedback
+    result = result_of(decision, "telehealth.no_severe_interaction")
+    assert result.status is Status.PASS and "outside record REC003" in result.reason
+
+
+def test_a_moderate_pair_outside_the_record_does_not_hold_the_change() -> None:
+    """Legal boundary on severity: only high (or worse) or an emergency flag holds."""
+    moderate = interaction_check("Warfarin", "moderate", "Ibuprofen")
+    assert propose(marcus_after((moderate,)), WARFARIN_SWITCH).verdict is Verdict.ALLOW
+
+
+def test_a_severe_partner_outside_the_record_holds_the_change_and_says_why() -> None:
+    decision = propose(marcus_after((WARFARIN_VS_IBUPROFEN,)), WARFARIN_SWITCH)
+    assert decision.verdict is Verdict.REVISE and failed_ids(decision) == {"telehealth.no_severe_interaction"}
+    reason = result_of(decision, "telehealth.no_severe_interaction").reason
+    assert reason == (
+        "the interaction check shows Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin), and record "
+        "REC003 does not prescribe Ibuprofen alongside Warfarin (records.REC003.prescriptions: ['Atorvastatin', "
+        "'Warfarin']); hold the change of Warfarin until the patient's provider has reviewed it")
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(len(LEGAL_READS)))))
+def test_every_order_of_more_reads_keeps_a_legal_change_legal(order: tuple[int, ...]) -> None:
+    for count in range(len(order) + 1):
+        checks = tuple(LEGAL_READS[i] for i in order[:count])
+        assert propose(marcus_after(checks), WARFARIN_SWITCH).verdict is Verdict.ALLOW, checks
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(len(LEGAL_READS) + 1))))
+def test_every_order_of_the_same_reads_holds_with_the_same_reason(order: tuple[int, ...]) -> None:
+    """The severe check is held against whatever clean checks of Warfarin came after it (the latest check
+    used to decide alone), in every order, with a byte-identical reason."""
+    reads = (*LEGAL_READS, WARFARIN_VS_IBUPROFEN)
+    decision = propose(marcus_after(tuple(reads[i] for i in order)), WARFARIN_SWITCH)
+    assert decision.verdict is Verdict.REVISE
+    reason = result_of(decision, "telehealth.no_severe_interaction").reason
+    canonical = propose(marcus_after(reads), WARFARIN_SWITCH)
+    assert reason == result_of(canonical, "telehealth.no_severe_interaction").reason
+
+
+def test_a_severe_check_is_found_whatever_the_arguments_spelling() -> None:
+    """Violating boundary on spelling: the tool files its check under the catalogue's name
+    (interactions.Warfarin); a change naming "warfarin" is judged against that check too, as the record's
+    spelling, instead of passing because interactions.warfarin was never read."""
+    lower = change_supplier("warfarin", "Deccan Pharma", "Warfadex", 4.1)
+    result = result_of(propose(marcus_after((WARFARIN_VS_IBUPROFEN,)), lower), "telehealth.no_severe_interaction")
+    assert result.status is Status.VIOLATION
+    assert "Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)" in result.reason
+    assert "record REC003 does not prescribe Ibuprofen alongside warfarin" in result.reason
+
+
+def test_an_emergency_flag_holds_even_at_a_lower_severity() -> None:
+    """Violating boundary on severity: below "high" the emergency flag alone holds the change."""
+    flagged = interaction_check("Warfarin", "moderate", "Ibuprofen", emergency=True)
+    result = result_of(propose(marcus_after((flagged,)), WARFARIN_SWITCH), "telehealth.no_severe_interaction")
+    assert result.status is Status.VIOLATION and "Warfarin + Ibuprofen (moderate, emergency)" in result.reason
