@@ -197,24 +197,25 @@ async def test_an_idle_connection_after_a_request_is_closed(server: ServedConsol
 # ------------------------------------------------------------------------------------------ crashes
 
 
-@pytest.mark.xfail(reason="open: under the server, a console whose app crashed did not exit within 21 s after "
-                   "its stdin was closed (run by hand with stdin at EOF it files console.log and exits at once)",
-                   strict=False)
 async def test_a_console_crash_goes_to_its_session_folder_not_to_stdout(tmp_path: Path) -> None:
     """A console that crashes (here: its --db is not a database) files its traceback in its session folder;
-    the server logs one line saying where, and writes nothing to its stdout."""
+    the server logs one line saying where, and writes nothing to its stdout. The console then exits by itself,
+    with status 1: it is not killed (it was, on a loaded machine, while the interpreter shut down for longer
+    than the server's grace, and it reported a clean 0). No timing is asserted: the waits are generous."""
     home = tmp_path / "home"
     bad_db = tmp_path / "garbage.sqlite"
     bad_db.write_bytes(b"this is not a SQLite database, " * 100)
-    with ServedConsole("--db", str(bad_db), home=home, env=clean_env()) as server, server.log_on_failure():
+    with ServedConsole("--db", str(bad_db), home=home, env=clean_env(), timeout=3 * WAIT) as server, \
+            server.log_on_failure():
         async with aiohttp.ClientSession() as http:
             tab = await Tab.open(http, server.url, token=server.token)
-            await asyncio.wait_for(tab.closed.wait(), WAIT)  # the console died: the page says "session ended"
-            line = server.wait_for_line(r"console crashed \(exit \d+\): .* - the full log is in (\S+)",
-                                        timeout=WAIT)
+            await asyncio.wait_for(tab.closed.wait(), 3 * WAIT)  # the console died: the page says "session ended"
+            line = server.wait_for_line(r"console crashed \(exit 1\): .* - the full log is in (\S+)",
+                                        timeout=3 * WAIT)
             log = Path(line.group(1))
             assert log.name == "console.log" and log.parent.parent == (home / "sessions").resolve()
             assert "Traceback (most recent call last)" in log.read_text()
-            server.wait_for_line(r"console pid \d+ ended", timeout=WAIT)
+            server.wait_for_line(r"console pid \d+ ended \(exit 1\)", timeout=3 * WAIT)
         assert server.stdout_lines == []
         assert not any("Traceback" in line for line in server.lines)  # one line, not the traceback
+        assert not any("killing it" in line for line in server.lines)  # it exited by itself
