@@ -4,7 +4,9 @@ textual-serve 1.1.3 has no hook for any of this, so this module subclasses it an
 public API: `Server._make_app` (replaced: our routes, middleware, no static index), `Server._process_messages`
 (replaced: strict messages), the `AppService` constructor, `_build_environment`, `_process` and `run` (replaced:
 the console's stderr is logged, never copied to our stdout). pyproject pins textual-serve exactly for that
-reason: re-read its server.py and app_service.py before bumping it.
+reason: re-read its server.py and app_service.py before bumping it. From aiohttp it uses
+`AppRunner._make_server` and `web.Server`'s `_loop`/`_kwargs`, to answer its parser's errors itself
+(`HttpProtocol`); tests/console/test_browser_bad_input.py sends those requests over a raw socket.
 
 Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` checks the Origin and the size,
 claims one of `max_sessions` slots, starts one console process (`ConsoleProcess`) and relays keys and screen
@@ -246,6 +248,48 @@ class ConsoleProcess(AppService):
         return process.returncode
 
 
+class HttpProtocol(web.RequestHandler):
+    """aiohttp's HTTP/1 protocol, with its own error answers made ours.
+
+    A request aiohttp cannot parse (a bad request line, method, header or header size) or a handler that
+    raised never reaches the application, so no middleware sees it: aiohttp answers from
+    `RequestHandler.handle_error`, a bare text response without our headers, and logs the parser's exception
+    with a traceback. Here that answer is our page with SECURITY_HEADERS, `Connection: close` (aiohttp closes
+    the connection after it, as before), and the log gets one line (a traceback only for a 500: our bug).
+    """
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:  # a response has started: nothing sane can be sent any more
+            raise ConnectionError("the response was already started; cannot send an error page") from exc
+        if status >= 500:
+            log.error("error answering %s %s from %s", request.method, request.path, request.remote, exc_info=exc)
+            title, text = "Internal error", "The console server failed to answer this request (see its log)."
+        else:
+            reason = next(iter((message or str(exc or "")).splitlines()), "")[:200]
+            log.warning("refused a malformed request from %s: %d (%s)", request.remote, status, reason)
+            title, text = "Bad request", "The server could not read this request."
+        response = _page(status, title, text)
+        response.force_close()
+        return response
+
+
+class _HttpServer(web.Server):
+    """aiohttp's connection factory, making `HttpProtocol`s."""
+
+    def __call__(self) -> web.RequestHandler:
+        return HttpProtocol(self, loop=self._loop, **self._kwargs)
+
+
+class _AppRunner(web.AppRunner):
+    """`web.AppRunner` whose connections speak `HttpProtocol`."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _HttpServer  # the same object and fields, with our `__call__`
+        return server
+
+
 class ConsoleServer(Server):
     """textual-serve's server, locked down: token, Host and Origin checks, limits, session cap, clean child env."""
 
@@ -294,9 +338,10 @@ class ConsoleServer(Server):
         Our own runner rather than textual-serve's `web.run_app`: it lets the port be 0 (any free one, for
         tests), prints the real address, keeps aiohttp's access log off (it would log `?token=`), and closes
         a connection that has not sent a whole request, or has idled, for IDLE_TIMEOUT (aiohttp's default
-        keeps an idle connection an hour: a few hundred half-open connections would exhaust the server).
+        keeps an idle connection an hour: a few hundred half-open connections would exhaust the server), and
+        answers what aiohttp's parser refuses with our headers (`HttpProtocol`).
         """
-        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None,
+        runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
         await runner.setup()
         await web.TCPSite(runner, self.host, self.port).start()

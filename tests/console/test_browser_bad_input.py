@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 
 from benchmarks.serve import ServedConsole, Tab, alive
 from console.serve import MAX_COLUMNS, MAX_ROWS
-from console.webserver import MAX_MESSAGE
+from console.webserver import MAX_MESSAGE, SECURITY_HEADERS
 
 WAIT = 60.0  # generous: a correctness test, on a machine that may be busy
 
@@ -192,6 +193,31 @@ async def test_an_idle_connection_after_a_request_is_closed(server: ServedConsol
         assert await asyncio.wait_for(reader.read(), 30) == b""  # then closed for idling
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"GARBAGE\r\n\r\n",  # no request line
+    b"GET / HTTP/9.x\r\nHost: 127.0.0.1\r\n\r\n",  # a bad version
+    b"G\x01T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",  # a bad method
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nNo colon here\r\n\r\n",  # a bad header line
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",  # a header over 8190 bytes
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n",  # a bad length
+], ids=["no-request-line", "bad-version", "bad-method", "bad-header", "huge-header", "bad-length"])
+async def test_a_request_aiohttp_cannot_parse_gets_the_security_headers(server: ServedConsole,
+                                                                        request_bytes: bytes) -> None:
+    """aiohttp answers these itself, before any middleware: the answer still carries every security header,
+    the connection is then closed (`raw` reads to its end), and the log has one line (no traceback)."""
+    start = len(server.lines)
+    reply = await raw(server.url, request_bytes, timeout=WAIT)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    assert re.fullmatch(r"HTTP/1\.[01] 4\d\d .*", status_line), status_line
+    headers = {name.strip().lower(): value.strip() for name, _, value in (h.partition(":") for h in header_lines)}
+    for name, value in SECURITY_HEADERS.items():
+        assert headers.get(name.lower()) == value, (name, headers)
+    assert b"a" * 100 not in body  # nothing of the request echoed back
+    server.wait_for_line(r"refused a malformed request from", timeout=WAIT, start=start)
+    assert not any("Traceback" in line for line in server.lines[start:])
 
 
 # ------------------------------------------------------------------------------------------ crashes
