@@ -42,7 +42,7 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from console.serve import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
+from console.serve_policy import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
 
 log = logging.getLogger("ledgeragent.serve")
 

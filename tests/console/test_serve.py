@@ -297,6 +297,52 @@ def test_the_child_command_is_quoted_for_the_shell() -> None:
     assert words[2:4] == ["-m", "console.tab"]  # `ledgeragent console`, with its stderr kept in a log file
 
 
+def console_parser() -> argparse.ArgumentParser:
+    """`ledgeragent console`'s options alone, as the tab parses them."""
+    from console.cli_common import _add_console_arguments
+
+    parser = argparse.ArgumentParser()
+    _add_console_arguments(parser)
+    return parser
+
+
+def test_every_console_option_reaches_the_tab_with_its_value(tmp_path: Path) -> None:
+    """Each console option, set away from its default on `serve`, reads back the same in the tab's argv."""
+    db = tmp_path / "start.sqlite"
+    db.write_bytes(b"")
+    args = serve_args("--domain", "airline", "--scenario", "chat", "--agent", "fc", "--model", "m", "--base-url",
+                      "http://127.0.0.1:9/v1", "--seat", "customer", "--mode", "approve writes", "--operator", "Ann",
+                      "--autostart", "--db", str(db), "--pace", "0.25", "--tool-choice", "required",
+                      "--max-tokens", "77", "--timeout", "9.5", "--retries", "0", "--model-args", '{"seed": 7}')
+    argv = console_argv(args)
+    assert argv[:3] == [sys.executable, "-m", "console.tab"]
+    tab = console_parser().parse_args(argv[3:])
+    defaults = console_parser().parse_args([])
+    for dest, value in vars(tab).items():
+        assert value == getattr(args, dest), dest
+        assert value != getattr(defaults, dest), f"{dest} is at its default: the test does not cover it"
+    assert tab.db == str(db.resolve())
+
+
+def test_a_new_console_option_reaches_the_tab_without_an_edit_in_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tab's argv is read off the console parser: an option added there is passed on (issue 16.2; the
+    hand-written list dropped anything it did not name)."""
+    import console.cli_common as cli_common
+
+    original = cli_common._add_console_arguments
+
+    def with_new_options(parser: argparse.ArgumentParser) -> None:
+        original(parser)
+        parser.add_argument("--brand-new", help="an option added after serve was written")
+        parser.add_argument("--new-flag", action="store_true")
+        parser.add_argument("--tag", action="append")
+
+    monkeypatch.setattr(cli_common, "_add_console_arguments", with_new_options)
+    args = serve_args("--brand-new", "x y", "--new-flag", "--tag", "a", "--tag", "b")
+    tab = console_parser().parse_args(console_argv(args)[3:])
+    assert (tab.brand_new, tab.new_flag, tab.tag) == ("x y", True, ["a", "b"])
+
+
 def test_the_child_environment_is_an_allowlist(tmp_path: Path) -> None:
     environ = {"PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm"} | SECRETS
     env = child_environment(environ, home=tmp_path, live_model=False, source_root=tmp_path / "src")
