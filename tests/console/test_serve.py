@@ -34,7 +34,7 @@ from console.serve import (
     main,
     register,
 )
-from console.webserver import ConsoleProcess
+from console.webserver import PRESTART_TTL, ConsoleProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "screenshots" / "browser.png"
@@ -240,6 +240,40 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             assert third.socket.close_code == aiohttp.WSCloseCode.GOING_AWAY
             assert not Path(f"/proc/{pids[-1]}").exists() or sys.platform != "linux"
             assert len(session_folders(home)) == 2
+
+
+async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Path) -> None:
+    """The page's console starts when the page is served, not when its websocket arrives (issue 12: most of a
+    page load was the console's start, begun only after the page, its scripts and styles had loaded). The tab
+    gets that very process, with everything it drew so far; one that no tab takes is ended and frees its slot."""
+    home = tmp_path / "home"
+    with ServedConsole("--pace", "0", "--max-sessions", "1", home=home) as server, server.log_on_failure():
+        bearer = {"Authorization": f"Bearer {server.token}"}
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{server.url}/", headers=bearer) as response:
+                assert response.status == 200
+            pid = int(server.wait_for_line(r"pre-started console pid (\d+) for a page load", timeout=60).group(1))
+            tab = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(tab.painted.wait(), 60)
+            server.wait_for_line(rf"tab opened from .*: console pid {pid} \(pre-started\)", timeout=60)
+            await tab.quiet()
+            await tab.key_to_frame("m", timeout=60)  # it reads the tab's keys
+            await tab.close()
+            server.wait_for_line(rf"console pid {pid} ended", timeout=60)
+
+            # A page whose websocket never comes: its console is ended, and the only slot is free again.
+            start = len(server.lines)
+            async with http.get(f"{server.url}/", headers=bearer) as response:
+                assert response.status == 200
+            unused = int(server.wait_for_line(r"pre-started console pid (\d+)", timeout=60, start=start).group(1))
+            server.wait_for_line(rf"pre-started console pid {unused} not taken by a tab within \d+ s: ended",
+                                 timeout=60 + PRESTART_TTL)
+            await wait_until(lambda: not Path(f"/proc/{unused}").exists() or sys.platform != "linux",
+                             what="the unused console gone")
+            tab = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(tab.painted.wait(), 60)
+            assert tab.socket.close_code is None  # not refused as "in use"
+            await tab.close()
 
 
 def test_a_public_address_without_a_token_is_refused_before_binding(capsys: pytest.CaptureFixture[str]) -> None:
