@@ -6,7 +6,8 @@ console process with the scripted retail demo:
 - page load: in headless Chromium when one is installed (`benchmarks.browser`), from navigation start to
   `body.-first-byte` (textual-serve's page sets it when the first screen bytes reach xterm.js), timed inside
   the page with `performance.now()`. Always also over the websocket: connect → first screen frame. Both
-  include starting the tab's console process, which is most of the time.
+  include starting the tab's console process, which is most of the time; in the browser it starts when the
+  page is served (the server pre-starts it), over a bare websocket only when the websocket opens.
 - key press: over the websocket, once the console is idle: send `m` (cycles the supervision mode, so the status
   bar changes) and time until the next screen frame arrives. Textual's 60 fps refresh timer is inside it.
 

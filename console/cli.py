@@ -209,7 +209,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     settings = _settings(args)
     app.model_factory = lambda chosen: settings.build(chosen.model, chosen.base_url)  # also for sessions started later
     app.run()
-    return 0
+    return app.return_code or 0  # 1 after a crash (Textual printed the traceback), not a clean 0
 
 
 def _version() -> str:

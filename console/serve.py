@@ -18,23 +18,33 @@ module adds (the server side lives in `console.webserver`):
 
 This module is the command line and the pure decisions (command, environment, bind policy), kept free of
 aiohttp and textual-serve so `ledgeragent` starts as fast as before; `cmd_serve` imports the server lazily.
+What the server itself needs of them (`ServeConfig`, the origin and size checks) is in `console.serve_policy`,
+which both import: the server never imports this module.
 """
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import secrets
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from console.model_args import model_argv
+from console.serve_policy import LOOPBACK_NAMES as LOOPBACK_NAMES  # re-exported: the policy's names stay here too
+from console.serve_policy import MAX_COLUMNS as MAX_COLUMNS
+from console.serve_policy import MAX_ROWS as MAX_ROWS
+from console.serve_policy import TOKEN_ENV as TOKEN_ENV
+from console.serve_policy import Origin as Origin
+from console.serve_policy import ServeConfig as ServeConfig
+from console.serve_policy import allowed_origins as allowed_origins
+from console.serve_policy import is_loopback as is_loopback
+from console.serve_policy import origin_allowed as origin_allowed
+from console.serve_policy import parse_origin as parse_origin
+from console.serve_policy import terminal_size as terminal_size
 
 HELP = "serve the operator console to web browsers (one console process per tab)"
 DESCRIPTION = """\
@@ -46,14 +56,10 @@ LEDGERAGENT_TOKEN, or --token); every page and websocket request must present it
 the browser keeps the token in a cookie. --no-token drops it, on a loopback address only. Tabs get only the
 environment a console needs (the LLM key only with --model). For TLS, put a reverse proxy in front and give
 its address with --public-url: see docs/browser.md."""
-TOKEN_ENV = "LEDGERAGENT_TOKEN"
 MIN_TOKEN_LENGTH = 16
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_SESSIONS = 4
-MAX_COLUMNS = 500  # a terminal wider or taller than this is clamped: its frames grow with the area (3000 x 3000
-MAX_ROWS = 200  # took a tab from 86 to 336 MB and sent a 33 MB frame)
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the names a browser on this machine uses for us
 
 # What a console process needs from our environment, and nothing else. The names are exact; LC_* is a prefix.
 CHILD_ENV_NAMES = frozenset({
@@ -67,27 +73,8 @@ CHILD_ENV_PREFIXES = ("LC_",)
 LIVE_MODEL_ENV_NAMES = frozenset({"OPENAI_API_KEY", "OPENAI_BASE_URL"})
 
 
-Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80/443 filled in)
-
-
 class ServeError(Exception):
     """A refused configuration (e.g. a public bind without a token): printed without a traceback, status 2."""
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    """Everything the web server needs, decided up front from the command line and the environment."""
-
-    command: str  # shell command line of one console process (already quoted)
-    environment: Mapping[str, str]  # the child's whole environment, before textual-serve adds its own keys
-    host: str
-    port: int
-    token: str | None
-    max_sessions: int
-    public_url: str | None
-    home: Path  # LEDGERAGENT_HOME of the children: their session folders are under home / "sessions"
-    live_model: bool = False  # a real model is configured, so the children get the LLM key
-    token_source: str = "option"  # where the token came from: "generated", "option", "environment" or "none"
 
 
 def register(subparsers: Any) -> None:
@@ -206,92 +193,58 @@ def check_bind(host: str, token: str | None, *, public_url: str | None = None) -
                          "who can reach that: it needs an access token (drop --no-token)")
 
 
-def allowed_origins(port: int, public_url: str | None = None, extra: Sequence[str] = ()) -> frozenset[Origin]:
-    """The origins a page of ours can have: the loopback names at our port, --public-url, and `extra`
-    (e.g. the address of a non-loopback bind). A browser's websocket Origin must be one of them."""
-    urls = [f"http://{name}:{port}" for name in LOOPBACK_NAMES]
-    urls += [url for url in (public_url, *extra) if url]
-    return frozenset(origin for origin in map(parse_origin, urls) if origin is not None)
-
-
-def parse_origin(text: str) -> Origin | None:
-    """`scheme://host[:port]` as (scheme, host, port), or None for anything else.
-
-    None for `null` (sandboxed frames, file: pages, data: URLs send it), for `file:`, `data:` or any scheme
-    but http(s), for an empty host, a bad port, user info, or a path: an Origin header never has those.
-    """
-    try:
-        parts = urlsplit(text.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    if parts.username is not None or parts.password is not None or parts.path not in ("", "/") or parts.query \
-            or parts.fragment:
-        return None
-    default = 443 if parts.scheme == "https" else 80
-    return parts.scheme, parts.hostname.lower(), port if port is not None else default
-
-
-def origin_allowed(origin: str | None, allowed: frozenset[Origin]) -> bool:
-    """Whether a websocket with this Origin header may open a console.
-
-    No header at all is a program, not a web page (browsers always send one on a websocket): the token
-    decides for those. Any header must name exactly one of `allowed` (scheme, host and port).
-    """
-    if origin is None:
-        return True
-    parsed = parse_origin(origin)
-    return parsed is not None and parsed in allowed
-
-
-def terminal_size(width: object, height: object) -> tuple[int, int]:
-    """A terminal size as the console gets it: positive integers, clamped to MAX_COLUMNS x MAX_ROWS.
-
-    Raises ValueError (with the reason to show) for anything else: a string, a float, a bool, zero or less.
-    Digit strings are accepted, as the page sends its first size in the query string.
-    """
-    values = []
-    for name, value, limit in (("width", width, MAX_COLUMNS), ("height", height, MAX_ROWS)):
-        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, not {str(value)[:20]!r}")
-        values.append(min(value, limit))
-    return values[0], values[1]
-
-
-def is_loopback(host: str) -> bool:
-    """True for names and addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    name = host.strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def console_argv(args: argparse.Namespace) -> list[str]:
     """The argv every tab runs: `ledgeragent console …` with our options, through `console.tab` (which keeps the
-    console's stderr out of the server's log: see there), with the server's own interpreter and code."""
-    scenario = args.scenario or "chat"
-    if Path(scenario).suffix == ".json" and Path(scenario).is_file():
-        scenario = str(Path(scenario).resolve())  # a scenario file: the same file whatever the child's cwd
-    argv = [sys.executable, "-m", "console.tab", "--domain", args.domain, "--scenario", scenario,
-            "--agent", args.agent, "--seat", args.seat, "--mode", args.mode, "--operator", args.operator]
-    if args.model:
-        argv += ["--model", args.model]
-    if args.base_url:
-        argv += ["--base-url", args.base_url]
-    if args.db:
-        argv += ["--db", str(Path(args.db).resolve())]
-    if args.pace is not None:
-        argv += ["--pace", repr(float(args.pace))]
-    if args.autostart:
-        argv.append("--autostart")
-    return argv + model_argv(args)
+    console's stderr out of the server's log: see there), with the server's own interpreter and code.
+
+    The options are read off the console parser's own actions (`console.cli_common._add_console_arguments`,
+    which `ledgeragent console` and `serve` both use), not listed here: an option added there reaches every
+    tab with no edit here. Every value the command line holds is passed on explicitly (a default computed
+    per process, such as --operator, is the server's), files as absolute paths (the child's cwd may differ).
+    """
+    from console.cli_common import _add_console_arguments
+
+    reference = argparse.ArgumentParser(add_help=False)
+    _add_console_arguments(reference)
+    argv = [sys.executable, "-m", "console.tab"]
+    for action in reference._actions:  # argparse keeps no public list; this one has been stable since 2.7
+        argv += _option_words(action, _tab_value(action.dest, getattr(args, action.dest, None)))
+    return argv
+
+
+def _tab_value(dest: str, value: object) -> object:
+    """A value as the child should get it: a file as an absolute path, the same file whatever its cwd."""
+    if isinstance(value, str) and dest in _FILE_OPTIONS and value:
+        path = Path(value)
+        if dest == "db" or (path.suffix == ".json" and path.is_file()):  # a scenario may also be a name
+            return str(path.resolve())
+    return value
+
+
+_FILE_OPTIONS = frozenset({"db", "scenario"})  # console options whose value may name a file
+
+
+def _option_words(action: argparse.Action, value: object) -> list[str]:
+    """The words that give `action` this value on a command line ([] for None, or a flag at its default)."""
+    if not action.option_strings:
+        raise TypeError(f"console argument {action.dest!r} is positional: console_argv cannot pass it on")
+    option = next((name for name in action.option_strings if name.startswith("--")), action.option_strings[0])
+    if value is None:
+        return []
+    if action.nargs == 0:  # store_true / store_false / store_const: present or not
+        return [option] if value != action.default else []
+    if isinstance(value, list):  # append: the option once per value
+        return [word for item in value for word in (option, _word(item))]
+    if action.nargs not in (None, "?"):
+        raise TypeError(f"console option {option} takes {action.nargs!r} values: console_argv cannot pass it on")
+    return [option, _word(value)]
+
+
+def _word(value: object) -> str:
+    """A value as its option reads it back: repr for floats (exact), str otherwise (enums by value)."""
+    if isinstance(value, float):
+        return repr(value)
+    return str(getattr(value, "value", value))
 
 
 def child_command(argv: Sequence[str]) -> str:

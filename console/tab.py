@@ -6,11 +6,19 @@ the customer data in its locals' reprs, ended up in the server's output. Here st
 first line on; when the console ends, whatever it wrote goes into the session folder the console made
 (`console.log`, next to its trace), and the one line the server sees says where it is. A console that ends
 before it made a folder leaves its log under `$LEDGERAGENT_HOME/logs/`.
+
+Then the process ends at once (`os._exit`), without the interpreter's own shutdown. That shutdown is what kept
+a crashed console alive under the server: it tears down every module and object of a Textual app (about half a
+CPU-second here, which became 5 to 16 s of wall time on a loaded machine, past the server's 20 s grace: killed,
+its log line lost) and it waits for every non-daemon thread, which a crash can leave behind (Textual's input
+thread, an aiosqlite worker whose connection was never closed), forever. By then nothing is left to finish: the
+trace is flushed per event, the database is SQLite (a commit is on disk when it returns), the log is filed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -100,5 +108,15 @@ def file_log(text: str, status: int) -> str:
     return f"console {what}: {last} - the full log is in {target}"
 
 
+def exit_now(status: int) -> None:
+    """End the process with `status` now: flush what Python buffers, skip the interpreter's shutdown (see the
+    module's docstring: it can take seconds, or wait forever for a thread a crash left running)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()  # file handlers, if any, get their last lines
+    os._exit(status if 0 <= status <= 255 else 1)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

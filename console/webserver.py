@@ -4,11 +4,14 @@ textual-serve 1.1.3 has no hook for any of this, so this module subclasses it an
 public API: `Server._make_app` (replaced: our routes, middleware, no static index), `Server._process_messages`
 (replaced: strict messages), the `AppService` constructor, `_build_environment`, `_process` and `run` (replaced:
 the console's stderr is logged, never copied to our stdout). pyproject pins textual-serve exactly for that
-reason: re-read its server.py and app_service.py before bumping it.
+reason: re-read its server.py and app_service.py before bumping it. From aiohttp it uses
+`AppRunner._make_server` and `web.Server`'s `_loop`/`_kwargs`, to answer its parser's errors itself
+(`HttpProtocol`); tests/console/test_browser_bad_input.py sends those requests over a raw socket.
 
 Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` checks the Origin and the size,
-claims one of `max_sessions` slots, starts one console process (`ConsoleProcess`) and relays keys and screen
-bytes until either side closes. Closing the tab asks a running console to quit (killed if it has not within
+takes the console started when the page was served (`_prestart`: its start overlaps the page's own load), or
+claims one of `max_sessions` slots and starts one (`ConsoleProcess`), and relays keys and screen bytes until
+either side closes. Closing the tab asks a running console to quit (killed if it has not within
 `STOP_GRACE`) and ends a console that is still starting at once; its session folder (trace.jsonl, db.sqlite)
 stays on disk, since the console writes the trace as it goes. Every refusal is one log line and a clear page
 or close reason; a bad tab never takes the server or another tab with it.
@@ -25,7 +28,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from console.serve import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
+from console.serve_policy import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
 
 log = logging.getLogger("ledgeragent.serve")
 
@@ -54,6 +57,8 @@ ROOM_WAIT = 1.5  # seconds a new tab waits for another to close (reloads, races)
 IDLE_TIMEOUT = 5.0  # seconds a connection may take to send a whole request, or idle between requests
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message from the page (keys, a paste): more closes the tab
 HEARTBEAT = 15.0  # seconds between websocket pings: a vanished browser is noticed within twice that
+PRESTART_TTL = 10.0  # seconds a console started for a page load waits for that page's websocket, then is ended
+PRESTART_BUFFER = 4 * 1024 * 1024  # bytes of screen output kept for a pre-started console before a tab takes it
 STDERR_LINES = 20  # lines of a console's stderr logged (console.tab reduces it to one; this is the fuse)
 STDERR_LINE_CHARS = 500
 # What textual-serve itself puts in a child's environment (driver, size, colours); everything else is ours.
@@ -111,6 +116,59 @@ def parse_message(data: str) -> Command:
     raise BadMessage(f"unexpected {kind[:20]!r} message")
 
 
+class Relay:
+    """Where a console's output goes: kept in order until a tab takes the console, then that tab's websocket.
+
+    A console started for a page load (`ConsoleServer._prestart`) begins drawing before its tab's websocket
+    exists; what it wrote is replayed to the tab first, so the tab sees the whole stream (the alternate screen,
+    mouse modes, the first frame) exactly as if it had been there. Output past PRESTART_BUFFER makes the
+    console unusable for a tab (`overflowed`), not the server's memory larger.
+    """
+
+    def __init__(self) -> None:
+        self.kept: list[bytes | str] = []
+        self.size = 0
+        self.overflowed = False
+        self.closed = False  # the console's output ended (or it asked to close) before any tab took it
+        self.websocket: web.WebSocketResponse | None = None
+
+    async def write_bytes(self, data: bytes) -> None:
+        if self.websocket is not None:
+            await self.websocket.send_bytes(data)
+        else:
+            self._keep(data)
+
+    async def write_str(self, text: str) -> None:
+        if self.websocket is not None:
+            await self.websocket.send_str(text)
+        else:
+            self._keep(text)
+
+    async def close(self) -> None:
+        if self.websocket is not None:
+            await self.websocket.close()
+        else:
+            self.closed = True
+
+    def _keep(self, item: bytes | str) -> None:
+        self.size += len(item)
+        if self.size > PRESTART_BUFFER:
+            self.overflowed = True
+            self.kept.clear()
+        elif not self.overflowed:
+            self.kept.append(item)
+
+    async def attach(self, websocket: web.WebSocketResponse) -> None:
+        """Replay what was kept to `websocket`, then send everything there as it comes."""
+        while self.kept:
+            item = self.kept.pop(0)
+            if isinstance(item, bytes):
+                await websocket.send_bytes(item)
+            else:
+                await websocket.send_str(item)
+        self.websocket = websocket
+
+
 class ConsoleProcess(AppService):
     """One console process behind one browser tab, started with the environment we chose, not a copy of ours."""
 
@@ -119,6 +177,7 @@ class ConsoleProcess(AppService):
         self._environment = dict(environment)
         self.drawn = asyncio.Event()  # the console has sent a screen: it is up and reads its stdin
         self.ending = asyncio.Event()  # its app has ended by itself (q, a crash): the process is on its way out
+        self.size = (0, 0)  # the terminal size it was started with, or last told
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         # textual-serve starts from os.environ.copy(): keep only the keys it adds, on top of our allowlist.
@@ -129,6 +188,19 @@ class ConsoleProcess(AppService):
     @property
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
+
+    @property
+    def running(self) -> bool:
+        """Started, and not yet exited."""
+        return self._process is not None and self._process.returncode is None
+
+    async def start(self, width: int, height: int) -> None:
+        self.size = (width, height)
+        await super().start(width, height)
+
+    async def set_terminal_size(self, width: int, height: int) -> None:
+        self.size = (width, height)
+        await super().set_terminal_size(width, height)
 
     async def on_data(self, payload: bytes) -> None:
         self.drawn.set()
@@ -246,6 +318,48 @@ class ConsoleProcess(AppService):
         return process.returncode
 
 
+class HttpProtocol(web.RequestHandler):
+    """aiohttp's HTTP/1 protocol, with its own error answers made ours.
+
+    A request aiohttp cannot parse (a bad request line, method, header or header size) or a handler that
+    raised never reaches the application, so no middleware sees it: aiohttp answers from
+    `RequestHandler.handle_error`, a bare text response without our headers, and logs the parser's exception
+    with a traceback. Here that answer is our page with SECURITY_HEADERS, `Connection: close` (aiohttp closes
+    the connection after it, as before), and the log gets one line (a traceback only for a 500: our bug).
+    """
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:  # a response has started: nothing sane can be sent any more
+            raise ConnectionError("the response was already started; cannot send an error page") from exc
+        if status >= 500:
+            log.error("error answering %s %s from %s", request.method, request.path, request.remote, exc_info=exc)
+            title, text = "Internal error", "The console server failed to answer this request (see its log)."
+        else:
+            reason = next(iter((message or str(exc or "")).splitlines()), "")[:200]
+            log.warning("refused a malformed request from %s: %d (%s)", request.remote, status, reason)
+            title, text = "Bad request", "The server could not read this request."
+        response = _page(status, title, text)
+        response.force_close()
+        return response
+
+
+class _HttpServer(web.Server):
+    """aiohttp's connection factory, making `HttpProtocol`s."""
+
+    def __call__(self) -> web.RequestHandler:
+        return HttpProtocol(self, loop=self._loop, **self._kwargs)
+
+
+class _AppRunner(web.AppRunner):
+    """`web.AppRunner` whose connections speak `HttpProtocol`."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _HttpServer  # the same object and fields, with our `__call__`
+        return server
+
+
 class ConsoleServer(Server):
     """textual-serve's server, locked down: token, Host and Origin checks, limits, session cap, clean child env."""
 
@@ -260,6 +374,10 @@ class ConsoleServer(Server):
         self._stopping = 0  # of those, the ones whose tab has gone (they free their slot within STOP_GRACE)
         self._slots = asyncio.Condition()
         self._tabs: dict[ConsoleProcess, web.WebSocketResponse] = {}
+        self._prestarted: list[tuple[ConsoleProcess, Relay]] = []  # started for a page, no tab has taken them yet
+        self._background: set[asyncio.Task[None]] = set()
+        self._prestarting = False  # a console for a page load is being started
+        self._last_size = (80, 24)  # the last tab's terminal size: a reloaded page most likely has it again
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -294,9 +412,10 @@ class ConsoleServer(Server):
         Our own runner rather than textual-serve's `web.run_app`: it lets the port be 0 (any free one, for
         tests), prints the real address, keeps aiohttp's access log off (it would log `?token=`), and closes
         a connection that has not sent a whole request, or has idled, for IDLE_TIMEOUT (aiohttp's default
-        keeps an idle connection an hour: a few hundred half-open connections would exhaust the server).
+        keeps an idle connection an hour: a few hundred half-open connections would exhaust the server), and
+        answers what aiohttp's parser refuses with our headers (`HttpProtocol`).
         """
-        runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None,
+        runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
         await runner.setup()
         await web.TCPSite(runner, self.host, self.port).start()
@@ -366,6 +485,9 @@ class ConsoleServer(Server):
         for websocket in list(self._tabs.values()):
             with contextlib.suppress(Exception):
                 await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"the console server is shutting down")
+        while self._prestarted:
+            process, _ = self._prestarted.pop()
+            await self._end_unclaimed(process, "not taken before the server stopped")
         async with self._slots:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._slots.wait_for(lambda: self._used == 0), 2 * STOP_GRACE)
@@ -479,7 +601,69 @@ class ConsoleServer(Server):
         }
         response = aiohttp_jinja2.render_template("app_index.html", request, context)
         response.headers["Cache-Control"] = "no-store"
+        self._in_background(self._prestart())
         return response
+
+    # ------------------------------------------------------------------------------------ pre-started consoles
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _prestart(self) -> None:
+        """Start a console for the page just served, so that it is starting while the browser loads the page.
+
+        Most of a page load is the console's own start (a Python process importing Textual and the domain),
+        which used to begin only when the page's websocket arrived, after the page, its scripts and styles had
+        loaded. The first websocket that comes takes it (`_adopt`: all consoles run the same command, so any
+        tab may take any of them); one that no websocket takes within PRESTART_TTL is ended. At most one waits
+        at a time, and only in a free slot: a page load never takes a slot an open tab could get.
+        """
+        async with self._slots:
+            if self._prestarted or self._prestarting or self._used >= self.config.max_sessions:
+                return
+            self._used += 1
+            self._prestarting = True
+        relay = Relay()
+        process = ConsoleProcess(self.command, environment=self.config.environment, write_bytes=relay.write_bytes,
+                                 write_str=relay.write_str, close=relay.close, download_manager=self.download_manager,
+                                 debug=self.debug)
+        try:
+            await process.start(*self._last_size)
+        except Exception:
+            log.exception("could not pre-start a console")
+            await self._tab_gone()
+            await self._release_slot()
+            return
+        finally:
+            self._prestarting = False
+        entry = (process, relay)
+        self._prestarted.append(entry)  # only now: a tab takes a running process, never one half started
+        log.info("pre-started console pid %s for a page load (%d/%d)", process.pid, self._used,
+                 self.config.max_sessions)
+        await asyncio.sleep(PRESTART_TTL)
+        if entry in self._prestarted:
+            self._prestarted.remove(entry)
+            await self._end_unclaimed(process, f"not taken by a tab within {PRESTART_TTL:.0f} s")
+
+    def _adopt(self) -> tuple[ConsoleProcess, Relay] | None:
+        """A pre-started console for a new tab, if one is waiting and still usable; unusable ones are ended."""
+        while self._prestarted:
+            process, relay = self._prestarted.pop(0)
+            if not (relay.closed or relay.overflowed or process.ending.is_set()) and process.running:
+                return process, relay
+            self._in_background(self._end_unclaimed(process, "ended before a tab took it"))
+        return None
+
+    async def _end_unclaimed(self, process: ConsoleProcess, why: str) -> None:
+        """End a pre-started console no tab took, and free its slot."""
+        await self._tab_gone()
+        try:
+            status = await process.shut_down()
+            log.info("pre-started console pid %s %s: ended (exit %s)", process.pid, why, status)
+        finally:
+            await self._release_slot()
 
     # -------------------------------------------------------------------------------------- websocket
 
@@ -489,17 +673,27 @@ class ConsoleServer(Server):
         websocket = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=MAX_MESSAGE)
         websocket.headers.update(SECURITY_HEADERS)
         await websocket.prepare(request)
-        if not await self._claim_slot():
+        adopted = self._adopt()
+        if adopted is None and not await self._claim_slot():
             await self._refuse_tab(websocket)
             return websocket
-        process = ConsoleProcess(self.command, environment=self.config.environment,
-                                 write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                 close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+        if adopted is None:
+            process = ConsoleProcess(self.command, environment=self.config.environment,
+                                     write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                     close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+        else:
+            process = adopted[0]
         self._tabs[process] = websocket
+        self._last_size = (width, height)
         try:
-            await process.start(width, height)
-            log.info("tab opened from %s: console pid %s (%d/%d)", request.remote, process.pid, self._used,
-                     self.config.max_sessions)
+            if adopted is None:
+                await process.start(width, height)
+            else:  # started for this page (or another one): what it drew so far, then the tab's own size
+                await adopted[1].attach(websocket)
+                if process.size != (width, height):
+                    await process.set_terminal_size(width, height)
+            log.info("tab opened from %s: console pid %s%s (%d/%d)", request.remote, process.pid,
+                     " (pre-started)" if adopted else "", self._used, self.config.max_sessions)
             await self._process_messages(websocket, process)
         except asyncio.CancelledError:
             await websocket.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 
 from benchmarks.serve import ServedConsole, Tab, alive
 from console.serve import MAX_COLUMNS, MAX_ROWS
-from console.webserver import MAX_MESSAGE
+from console.webserver import MAX_MESSAGE, SECURITY_HEADERS
 
 WAIT = 60.0  # generous: a correctness test, on a machine that may be busy
 
@@ -194,27 +195,53 @@ async def test_an_idle_connection_after_a_request_is_closed(server: ServedConsol
         writer.close()
 
 
+@pytest.mark.parametrize("request_bytes", [
+    b"GARBAGE\r\n\r\n",  # no request line
+    b"GET / HTTP/9.x\r\nHost: 127.0.0.1\r\n\r\n",  # a bad version
+    b"G\x01T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",  # a bad method
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nNo colon here\r\n\r\n",  # a bad header line
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",  # a header over 8190 bytes
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n",  # a bad length
+], ids=["no-request-line", "bad-version", "bad-method", "bad-header", "huge-header", "bad-length"])
+async def test_a_request_aiohttp_cannot_parse_gets_the_security_headers(server: ServedConsole,
+                                                                        request_bytes: bytes) -> None:
+    """aiohttp answers these itself, before any middleware: the answer still carries every security header,
+    the connection is then closed (`raw` reads to its end), and the log has one line (no traceback)."""
+    start = len(server.lines)
+    reply = await raw(server.url, request_bytes, timeout=WAIT)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    assert re.fullmatch(r"HTTP/1\.[01] 4\d\d .*", status_line), status_line
+    headers = {name.strip().lower(): value.strip() for name, _, value in (h.partition(":") for h in header_lines)}
+    for name, value in SECURITY_HEADERS.items():
+        assert headers.get(name.lower()) == value, (name, headers)
+    assert b"a" * 100 not in body  # nothing of the request echoed back
+    server.wait_for_line(r"refused a malformed request from", timeout=WAIT, start=start)
+    assert not any("Traceback" in line for line in server.lines[start:])
+
+
 # ------------------------------------------------------------------------------------------ crashes
 
 
-@pytest.mark.xfail(reason="open: under the server, a console whose app crashed did not exit within 21 s after "
-                   "its stdin was closed (run by hand with stdin at EOF it files console.log and exits at once)",
-                   strict=False)
 async def test_a_console_crash_goes_to_its_session_folder_not_to_stdout(tmp_path: Path) -> None:
     """A console that crashes (here: its --db is not a database) files its traceback in its session folder;
-    the server logs one line saying where, and writes nothing to its stdout."""
+    the server logs one line saying where, and writes nothing to its stdout. The console then exits by itself,
+    with status 1: it is not killed (it was, on a loaded machine, while the interpreter shut down for longer
+    than the server's grace, and it reported a clean 0). No timing is asserted: the waits are generous."""
     home = tmp_path / "home"
     bad_db = tmp_path / "garbage.sqlite"
     bad_db.write_bytes(b"this is not a SQLite database, " * 100)
-    with ServedConsole("--db", str(bad_db), home=home, env=clean_env()) as server, server.log_on_failure():
+    with ServedConsole("--db", str(bad_db), home=home, env=clean_env(), timeout=3 * WAIT) as server, \
+            server.log_on_failure():
         async with aiohttp.ClientSession() as http:
             tab = await Tab.open(http, server.url, token=server.token)
-            await asyncio.wait_for(tab.closed.wait(), WAIT)  # the console died: the page says "session ended"
-            line = server.wait_for_line(r"console crashed \(exit \d+\): .* - the full log is in (\S+)",
-                                        timeout=WAIT)
+            await asyncio.wait_for(tab.closed.wait(), 3 * WAIT)  # the console died: the page says "session ended"
+            line = server.wait_for_line(r"console crashed \(exit 1\): .* - the full log is in (\S+)",
+                                        timeout=3 * WAIT)
             log = Path(line.group(1))
             assert log.name == "console.log" and log.parent.parent == (home / "sessions").resolve()
             assert "Traceback (most recent call last)" in log.read_text()
-            server.wait_for_line(r"console pid \d+ ended", timeout=WAIT)
+            server.wait_for_line(r"console pid \d+ ended \(exit 1\)", timeout=3 * WAIT)
         assert server.stdout_lines == []
         assert not any("Traceback" in line for line in server.lines)  # one line, not the traceback
+        assert not any("killing it" in line for line in server.lines)  # it exited by itself

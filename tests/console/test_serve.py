@@ -34,7 +34,7 @@ from console.serve import (
     main,
     register,
 )
-from console.webserver import ConsoleProcess
+from console.webserver import PRESTART_TTL, ConsoleProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "screenshots" / "browser.png"
@@ -242,6 +242,40 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             assert len(session_folders(home)) == 2
 
 
+async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Path) -> None:
+    """The page's console starts when the page is served, not when its websocket arrives (issue 12: most of a
+    page load was the console's start, begun only after the page, its scripts and styles had loaded). The tab
+    gets that very process, with everything it drew so far; one that no tab takes is ended and frees its slot."""
+    home = tmp_path / "home"
+    with ServedConsole("--pace", "0", "--max-sessions", "1", home=home) as server, server.log_on_failure():
+        bearer = {"Authorization": f"Bearer {server.token}"}
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{server.url}/", headers=bearer) as response:
+                assert response.status == 200
+            pid = int(server.wait_for_line(r"pre-started console pid (\d+) for a page load", timeout=60).group(1))
+            tab = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(tab.painted.wait(), 60)
+            server.wait_for_line(rf"tab opened from .*: console pid {pid} \(pre-started\)", timeout=60)
+            await tab.quiet()
+            await tab.key_to_frame("m", timeout=60)  # it reads the tab's keys
+            await tab.close()
+            server.wait_for_line(rf"console pid {pid} ended", timeout=60)
+
+            # A page whose websocket never comes: its console is ended, and the only slot is free again.
+            start = len(server.lines)
+            async with http.get(f"{server.url}/", headers=bearer) as response:
+                assert response.status == 200
+            unused = int(server.wait_for_line(r"pre-started console pid (\d+)", timeout=60, start=start).group(1))
+            server.wait_for_line(rf"pre-started console pid {unused} not taken by a tab within \d+ s: ended",
+                                 timeout=60 + PRESTART_TTL)
+            await wait_until(lambda: not Path(f"/proc/{unused}").exists() or sys.platform != "linux",
+                             what="the unused console gone")
+            tab = await Tab.open(http, server.url, token=server.token)
+            await asyncio.wait_for(tab.painted.wait(), 60)
+            assert tab.socket.close_code is None  # not refused as "in use"
+            await tab.close()
+
+
 def test_a_public_address_without_a_token_is_refused_before_binding(capsys: pytest.CaptureFixture[str]) -> None:
     def error() -> str:
         return " ".join(capsys.readouterr().err.split())  # rich wraps long lines at 80 columns
@@ -295,6 +329,52 @@ def test_the_child_command_is_quoted_for_the_shell() -> None:
     assert words[0] == "exec" and words[1] == sys.executable
     assert words[words.index("--operator") + 1] == "O'Brien; rm -rf ~ $(id)"
     assert words[2:4] == ["-m", "console.tab"]  # `ledgeragent console`, with its stderr kept in a log file
+
+
+def console_parser() -> argparse.ArgumentParser:
+    """`ledgeragent console`'s options alone, as the tab parses them."""
+    from console.cli_common import _add_console_arguments
+
+    parser = argparse.ArgumentParser()
+    _add_console_arguments(parser)
+    return parser
+
+
+def test_every_console_option_reaches_the_tab_with_its_value(tmp_path: Path) -> None:
+    """Each console option, set away from its default on `serve`, reads back the same in the tab's argv."""
+    db = tmp_path / "start.sqlite"
+    db.write_bytes(b"")
+    args = serve_args("--domain", "airline", "--scenario", "chat", "--agent", "fc", "--model", "m", "--base-url",
+                      "http://127.0.0.1:9/v1", "--seat", "customer", "--mode", "approve writes", "--operator", "Ann",
+                      "--autostart", "--db", str(db), "--pace", "0.25", "--tool-choice", "required",
+                      "--max-tokens", "77", "--timeout", "9.5", "--retries", "0", "--model-args", '{"seed": 7}')
+    argv = console_argv(args)
+    assert argv[:3] == [sys.executable, "-m", "console.tab"]
+    tab = console_parser().parse_args(argv[3:])
+    defaults = console_parser().parse_args([])
+    for dest, value in vars(tab).items():
+        assert value == getattr(args, dest), dest
+        assert value != getattr(defaults, dest), f"{dest} is at its default: the test does not cover it"
+    assert tab.db == str(db.resolve())
+
+
+def test_a_new_console_option_reaches_the_tab_without_an_edit_in_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tab's argv is read off the console parser: an option added there is passed on (issue 16.2; the
+    hand-written list dropped anything it did not name)."""
+    import console.cli_common as cli_common
+
+    original = cli_common._add_console_arguments
+
+    def with_new_options(parser: argparse.ArgumentParser) -> None:
+        original(parser)
+        parser.add_argument("--brand-new", help="an option added after serve was written")
+        parser.add_argument("--new-flag", action="store_true")
+        parser.add_argument("--tag", action="append")
+
+    monkeypatch.setattr(cli_common, "_add_console_arguments", with_new_options)
+    args = serve_args("--brand-new", "x y", "--new-flag", "--tag", "a", "--tag", "b")
+    tab = console_parser().parse_args(console_argv(args)[3:])
+    assert (tab.brand_new, tab.new_flag, tab.tag) == ("x y", True, ["a", "b"])
 
 
 def test_the_child_environment_is_an_allowlist(tmp_path: Path) -> None:

@@ -1,0 +1,105 @@
+"""The web server's pure decisions, shared by `console.serve` (the command line) and `console.webserver` (the
+server): what the server is told (`ServeConfig`), which origins may open a console, what a tab may send.
+
+A module of its own so that the server does not import the command line (serve -> webserver -> serve was an
+import circle, issue 16.2) and both stay free of each other's dependencies: nothing here imports aiohttp or
+textual-serve.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+TOKEN_ENV = "LEDGERAGENT_TOKEN"
+MAX_COLUMNS = 500  # a terminal wider or taller than this is clamped: its frames grow with the area (3000 x 3000
+MAX_ROWS = 200  # took a tab from 86 to 336 MB and sent a 33 MB frame)
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the names a browser on this machine uses for us
+
+Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80/443 filled in)
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything the web server needs, decided up front from the command line and the environment."""
+
+    command: str  # shell command line of one console process (already quoted)
+    environment: Mapping[str, str]  # the child's whole environment, before textual-serve adds its own keys
+    host: str
+    port: int
+    token: str | None
+    max_sessions: int
+    public_url: str | None
+    home: Path  # LEDGERAGENT_HOME of the children: their session folders are under home / "sessions"
+    live_model: bool = False  # a real model is configured, so the children get the LLM key
+    token_source: str = "option"  # where the token came from: "generated", "option", "environment" or "none"
+
+
+def allowed_origins(port: int, public_url: str | None = None, extra: Sequence[str] = ()) -> frozenset[Origin]:
+    """The origins a page of ours can have: the loopback names at our port, --public-url, and `extra`
+    (e.g. the address of a non-loopback bind). A browser's websocket Origin must be one of them."""
+    urls = [f"http://{name}:{port}" for name in LOOPBACK_NAMES]
+    urls += [url for url in (public_url, *extra) if url]
+    return frozenset(origin for origin in map(parse_origin, urls) if origin is not None)
+
+
+def parse_origin(text: str) -> Origin | None:
+    """`scheme://host[:port]` as (scheme, host, port), or None for anything else.
+
+    None for `null` (sandboxed frames, file: pages, data: URLs send it), for `file:`, `data:` or any scheme
+    but http(s), for an empty host, a bad port, user info, or a path: an Origin header never has those.
+    """
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    if parts.username is not None or parts.password is not None or parts.path not in ("", "/") or parts.query \
+            or parts.fragment:
+        return None
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname.lower(), port if port is not None else default
+
+
+def origin_allowed(origin: str | None, allowed: frozenset[Origin]) -> bool:
+    """Whether a websocket with this Origin header may open a console.
+
+    No header at all is a program, not a web page (browsers always send one on a websocket): the token
+    decides for those. Any header must name exactly one of `allowed` (scheme, host and port).
+    """
+    if origin is None:
+        return True
+    parsed = parse_origin(origin)
+    return parsed is not None and parsed in allowed
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """A terminal size as the console gets it: positive integers, clamped to MAX_COLUMNS x MAX_ROWS.
+
+    Raises ValueError (with the reason to show) for anything else: a string, a float, a bool, zero or less.
+    Digit strings are accepted, as the page sends its first size in the query string.
+    """
+    values = []
+    for name, value, limit in (("width", width, MAX_COLUMNS), ("height", height, MAX_ROWS)):
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {str(value)[:20]!r}")
+        values.append(min(value, limit))
+    return values[0], values[1]
+
+
+def is_loopback(host: str) -> bool:
+    """True for names and addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
