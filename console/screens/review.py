@@ -19,6 +19,8 @@ from core.gate import GateDecision
 from core.supervisor import Decision, Resolution
 from core.tools import ToolCall, validate_arguments
 
+EDITING_HINT = "editing: letters are text here; Tab leaves, then e re-gates"
+
 
 class ReviewScreen(ModalScreen[Resolution]):
     """Shown when the supervision mode wants a human on this write. Always ends with a Resolution."""
@@ -79,6 +81,18 @@ class ReviewScreen(ModalScreen[Resolution]):
         self.set_class(compact, "-compact")
         self.query_one("#review-body").styles.max_height = max(3, min(30, event.size.height - (13 if compact
                                                                                              else 12)))
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Say when the arguments box has the keys: inside it `e` and `a` are text, not decisions."""
+        self._editing(event.widget.id == "review-arguments")
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        if event.widget.id == "review-arguments":
+            self._editing(False)
+
+    def _editing(self, editing: bool) -> None:
+        """On the box's own border, so it shows wherever the body is scrolled to."""
+        self.query_one("#review-arguments", TextArea).border_title = EDITING_HINT if editing else None
 
     @on(Input.Submitted, "#review-reason")
     def _reason_entered(self) -> None:
