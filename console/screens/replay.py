@@ -15,11 +15,12 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from console.facts import words
 from console.storage import data_root
+from console.theme import INFO, palette_of
 from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
 from console.widgets.session_panes import SessionPanes, apply_filter
-from console.facts import words
 from core.domain import Domain
 from core.evaluation.analysis import ending_failure
 from core.events import Event
@@ -76,8 +77,9 @@ class StepSlider(Widget, can_focus=True):
     def render(self) -> Text:
         width = max(self.size.width - 22, 10)
         position = round(self.value / max(len(self.steps) - 1, 1) * (width - 1))
-        bar = Text("━" * position, "bold cyan")
-        bar.append("●", "bold white")
+        colours = palette_of(self)
+        bar = Text("━" * position, colours.text(INFO, "bold"))
+        bar.append("●", colours.text("foreground", "bold"))
         bar.append("─" * (width - 1 - position), "dim")
         return Text.assemble(f"step {self.steps[self.value]:>4} / {self.steps[-1]:<4} ", bar)
 
@@ -114,9 +116,9 @@ class ReplayScreen(Screen[None]):
         self.steps = self.timeline.steps()
 
     def compose(self) -> ComposeResult:
-        title = Text.assemble(("replay ", "bold cyan"), str(self.source))
+        title = Text.assemble(("replay ", palette_of(self).text(INFO, "bold")), str(self.source))
         if not self.has_ledger:
-            title.append("   no ledger (baseline agent)", "bold yellow")
+            title.append("   no ledger (baseline agent)", palette_of(self).text("warning", "bold"))
         yield Static(title, classes="screen-title")
         if self.outcome:
             state = "-passed" if self.outcome == "passed" else "-failed"

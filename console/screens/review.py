@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
-from console.widgets.transcript import BADGE
+from console.theme import palette_of
 from core.domain import Domain
 from core.gate import GateDecision
 from core.supervisor import Decision, Resolution
@@ -50,7 +50,7 @@ class ReviewScreen(ModalScreen[Resolution]):
             title = Text.assemble(("Review write  ", "bold"), (self.call.name, "bold"))
             if verdict is not None:
                 title.append("   gate: ")
-                title.append(f" {verdict} ", BADGE[verdict])
+                title.append(f" {verdict} ", palette_of(self).badge(verdict))
             else:
                 title.append("   (no gate in this agent configuration)", "dim")
             yield Static(title, id="review-title")
@@ -105,14 +105,14 @@ class ReviewScreen(ModalScreen[Resolution]):
             return Text("No predicates were evaluated.")
         if not self.decision.failed:
             ids = ", ".join(r.predicate_id for r in self.decision.results) or "no rule guards this tool"
-            return Text(f"All rules passed ({ids}).", "green")
+            return Text(f"All rules passed ({ids}).", palette_of(self).text("success"))
         return Text(self.decision.feedback)
 
     def _reason(self) -> str:
         return self.query_one("#review-reason", Input).value.strip()
 
     def _error(self, message: str) -> None:
-        self.query_one("#review-error", Static).update(Text(message, "bold red"))
+        self.query_one("#review-error", Static).update(Text(message, palette_of(self).text("error", "bold")))
 
     def action_approve(self) -> None:
         """Approve an ALLOW (it runs); for a REVISE/BLOCK this accepts the refusal, recorded under its own name."""
