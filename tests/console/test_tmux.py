@@ -293,3 +293,17 @@ def test_one_override_of_each_kind_in_each_domain(tmp_path: Path) -> None:
         if kind == "edit":
             edited = next(e for e in events if e["type"] == "supervisor_decision" and e["decision"] == "edit")
             assert edited["edited_arguments"] == json.loads(corrected_arguments(domain)), (domain, edited)
+
+
+def test_growing_the_terminal_past_the_breakpoint_shows_the_three_panes(tmp_path: Path) -> None:
+    """80x24 (stacked) grown to 160x45 in a real terminal: Ledger and Gate come back at once, not one resize later."""
+    command = f"env -u COLUMNS -u LINES LEDGERAGENT_HOME={tmp_path / 'home'} {binary()} --pace 0; sleep 60"
+    term = Tmux(command, width=80, height=24)
+    try:
+        ready = term.wait(lambda s: "press space" in s and "─ Transcript" in s, timeout=60)
+        assert "─ Ledger" not in ready  # stacked: one pane at a time
+        subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "160", "-y", "45"], check=True)
+        wide = term.wait(lambda s: "─ Ledger" in s and "─ Gate" in s, timeout=60)
+        assert "Return a tablet: the refund must go to the original" in wide  # the intro re-wrapped to its pane
+    finally:
+        term.kill()
