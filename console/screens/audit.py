@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.facts import DECISION_WORDS
 from console.textview import shorten
-from console.theme import verdict_style
+from console.theme import palette_of
 from console.widgets.filter_bar import FilterBar
 
 
@@ -43,14 +43,13 @@ class AuditScreen(Screen[None]):
     def on_mount(self) -> None:
         self.show_rows("")
 
-    @staticmethod
-    def row(e: Any) -> list[Any]:
+    def row(self, e: Any) -> list[Any]:
         arguments = e.edited_arguments if e.edited_arguments is not None else e.call.arguments
         call = shorten(json.dumps(arguments, sort_keys=True, ensure_ascii=False), 60)
         if e.edited_arguments is not None:
             call = f"edited to {call}"
         verdict = e.gate_verdict or "—"
-        return [e.when, e.who, e.call.name, Text(f" {verdict} ", verdict_style(verdict)),
+        return [e.when, e.who, e.call.name, Text(f" {verdict} ", palette_of(self).badge(verdict)),
                 DECISION_WORDS.get(e.decision, e.decision), e.reason or "—", call]
 
     def show_rows(self, text: str) -> None:

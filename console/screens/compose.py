@@ -11,8 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import LiveSession
+from console.theme import palette_of
 from console.widgets.schema_form import SchemaForm
-from console.widgets.transcript import BADGE
 
 
 class ComposeScreen(ModalScreen[None]):
@@ -64,17 +64,17 @@ class ComposeScreen(ModalScreen[None]):
     def action_dry_run(self) -> bool:
         form = self.form
         if form is None:
-            self._show(Text("Choose a tool first.", "bold red"))
+            self._show(Text("Choose a tool first.", palette_of(self).text("error", "bold")))
             return False
         arguments, problems = form.values()
         if problems:
-            self._show(Text("; ".join(problems), "bold red"))
+            self._show(Text("; ".join(problems), palette_of(self).text("error", "bold")))
             return False
         summary, decision = self.live.dry_run(form.spec.name, arguments)
         if decision is None:
-            self._show(Text(summary, "bold red" if summary.startswith("invalid") else ""))
+            self._show(Text(summary, palette_of(self).text("error", "bold") if summary.startswith("invalid") else ""))
             return not summary.startswith("invalid")
-        text = Text.assemble(("dry-run: ", "bold"), (f" {summary} ", BADGE[summary]))
+        text = Text.assemble(("dry-run: ", "bold"), (f" {summary} ", palette_of(self).badge(summary)))
         text.append("\n" + (decision.feedback or "All rules passed: it would run."))
         if decision.evidence:
             text.append("\nevidence: " + ", ".join(decision.evidence), "dim")

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import AGENTS, SessionSpec, SupervisionMode
+from console.theme import palette_of
 from core.scenario import list_scenarios
 from domains.registry import DOMAINS, load_domain
 
@@ -104,7 +105,8 @@ class NewSessionScreen(ModalScreen[SessionSpec]):
         if spec.agent not in AGENTS:
             problems.append("choose an agent")
         if problems:
-            self.query_one("#ns-error", Static).update(Text("; ".join(problems), "bold red"))
+            error = palette_of(self).text("error", "bold")
+            self.query_one("#ns-error", Static).update(Text("; ".join(problems), error))
             return
         self.dismiss(spec)
 

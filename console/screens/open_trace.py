@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from console.screens.replay import ReplayScreen, load_replay, recent_traces
 from console.screens.results import ResultsScreen
+from console.theme import palette_of
 from core.domain import Domain
 from core.evaluation.loading import load_results
 from core.evaluation.results import EvalResults, ResultsError
@@ -95,7 +96,7 @@ class OpenTraceScreen(ModalScreen[None]):
 
     @on(OpenFailed)
     def _failed(self, message: OpenFailed) -> None:
-        self.query_one("#open-error", Static).update(Text(message.error, "bold red"))
+        self.query_one("#open-error", Static).update(Text(message.error, palette_of(self).text("error", "bold")))
 
     @on(TraceLoaded)
     def _trace(self, message: TraceLoaded) -> None:

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Select, Static
 
 from console.live import LiveSession
+from console.theme import palette_of
 from console.widgets.schema_form import SchemaForm
 
 
@@ -59,11 +60,11 @@ class PhoneScreen(ModalScreen[None]):
         form = self.form
         message = self.query_one("#phone-message", Static)
         if form is None:
-            message.update(Text("Choose an action first.", "bold red"))
+            message.update(Text("Choose an action first.", palette_of(self).text("error", "bold")))
             return
         arguments, problems = form.values()
         if problems:
-            message.update(Text("; ".join(problems), "bold red"))
+            message.update(Text("; ".join(problems), palette_of(self).text("error", "bold")))
             return
         human = self.live.human
         assert human is not None

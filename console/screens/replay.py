@@ -15,11 +15,14 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from console.facts import words
 from console.storage import data_root
+from console.theme import INFO, palette_of
 from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
 from console.widgets.session_panes import SessionPanes, apply_filter
 from core.domain import Domain
+from core.evaluation.analysis import ending_failure
 from core.events import Event
 from core.timeline import LedgerTimeline
 from core.trace import TraceProblem, iter_trace
@@ -32,6 +35,23 @@ def recent_traces(limit: int = 50) -> list[Path]:
         return []
     found = [p / "trace.jsonl" for p in sessions.iterdir() if (p / "trace.jsonl").is_file()]
     return sorted(found, key=lambda p: p.parent.name, reverse=True)[:limit]
+
+
+def trace_outcome(events: list[Event]) -> str | None:
+    """A standalone trace's failure, in the evaluation's own words (core.evaluation.analysis, rules 1-2: the
+    ones that need only how the session ended; the others need a task and its reward, which a trace has not).
+
+    None when the session ended normally (the customer stopped, a transfer, the operator stopped it).
+    """
+    ended = next((e for e in reversed(events) if e.type == "session_ended"), None)
+    if ended is None:
+        return "unfinished: the trace has no session_ended event (the session crashed or is still running)"
+    escalated = any(e.type == "gate_decision" and e.escalated for e in events)
+    failure = ending_failure(ended.reason, escalated=escalated, subject="session")
+    if failure is None:
+        return None
+    text = f"failed: {failure.category} — {failure.evidence} ({words(ended.reason)})"
+    return f"{text}: {ended.detail}" if ended.detail else text
 
 
 class StepSlider(Widget, can_focus=True):
@@ -57,8 +77,9 @@ class StepSlider(Widget, can_focus=True):
     def render(self) -> Text:
         width = max(self.size.width - 22, 10)
         position = round(self.value / max(len(self.steps) - 1, 1) * (width - 1))
-        bar = Text("━" * position, "bold cyan")
-        bar.append("●", "bold white")
+        colours = palette_of(self)
+        bar = Text("━" * position, colours.text(INFO, "bold"))
+        bar.append("●", colours.text("foreground", "bold"))
         bar.append("─" * (width - 1 - position), "dim")
         return Text.assemble(f"step {self.steps[self.value]:>4} / {self.steps[-1]:<4} ", bar)
 
@@ -88,20 +109,20 @@ class ReplayScreen(Screen[None]):
         self.events = events
         self.domain = domain
         self.source = source
-        self.outcome = outcome
+        self.outcome = outcome if outcome is not None else trace_outcome(events)
         started = next((e for e in events if e.type == "session_started"), None)
         self.has_ledger = started is None or started.agent != "fc"
         self.timeline = LedgerTimeline.build(events, domain.path_map)
         self.steps = self.timeline.steps()
 
     def compose(self) -> ComposeResult:
-        title = Text.assemble(("replay ", "bold cyan"), str(self.source))
+        title = Text.assemble(("replay ", palette_of(self).text(INFO, "bold")), str(self.source))
         if not self.has_ledger:
-            title.append("   no ledger (baseline agent)", "bold yellow")
+            title.append("   no ledger (baseline agent)", palette_of(self).text("warning", "bold"))
         yield Static(title, classes="screen-title")
         if self.outcome:
-            yield Static(Text(self.outcome, "bold red" if self.outcome.startswith("failed") else "bold green"),
-                         id="replay-outcome", classes="screen-title")
+            state = "-passed" if self.outcome == "passed" else "-failed"
+            yield Static(Text(self.outcome), id="replay-outcome", classes=f"screen-title {state}")
         yield StepSlider(self.steps, id="slider")
         yield SessionPanes(id="panes")
         yield FilterBar(id="filter-bar")

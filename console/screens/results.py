@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.screens.replay import ReplayScreen
+from console.theme import INFO, OPERATOR, palette_of
 from console.widgets.filter_bar import FilterBar
 from core.evaluation.results import EvalResults, TrialResult
 from core.events import EVENT_ADAPTER, Event
@@ -56,11 +57,12 @@ class ResultsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         header = self.results.header
-        title = Text.assemble(("results ", "bold cyan"), str(self.source), "   ",
+        title = Text.assemble(("results ", palette_of(self).text(INFO, "bold")), str(self.source), "   ",
                               f"{', '.join(header.domains)} · agents {', '.join(header.agents)} · "
                               f"{header.trials} trial(s)")
         if header.offline:
-            title.append("   SIMULATION: scripted agents and customers, not a model", "bold yellow")
+            title.append("   SIMULATION: scripted agents and customers, not a model",
+                         palette_of(self).text("warning", "bold"))
         elif header.model:
             title.append(f"   model {header.model}")
         yield Static(title, classes="screen-title")
@@ -114,14 +116,13 @@ class ResultsScreen(Screen[None]):
             text.append(f"{sum(outcomes)}/{len(outcomes)} trials passed ({rate:.1f}%)   ")
         return text
 
-    @staticmethod
-    def _cell(trial: TrialResult) -> Text:
+    def _cell(self, trial: TrialResult) -> Text:
         if trial.status != "ok":
-            return Text(f"⚠ {trial.status}", "bold magenta")
+            return Text(f"⚠ {trial.status}", palette_of(self).text(OPERATOR, "bold"))
         if trial.success:
-            return Text("✓", "bold green")
+            return Text("✓", palette_of(self).text("success", "bold"))
         label = trial.failure.category if trial.failure is not None else trial.termination
-        return Text(f"✗ {label}", "bold red")
+        return Text(f"✗ {label}", palette_of(self).text("error", "bold"))
 
     def selected_trial(self) -> TrialResult | None:
         table = self.query_one("#results-table", DataTable)

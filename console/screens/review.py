@@ -13,11 +13,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
-from console.widgets.transcript import BADGE
+from console.theme import palette_of
 from core.domain import Domain
 from core.gate import GateDecision
 from core.supervisor import Decision, Resolution
 from core.tools import ToolCall, validate_arguments
+
+EDITING_HINT = "editing: letters are text here; Tab leaves, then e re-gates"
 
 
 class ReviewScreen(ModalScreen[Resolution]):
@@ -48,7 +50,7 @@ class ReviewScreen(ModalScreen[Resolution]):
             title = Text.assemble(("Review write  ", "bold"), (self.call.name, "bold"))
             if verdict is not None:
                 title.append("   gate: ")
-                title.append(f" {verdict} ", BADGE[verdict])
+                title.append(f" {verdict} ", palette_of(self).badge(verdict))
             else:
                 title.append("   (no gate in this agent configuration)", "dim")
             yield Static(title, id="review-title")
@@ -80,6 +82,18 @@ class ReviewScreen(ModalScreen[Resolution]):
         self.query_one("#review-body").styles.max_height = max(3, min(30, event.size.height - (13 if compact
                                                                                              else 12)))
 
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Say when the arguments box has the keys: inside it `e` and `a` are text, not decisions."""
+        self._editing(event.widget.id == "review-arguments")
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        if event.widget.id == "review-arguments":
+            self._editing(False)
+
+    def _editing(self, editing: bool) -> None:
+        """On the box's own border, so it shows wherever the body is scrolled to."""
+        self.query_one("#review-arguments", TextArea).border_title = EDITING_HINT if editing else None
+
     @on(Input.Submitted, "#review-reason")
     def _reason_entered(self) -> None:
         """Enter in the reason box moves on to the decision buttons (the reason is kept)."""
@@ -91,14 +105,14 @@ class ReviewScreen(ModalScreen[Resolution]):
             return Text("No predicates were evaluated.")
         if not self.decision.failed:
             ids = ", ".join(r.predicate_id for r in self.decision.results) or "no rule guards this tool"
-            return Text(f"All rules passed ({ids}).", "green")
+            return Text(f"All rules passed ({ids}).", palette_of(self).text("success"))
         return Text(self.decision.feedback)
 
     def _reason(self) -> str:
         return self.query_one("#review-reason", Input).value.strip()
 
     def _error(self, message: str) -> None:
-        self.query_one("#review-error", Static).update(Text(message, "bold red"))
+        self.query_one("#review-error", Static).update(Text(message, palette_of(self).text("error", "bold")))
 
     def action_approve(self) -> None:
         """Approve an ALLOW (it runs); for a REVISE/BLOCK this accepts the refusal, recorded under its own name."""

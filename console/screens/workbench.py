@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Static
 from console.coverage import CoverageReport, coverage
 from console.live import LiveSession
 from console.rules import reload_rules
-from console.widgets.transcript import BADGE
+from console.theme import palette_of
 from core.gate import Predicate
 from core.regate import RegateRow, export_trajectory, regate, write_trajectory
 
@@ -82,14 +82,16 @@ class WorkbenchScreen(Screen[None]):
             self.query_one("#wb-title", Static).update(title + " — this agent runs without a gate")
             return
         counts = predicate_counts(self.live.bus.history)
+        colours = palette_of(self)
         for p in gate.predicates:
             c = counts.get(p.id, Counter())
-            on_mark = Text("✗", "bold red") if p.id in gate.disabled else Text("✓", "bold green")
+            on_mark = Text("✗", colours.text("error", "bold")) if p.id in gate.disabled \
+                else Text("✓", colours.text("success", "bold"))
             tools = ", ".join(sorted(p.tools))
             tools = tools if len(tools) <= 40 else f"{len(p.tools)} tools: {tools[:28]}…"
-            source = Text(p.source, "bold yellow" if p.house_rule else "")
+            source = Text(p.source, colours.text("warning", "bold") if p.house_rule else "")
             tested = len(self.coverage.tests_of(p.id)) if self.coverage.tests_found else "-"
-            table.add_row(on_mark, p.id, Text(p.severity.value, BADGE[p.severity.value]), source, str(tested),
+            table.add_row(on_mark, p.id, Text(p.severity.value, colours.badge(p.severity.value)), source, str(tested),
                           str(c["pass"]),
                           str(c["violation"] + c["missing"]), str(c["error"]), tools, p.policy, key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
@@ -123,7 +125,8 @@ class WorkbenchScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - an edited file may raise anything; keep the old rules
             last = traceback.extract_tb(exc.__traceback__)[-1]
             self._say(Text(f"Reload failed, the previous predicates stay active: {type(exc).__name__}: {exc} "
-                           f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})", "bold red"))
+                           f"({last.filename.rsplit('/', 1)[-1]}:{last.lineno})",
+                           palette_of(self).text("error", "bold")))
             return
         predicates = rules.predicates
         known = {p.id for p in predicates}
@@ -162,8 +165,8 @@ class WorkbenchScreen(Screen[None]):
         diff.clear()
         for row in rows:
             call = f"{row.name}"
-            old = Text(f" {row.old_verdict} ", BADGE[row.old_verdict])
-            new = Text(f" {row.new_verdict} ", BADGE[row.new_verdict])
+            old = Text(f" {row.old_verdict} ", palette_of(self).badge(row.old_verdict))
+            new = Text(f" {row.new_verdict} ", palette_of(self).badge(row.new_verdict))
             if row.changed:
                 call = f"▶ {call}"
             diff.add_row(str(row.index), str(row.step), call, old, new, ", ".join(row.old_failed),

@@ -25,7 +25,7 @@ from console.facts import (
     verdict_reasons,
     verdict_summary,
 )
-from console.theme import verdict_style
+from console.theme import OPERATOR, palette_of
 
 PLACEHOLDER = "Select a verdict to see its reason and highlight its evidence in the ledger."
 
@@ -108,19 +108,18 @@ class GatePane(Vertical):
         self._by_call[e.call.id] = key
         self.counts[e.verdict] += 1
         if self._matches(row):
-            self.table.add_row(str(e.step), Text(f" {e.verdict} ", style=verdict_style(e.verdict)),
+            self.table.add_row(str(e.step), Text(f" {e.verdict} ", style=palette_of(self).badge(e.verdict)),
                                self._call_cell(row), key=key, height=None)
             self.table.move_cursor(row=self.table.row_count - 1)
         self._subtitle()
 
-    @staticmethod
-    def _call_cell(row: GateRow) -> Text:
+    def _call_cell(self, row: GateRow) -> Text:
         """Markers first (a narrow column cuts the end of a line): outcome, operator decision, then the tool."""
         cell = Text()
         if row.executed is not None:
             cell.append("ran " if row.executed else "not run ", "bold" if row.executed else "dim")
         if row.decision_kind:
-            cell.append(f"[{row.decision_kind.replace('_', '-')}] ", "bold magenta")
+            cell.append(f"[{row.decision_kind.replace('_', '-')}] ", palette_of(self).text(OPERATOR, "bold"))
         cell.append(row.tool)
         for rule in row.failed:
             cell.append(f"\n{rule}", "dim")
@@ -167,13 +166,14 @@ class GatePane(Vertical):
 
     def detail(self, key: str) -> Text:
         row = self.rows[key]
-        text = Text.assemble((f" {row.verdict} ", verdict_style(row.verdict)), f"  {row.tool}  (step {row.step})")
+        colours = palette_of(self)
+        text = Text.assemble((f" {row.verdict} ", colours.badge(row.verdict)), f"  {row.tool}  (step {row.step})")
         text.append("\ngate: ", "bold")
         text.append(row.summary)
         for reason in row.reasons:
             text.append(f"\n  {reason}")
         text.append("\noperator: ", "bold")
-        text.append(row.decision or "not asked", "bold magenta" if row.decision else "dim")
+        text.append(row.decision or "not asked", colours.text(OPERATOR, "bold") if row.decision else "dim")
         text.append("\noutcome: ", "bold")
         text.append(row.outcome or "pending", "" if row.outcome else "dim")
         if row.evidence:
@@ -200,7 +200,7 @@ class GatePane(Vertical):
         self.table.clear()
         for key, row in self.rows.items():
             if self._matches(row):
-                self.table.add_row(str(row.step), Text(f" {row.verdict} ", style=verdict_style(row.verdict)),
+                self.table.add_row(str(row.step), Text(f" {row.verdict} ", style=palette_of(self).badge(row.verdict)),
                                    self._call_cell(row), key=key, height=None)
 
     @on(DataTable.RowHighlighted, "#gate-table")

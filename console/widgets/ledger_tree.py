@@ -20,6 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
+from console.theme import INFO, palette_of
 from core.ledger import LedgerEntry, LedgerReader
 
 FLASH_SECONDS = 1.5
@@ -88,18 +89,19 @@ class LedgerTree(Tree[str]):
         """Markers (evidence, new, stale) come first: a narrow pane truncates the end of a label, not them."""
         key = entry.path.rpartition(".")[2]
         label = Text()
+        colours = palette_of(self)
         if entry.path in self.highlighted:
-            label.append("◆ ", "bold cyan")
+            label.append("◆ ", colours.text(INFO, "bold"))
         if entry.path in self.flashing:
-            label.append("new ", "bold green")
+            label.append("new ", colours.text("success", "bold"))
         if entry.is_stale:
-            label.append("stale ", "italic yellow")
+            label.append("stale ", colours.text("warning", "italic"))
         label.append(key, style="bold")
         label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
         if entry.path in self.flashing:
-            label.stylize("reverse green")
+            label.stylize(f"reverse {colours.color('success')}")
         if entry.path in self.highlighted:
-            label.stylize("bold black on cyan")
+            label.stylize(f"bold {colours.variables['foreground']} on {colours.variables['primary-muted']}")
         return label
 
     def reset(self) -> None:  # type: ignore[override]
@@ -235,7 +237,7 @@ class LedgerPane(Vertical):
         text.append(f"\nfrom {entry.provenance.describe()} (call {entry.provenance.call_id})", style="dim")
         if entry.stale is not None:
             text.append(f"\nSTALE since {entry.stale.tool} at step {entry.stale.step}: read it again before "
-                        "relying on it", style="yellow")
+                        "relying on it", style=palette_of(self).text("warning"))
         text.append("\n" + json.dumps(entry.value, indent=2, ensure_ascii=False, sort_keys=True))
         detail.update(text)
 

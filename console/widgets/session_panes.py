@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 
@@ -108,7 +109,10 @@ class SessionPanes(Horizontal):
                 styles.width = "1fr"
                 styles.min_width = 0
             else:
-                for rule in ("display", "width", "min_width"):
+                # set, not cleared: clearing `display` leaves the parent's cache of displayed children stale,
+                # and growing a real terminal past the breakpoint then kept one pane until the next resize
+                styles.display = "block"
+                for rule in ("width", "min_width"):
                     styles.clear_rule(rule)
 
     def set_front(self, pane: str) -> None:
@@ -128,8 +132,9 @@ class SessionPanes(Horizontal):
                     self.set_front(name)
                 return
 
-    def on_resize(self) -> None:
-        narrow = self.app.size.width < NARROW_WIDTH
+    def on_resize(self, event: events.Resize) -> None:
+        """Stacked below NARROW_WIDTH columns of this container's own new width."""
+        narrow = event.size.width < NARROW_WIDTH
         if narrow != self._narrow:
             self._narrow = narrow
             self._apply_layout()

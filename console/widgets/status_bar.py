@@ -9,11 +9,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-PHASE_STYLE = {
-    "running": "bold green", "paused": "bold yellow", "waiting for operator": "bold magenta",
-    "model error": "bold white on red", "ended": "bold", "ready": "bold cyan", "your turn": "bold magenta",
-    "replay": "bold cyan",
-}
+from console.theme import INFO, OPERATOR, palette_of
+
+PHASE_ROLE = {"running": "success", "paused": "warning", "waiting for operator": OPERATOR, "ready": INFO,
+              "your turn": OPERATOR, "replay": INFO}  # a phase's colour role; "ended" and others stay plain
 
 
 class StatusBar(Widget):
@@ -32,13 +31,19 @@ class StatusBar(Widget):
         """Most important first: phase, step, tokens and disabled rules come before the long names, so a
         narrow terminal cuts the scenario name, not the facts."""
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {phase}{' — press space' if ready_hint else ''} ", PHASE_STYLE.get(str(phase), "bold"))
+        colours = palette_of(self)
+        role = PHASE_ROLE.get(str(phase))
+        if str(phase) == "model error":
+            phase_style = colours.badge("BLOCK")
+        else:
+            phase_style = colours.text(role, "bold") if role else "bold"
+        text.append(f" {phase}{' — press space' if ready_hint else ''} ", phase_style)
         if spinner:
-            text.append(f"{spinner} waiting for the model ", "bold cyan")
+            text.append(f"{spinner} waiting for the model ", colours.text(INFO, "bold"))
         if error:
-            text.append(f" {error} ", "bold red")
+            text.append(f" {error} ", colours.text("error", "bold"))
         if disabled:
-            text.append(f" {disabled} rule(s) DISABLED ", "bold black on yellow")
+            text.append(f" {disabled} rule(s) DISABLED ", colours.badge("REVISE"))
         for label, value in (("step", str(steps)), ("tokens", f"{tokens:,}"), ("mode", mode), ("seat", seat),
                              ("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
                              ("model", model)):

@@ -29,7 +29,7 @@ from textual.strip import Strip
 
 from console.facts import decision_summary, outcome_summary, verdict_summary, words
 from console.textview import format_call, shorten
-from console.theme import VERDICT_BADGE
+from console.theme import AGENT, INFO, OPERATOR, USER, VERDICT_ROLE, palette_of
 from core.events import (
     AssistantTurnEvent,
     EnvironmentSynced,
@@ -46,9 +46,8 @@ from core.events import (
 )
 
 MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
-BADGE = VERDICT_BADGE
-BAR = {"user": "bold cyan", "agent": "bold blue", "gate-ALLOW": "green", "gate-REVISE": "yellow",
-       "gate-BLOCK": "red", "override": "magenta", "error": "red", "warning": "yellow", "intro": "cyan"}
+BAR = {"user": USER, "agent": AGENT, **{f"gate-{v}": role for v, role in VERDICT_ROLE.items()}, "override": OPERATOR,
+       "error": "error", "warning": "warning", "intro": INFO}  # the left bar's colour role, per kind of entry
 
 
 @dataclass
@@ -85,7 +84,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         console = self.app.console
         options = console.options.update_width(max(width - 2, 10))
         lines = console.render_lines(entry.render(entry.expanded), options, pad=False)
-        bar = Segment("▌ ", Style.parse(BAR[entry.kind])) if entry.kind in BAR else Segment("  ")
+        bar = Segment("▌ ", Style.parse(palette_of(self).text(BAR[entry.kind], "bold"))) if entry.kind in BAR \
+            else Segment("  ")
         strips = [Strip([bar, *line]) for line in lines] or [Strip.blank(width)]
         if entry.gap:
             strips.insert(0, Strip.blank(width))
@@ -232,7 +232,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         if description:
             body.append("\n\n" + description)
         body.append("\n\n" + hints, "italic")
-        self._add(Entry("intro", lambda _e: Panel(body, border_style="cyan"), gap=True))
+        border = palette_of(self).text(INFO)
+        self._add(Entry("intro", lambda _e: Panel(body, border_style=border), gap=True))
 
     def add_event(self, event: Event) -> None:
         """One entry (or a few) per event; events the transcript does not show are ignored."""
@@ -281,7 +282,8 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
     def _show_gate_decision(self, e: GateDecided) -> None:
-        text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", BADGE[e.verdict]), " ", (e.call.name, "bold"))
+        text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", palette_of(self).badge(e.verdict)), " ",
+                             (e.call.name, "bold"))
         if e.repeated:
             text.append("  (repeated call)", "dim")
         if e.escalated:
@@ -318,10 +320,12 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("result", render, foldable=True))
         elif e.outcome in ("rejected", "vetoed"):
             note = f"✗ {e.call.name} {outcome_summary(e)}"
-            self._add(Entry("rejected", lambda _e: Text(note, "italic red")))
+            style = palette_of(self).text("error", "italic")
+            self._add(Entry("rejected", lambda _e: Text(note, style)))
         else:
             message = shorten(e.content, 300)
-            self._add(Entry("error", lambda _e: Text(f"✗ {message}", "red")))
+            style = palette_of(self).text("error")
+            self._add(Entry("error", lambda _e: Text(f"✗ {message}", style)))
 
     def _show_ledger_updated(self, e: LedgerUpdated) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
@@ -338,11 +342,11 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _show_model_retry(self, e: ModelRetry) -> None:
         note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
-        self._add(_with_detail("warning", note, getattr(e, "detail", ""), "yellow"))
+        self._add(_with_detail("warning", note, getattr(e, "detail", ""), palette_of(self).text("warning")))
 
     def _show_model_error(self, e: ModelFailed) -> None:
         note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
-        self._add(_with_detail("error", note, getattr(e, "detail", ""), "red"))
+        self._add(_with_detail("error", note, getattr(e, "detail", ""), palette_of(self).text("error")))
 
     def _show_session_ended(self, e: SessionEnded) -> None:
         text = f"— session ended: {words(e.reason)} after {e.steps} steps"

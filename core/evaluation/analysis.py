@@ -80,15 +80,26 @@ def would_refuse(facts: TrialFacts, domain: Domain) -> list[str]:
     return list(dict.fromkeys(violated))
 
 
+def ending_failure(reason: str, *, escalated: bool, subject: str = "trial") -> Failure | None:
+    """Rules 1 and 2, the ones that need only how a session ended (no task, no reward): the same words for an
+    evaluation trial and for a standalone session trace replayed in the console. None: the ending is no failure."""
+    if reason in HARNESS_REASONS:
+        return Failure(category="harness error", evidence=f"{subject} ended with {reason}")
+    if reason in LOOP_REASONS or escalated:
+        evidence = f"ended with {reason}" if reason in LOOP_REASONS else "gate escalated a repeated REVISE"
+        return Failure(category="reasoning loop / max steps", evidence=evidence)
+    return None
+
+
 def classify(*, status: str, facts: TrialFacts, reward: RewardInfo | None, task: Task,
              refused: list[str]) -> Failure:
     """The failure category of a failed trial (see the module docstring for the rules and their order)."""
     reason = facts.termination if status == "ok" else status
-    if reason in HARNESS_REASONS or reward is None:
+    if reward is None:
         return Failure(category="harness error", evidence=f"trial ended with {reason}")
-    if reason in LOOP_REASONS or any(d.escalated for d in facts.decisions):
-        evidence = f"ended with {reason}" if reason in LOOP_REASONS else "gate escalated a repeated REVISE"
-        return Failure(category="reasoning loop / max steps", evidence=evidence)
+    ending = ending_failure(reason, escalated=any(d.escalated for d in facts.decisions))
+    if ending is not None:
+        return ending
     checks = reward.write_checks
     missing = [c for c in checks if c.status == "missing"]
     lookups = [a for a in task.gold_actions if a.name.startswith("find_")]

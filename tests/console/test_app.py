@@ -263,3 +263,20 @@ def test_session_folder_is_outside_the_package(tmp_path: Path) -> None:
 
     folder = new_session_dir("retail", "x", tmp_path)
     assert folder.parent == tmp_path / "sessions"
+
+
+async def test_the_review_says_when_the_arguments_box_has_the_keys(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """Inside the arguments box `a`, `v`, `e`, `f` are text and the footer is empty: the box's border says so
+    (and how to get out), wherever the body is scrolled; the hint goes when the focus leaves."""
+    app = console_app(mode=SupervisionMode.APPROVE_WRITES)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, reviewing(app))
+        area = app.screen.query_one("#review-arguments")
+        assert not area.border_title
+        await pilot.press("shift+tab", "shift+tab")
+        await wait_for(pilot, lambda: app.focused is area)
+        await wait_for(pilot, lambda: "Tab leaves, then e re-gates" in str(area.border_title))
+        await pilot.press("tab", "tab")
+        await wait_for(pilot, lambda: not area.border_title)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from textual.widgets import Input
@@ -22,11 +23,13 @@ from console.screens.compose import ComposeScreen
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.new_session import NewSessionScreen
-from console.screens.replay import ReplayScreen, load_replay
+from console.screens.open_trace import OpenTraceScreen
+from console.screens.replay import ReplayScreen, load_replay, trace_outcome
 from console.screens.results import trial_outcome
 from console.screens.review import ReviewScreen
 from console.widgets.ledger_tree import LEDGER_PLACEHOLDER
 from core.evaluation.results import Failure, TrialResult
+from core.events import SessionEnded, SessionStarted
 from core.trace import load_trace
 from domains.registry import load_domain
 from tests.support.pilot import wait_for, wait_for_screen
@@ -184,6 +187,61 @@ async def test_baseline_replay_says_no_ledger_and_shows_the_failure(
         assert replay.panes.ledger.ledger_tree.nodes_by_path == {}
         assert "no ledger (baseline agent)" in str(replay.panes.ledger.border_subtitle)
         assert "wrong_write — refund went to the credit card" in rendered(replay.query_one("#replay-outcome"))
+
+
+async def run_demo(folder: Path, max_steps: int | None = None) -> str:
+    """The retail demo run by core's Session (as `ledgeragent run` does) into `folder`; its ending reason."""
+    from core.scenario import list_scenarios, load_scenario
+    from core.session import Session
+    from domains.registry import load_offline_reader
+    from mock_backends.registry import open_backend
+
+    domain = load_domain("retail")
+    scenario = load_scenario(list_scenarios(domain.scenarios_dir)["refund-to-original-payment"])
+    folder.mkdir(parents=True)
+    backend = await open_backend("retail", folder / "db.sqlite")
+    try:
+        session = Session(domain=domain, backend=backend, model=scenario.build_model(load_offline_reader("retail")),
+                          user=scenario.build_user(), trace_path=folder / "trace.jsonl", scenario=scenario.name,
+                          max_steps=max_steps or scenario.max_steps)
+        return (await session.run()).reason
+    finally:
+        await backend.close()
+
+
+async def test_a_standalone_trace_that_failed_shows_its_category_and_reason(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    """Opened with `o` (no eval results file): the failure category comes from the evaluation's own rules for
+    how a session ended; a trace that ended normally shows no failure line."""
+    failed, clean = tmp_path / "failed", tmp_path / "clean"
+    assert await run_demo(failed, max_steps=3) == "max_steps" and await run_demo(clean) == "user_stop"
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for folder, expected in ((failed, "failed: reasoning loop / max steps — ended with max_steps "
+                                                 "(step limit reached)"), (clean, None)):
+            await pilot.press("o")
+            opener = await wait_for_screen(pilot, app, OpenTraceScreen)
+            opener.query_one("#open-path", Input).value = str(folder / "trace.jsonl")
+            await pilot.press("enter")
+            replay = await wait_for_screen(pilot, app, ReplayScreen)
+            shown = replay.query("#replay-outcome")
+            if expected is None:
+                assert not shown
+            else:
+                assert expected in rendered(shown.first()) and shown.first().has_class("-failed")
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ReplayScreen))
+
+
+def test_the_trace_outcome_names_a_harness_error_with_its_detail() -> None:
+    """A session the agent could not continue (the strict script's divergence) is a harness error, with the
+    session's own detail; a trace without session_ended is unfinished, never called passed."""
+    started = SessionStarted(seq=0, step=0, domain="retail", agent="ledger", model="scripted", user="scripted")
+    ended = SessionEnded(seq=1, step=5, reason="script_diverged", steps=5,
+                         detail="scenario diverged before agent step 6")
+    assert trace_outcome([started, ended]) == ("failed: harness error — session ended with script_diverged "
+                                               "(script diverged): scenario diverged before agent step 6")
+    assert trace_outcome([started]).startswith("unfinished: the trace has no session_ended")  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------------------------- 10.7

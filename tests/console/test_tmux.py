@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +94,216 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
     trace = next((home / "sessions").glob("*/trace.jsonl")).read_text()
     # accepting the gate's BLOCK is its own decision, not an approval of the call (issue 10 item 12)
     assert '"decision":"accept_verdict"' in trace and '"who":"tester"' in trace
+
+
+# -- one override of each kind, in each domain, with the real binary -----------------------------------------------
+#
+# Per domain a scenario whose first write the gate REVISEs and whose plan then proposes the corrected call (ALLOW),
+# run in 'approve writes' so every write comes to the operator. Each kind acts on one review and accepts the rest
+# with `a` (an accepted REVISE does not run; an accepted ALLOW runs):
+#   accept      `a` on every review (accept_verdict on the REVISE, approve on the ALLOW)
+#   veto        the first ALLOW is vetoed with a message to the model
+#   edit        the first review's arguments are replaced (in the text area) by the plan's corrected call
+#   force_allow the first REVISE is force-allowed with a reason
+# The 16 sessions run side by side in one private tmux server (one window each), half at 80x24 and half at 160x45,
+# rotating so every kind and every domain is driven at both sizes.
+
+OVERRIDE_SCENARIOS = {"retail": "refund-to-original-payment", "airline": "unobserved-flight",
+                      "telecom": "refuel-over-cap", "telehealth": "unobserved-supplier-price"}
+KINDS = ("accept", "veto", "edit", "force_allow")
+SIZES = ((80, 24), (160, 45))
+ENDED = "— session ended: the customer ended the conversation"
+
+
+def override_cases() -> list[tuple[str, str, tuple[int, int]]]:
+    return [(domain, kind, SIZES[(d + k) % 2]) for d, domain in enumerate(OVERRIDE_SCENARIOS)
+            for k, kind in enumerate(KINDS)]
+
+
+def corrected_arguments(domain: str) -> str:
+    """The plan's second proposal of its first write tool (the corrected call), as one line of JSON."""
+    from core.tools import ToolKind
+    from domains.registry import load_domain
+
+    loaded = load_domain(domain)
+    plan = json.loads((loaded.scenarios_dir / f"{OVERRIDE_SCENARIOS[domain]}.json").read_text())
+    calls = [c for step in plan["agent"] for c in step.get("calls", [])]
+    writes = [c for c in calls if (spec := loaded.tool(c["name"])) is not None and spec.kind is ToolKind.WRITE]
+    same_tool = [c for c in writes if c["name"] == writes[0]["name"]]
+    return json.dumps(same_tool[min(1, len(same_tool) - 1)]["arguments"])
+
+
+class Server:
+    """A private tmux server (its own socket), so the test never touches a user's sessions and ends all of its own."""
+
+    def __init__(self) -> None:
+        self.socket = f"la-{uuid.uuid4().hex[:8]}"
+
+    def tmux(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=check)
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+class Window:
+    """One console in a window of the private server, driven by keys and read by capture-pane."""
+
+    def __init__(self, server: Server, name: str, command: str, size: tuple[int, int], trace_home: Path) -> None:
+        self.server, self.name, self.home = server, name, trace_home
+        width, height = str(size[0]), str(size[1])
+        if server.tmux("has-session", "-t", "=la").returncode != 0:
+            server.tmux("new-session", "-d", "-s", "la", "-n", name, "-x", width, "-y", height, command, check=True)
+        else:
+            server.tmux("new-window", "-d", "-t", "la", "-n", name, command, check=True)
+        self.target = f"la:{name}"
+        server.tmux("resize-window", "-t", self.target, "-x", width, "-y", height)
+
+    def screen(self) -> str:
+        return self.server.tmux("capture-pane", "-t", self.target, "-p").stdout
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        self.server.tmux("send-keys", "-t", self.target, *(["-l"] if literal else []), *keys, check=True)
+
+    def wait(self, condition: Callable[[str], bool], what: str, timeout: float = 120.0) -> str:
+        """Poll the screen until `condition` holds; generous, because the machine may be busy."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if condition(text):
+                return text
+            time.sleep(0.3)
+        raise AssertionError(f"{self.name}: never saw {what}; last screen:\n{self.screen()}")
+
+    def events(self) -> list[dict[str, Any]]:
+        """The session's events so far (the trace is flushed per event; a half-written last line is skipped)."""
+        traces = list((self.home / "sessions").glob("*/trace.jsonl"))
+        if not traces:
+            return []
+        lines = traces[0].read_text().splitlines()
+        return [json.loads(line) for line in lines if line.endswith("}")]
+
+    def wait_events(self, condition: Callable[[list[dict[str, Any]]], bool], what: str,
+                    timeout: float = 120.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            events = self.events()
+            if condition(events):
+                return events
+            time.sleep(0.3)
+        raise AssertionError(f"{self.name}: the trace never showed {what}; screen:\n{self.screen()}")
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+def buttons(screen: str) -> bool:
+    """The review's keys are in the footer: a button has focus, so a letter is a decision."""
+    return "a Approve" in (screen.rstrip("\n").splitlines() or [""])[-1]
+
+
+def typing(screen: str) -> bool:
+    """The footer is empty while a text field has focus (printable keys are text, issue 10 item 7).
+
+    Keys are dispatched to the widget focused when they arrive, so a key after a focus change waits for this.
+    """
+    return "Review write" in screen and not buttons(screen)
+
+
+def drive_override(window: Window, kind: str, edited: str) -> None:
+    """Start the session, answer each review as `kind` says, and wait for the customer to end it.
+
+    What is pending comes from the trace, not the screen: in 'approve writes' every gate decision is followed by
+    a review, so review k+1 is up once the trace holds k+1 gate decisions; the screen is only waited on to show
+    it (a capture may still show the previous, dismissed modal for a frame, which the trace cannot mistake).
+    """
+    window.wait(lambda s: "press space" in s, "the ready prompt")
+    window.keys("space")
+    acted = False
+    answered = 0
+    while True:
+        events = window.wait_events(lambda ev, n=answered: len(of_type(ev, "gate_decision")) > n
+                                    or bool(of_type(ev, "session_ended")), "a new gate decision or the end")
+        gates = of_type(events, "gate_decision")
+        if len(gates) <= answered:
+            window.wait(lambda s: ENDED in s, "the end of the session")
+            return
+        window.wait(lambda s: "Review write" in s and buttons(s), "the review modal, its first button focused")
+        allowed = gates[answered]["verdict"] == "ALLOW"
+        if acted or not (kind == "edit" or (kind == "veto" and allowed) or (kind == "force_allow" and not allowed)):
+            window.keys("a")
+        elif kind == "edit":
+            acted = True
+            window.keys("BTab")  # from the focused first button back to the reason box, then the arguments
+            window.wait(typing, "the reason box focused", 30)
+            window.keys("BTab")
+            window.wait(lambda s: "editing: letters are text here" in s, "the arguments focused", 30)
+            window.keys("F7")  # select all, then type the corrected call over it
+            window.keys(edited, literal=True)
+            window.keys("Tab", "Tab")  # out of the text area and the reason box, back to the buttons
+            window.wait(buttons, "the buttons focused again", 30)
+            window.keys("e")
+        else:
+            acted = True
+            key = "v" if kind == "veto" else "f"
+            window.keys(key)  # without a reason the modal refuses, says why and focuses the reason box
+            window.wait(lambda s: ("reason box to veto" in s or "needs a reason" in s) and typing(s),
+                        "the reason request", 30)
+            reason = "no, not this one" if kind == "veto" else "the customer is right"
+            window.keys(reason, literal=True)
+            window.keys("Tab")  # to the buttons
+            window.wait(lambda s, typed=reason: typed in s and buttons(s), "the reason typed and the buttons focused",
+                        30)
+            window.keys(key)
+        answered += 1
+        window.wait_events(lambda ev, n=answered: len(of_type(ev, "supervisor_decision")) >= n,
+                           f"operator decision {answered}")
+
+
+def test_one_override_of_each_kind_in_each_domain(tmp_path: Path) -> None:
+    """Issue 10's Done-when: each kind of operator decision, in each domain, reaches a clean end in a real terminal."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = Server()
+    windows: dict[tuple[str, str], Window] = {}
+    try:
+        for domain, kind, size in override_cases():
+            home = tmp_path / f"{domain}-{kind}"
+            command = (f"env -u COLUMNS -u LINES LEDGERAGENT_HOME={home} {binary()} --domain {domain} --scenario "
+                       f"{OVERRIDE_SCENARIOS[domain]} --mode 'approve writes' --pace 0 --operator tester; sleep 600")
+            windows[domain, kind] = Window(server, f"{domain}-{kind}", command, size, home)
+        with ThreadPoolExecutor(max_workers=len(windows)) as pool:
+            futures = [pool.submit(drive_override, window, kind, corrected_arguments(domain))
+                       for (domain, kind), window in windows.items()]
+            for future in futures:
+                future.result()
+    finally:
+        server.close()
+    for (domain, kind), window in windows.items():
+        events = [json.loads(line) for line in next((window.home / "sessions").glob("*/trace.jsonl"))
+                  .read_text().splitlines()]
+        ended = [e for e in events if e["type"] == "session_ended"]
+        assert [e["reason"] for e in ended] == ["user_stop"], (domain, kind, ended)
+        assert not [e for e in events if e["type"] == "model_error"], (domain, kind)
+        decisions = [e["decision"] for e in events if e["type"] == "supervisor_decision"]
+        expected = "accept_verdict" if kind == "accept" else kind
+        assert expected in decisions, (domain, kind, decisions)
+        assert set(decisions) <= {expected, "approve", "accept_verdict"}, (domain, kind, decisions)
+        if kind == "edit":
+            edited = next(e for e in events if e["type"] == "supervisor_decision" and e["decision"] == "edit")
+            assert edited["edited_arguments"] == json.loads(corrected_arguments(domain)), (domain, edited)
+
+
+def test_growing_the_terminal_past_the_breakpoint_shows_the_three_panes(tmp_path: Path) -> None:
+    """80x24 (stacked) grown to 160x45 in a real terminal: Ledger and Gate come back at once, not one resize later."""
+    command = f"env -u COLUMNS -u LINES LEDGERAGENT_HOME={tmp_path / 'home'} {binary()} --pace 0; sleep 60"
+    term = Tmux(command, width=80, height=24)
+    try:
+        ready = term.wait(lambda s: "press space" in s and "─ Transcript" in s, timeout=60)
+        assert "─ Ledger" not in ready  # stacked: one pane at a time
+        subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "160", "-y", "45"], check=True)
+        wide = term.wait(lambda s: "─ Ledger" in s and "─ Gate" in s, timeout=60)
+        assert "Return a tablet: the refund must go to the original" in wide  # the intro re-wrapped to its pane
+    finally:
+        term.kill()
