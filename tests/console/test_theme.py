@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import wait_for
 from rich.style import Style
 
 from console.app import OperatorConsole
 from console.theme import VERDICT_ROLE, palette_of
+from tests.support.pilot import wait_for
 
 
 def hex_of(style: str, part: str) -> str:

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-import tau2_airline_trajectories as airline
-import tau2_retail_trajectories as retail
-import tau2_telecom_trajectories as telecom
-import tau_trait_telehealth_trajectories as telehealth
+import tests.support.tau2_airline_trajectories as airline
+import tests.support.tau2_retail_trajectories as retail
+import tests.support.tau2_telecom_trajectories as telecom
+import tests.support.tau_trait_telehealth_trajectories as telehealth
 from core.domain import Domain
 from core.replay import Checker, parse_trajectory
 from core.tools import ToolKind
