@@ -13,12 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from json.encoder import encode_basestring_ascii as _quote
-from typing import Any, Protocol, runtime_checkable
-
-from jsonschema import Draft202012Validator, ValidationError
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core.strict_json import StrictJSONError, printable, safe_dumps, value_problem
 from core.strict_json import loads as strict_loads
+
+if TYPE_CHECKING:  # jsonschema is imported by the first validation: it is not needed to draw the console
+    from jsonschema import Draft202012Validator, ValidationError
 
 JSON = Any
 
@@ -175,6 +176,8 @@ def _schema_problems(schema: Any, where: str) -> list[str]:
 
 @functools.lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     schema = json.loads(schema_json)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

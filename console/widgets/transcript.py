@@ -9,11 +9,13 @@ a click on a tool result (or `x` for all of them) folds / unfolds it.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.color import Color
 from rich.console import RenderableType
 from rich.markdown import Markdown
 from rich.panel import Panel
@@ -23,8 +25,9 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 from console.facts import decision_summary, outcome_summary, verdict_summary, words
@@ -62,6 +65,21 @@ class Entry:
     strips: list[Strip] = field(default_factory=list)
 
 
+@dataclass
+class _Frame:
+    """What every line of one frame shares; the widget's style only when a line is not cached."""
+
+    scroll_x: int
+    scroll_y: int
+    width: int
+    _style: Style | None = None
+
+    def style(self, pane: TranscriptPane) -> Style:
+        if self._style is None:
+            self._style = pane.rich_style
+        return self._style
+
+
 class TranscriptPane(ScrollView, can_focus=True):
     BORDER_TITLE = "Transcript"
     BINDINGS = [Binding("x", "toggle_results", "Fold/unfold results", show=False)]
@@ -77,6 +95,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._follow = True
         self._generation = 0  # bumped whenever lines move (fold, resize, trim): invalidates the line cache
         self._line_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(1024)
+        self._frame: _Frame | None = None  # set while `render_lines` draws
+        self._bar_batched = False  # inside `_one_scrollbar_update`: the scrollbar is judged at its end
 
     # ------------------------------------------------------------------------------------ rendering
 
@@ -101,6 +121,64 @@ class TranscriptPane(ScrollView, can_focus=True):
         if size != self.virtual_size:
             self.set_reactive(ScrollView.virtual_size, size)
             self._scroll_update(size)
+
+    def _scroll_update(self, virtual_size: Size) -> None:
+        """Textual's `Widget._scroll_update`, except that the vertical scrollbar is repainted only when what
+        it draws changed. Textual calls this on every screen layout pass too (any widget's layout refresh),
+        and then repainted the bar, and with it every line of the screen region it spans, each time."""
+        self._refresh_scrollbars()
+        width, height = self.container_size
+        if self.show_vertical_scrollbar and self.styles.scrollbar_size_vertical:
+            self._update_scrollbar(virtual=virtual_size.height, window=height - self.scrollbar_size_horizontal)
+        if self.show_horizontal_scrollbar and self.styles.scrollbar_size_horizontal:  # not with overflow-x: hidden
+            self.horizontal_scrollbar.window_virtual_size = virtual_size.width
+            self.horizontal_scrollbar.window_size = width - self.scrollbar_size_vertical
+            self.horizontal_scrollbar.refresh()
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """ScrollView's watcher, with the scrollbar repainted only when what it draws changed."""
+        if self.show_vertical_scrollbar:
+            self._update_scrollbar(position=new_value)
+        if round(old_value) != round(new_value):
+            self.refresh(self.size.region)
+
+    def _update_scrollbar(self, *, virtual: int | None = None, window: int | None = None,
+                          position: float | None = None) -> None:
+        """Give the vertical scrollbar its new numbers; repaint it only if what it draws changed.
+
+        With thousands of lines, one appended entry moves the thumb by far less than the 1/8 cell a
+        scrollbar can show, yet assigning the numbers repaints the whole bar (and, with it, every line of
+        the screen region it spans): most of an append's drawing work. The bar's own drawing code decides.
+        """
+        bar = self.vertical_scrollbar
+        before = None if self._bar_batched else _thumb(bar)
+        if virtual is not None:
+            bar.set_reactive(ScrollBar.window_virtual_size, virtual)
+        if window is not None:
+            bar.set_reactive(ScrollBar.window_size, window)
+        if position is not None:
+            bar.set_reactive(ScrollBar.position, bar.validate_position(position))
+        if not self._bar_batched and (before is None or _thumb(bar) != before):
+            bar.refresh()
+
+    @contextlib.contextmanager
+    def _one_scrollbar_update(self) -> Iterator[None]:
+        """Growing the content and then following the tail move the thumb up and back down again: judge
+        the scrollbar once, after both, against what it drew before."""
+        if self._bar_batched or not self.show_vertical_scrollbar:
+            yield
+            return
+        bar = self.vertical_scrollbar
+        before = _thumb(bar)
+        self._bar_batched = True
+        try:
+            yield
+        finally:
+            self._bar_batched = False
+            if before is None or _thumb(bar) != before:
+                bar.refresh()
 
     def _content_width(self) -> int:
         # Always leave the vertical scrollbar's column free, so lines never change width (and never need a
@@ -129,12 +207,25 @@ class TranscriptPane(ScrollView, can_focus=True):
                 self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Draw the visible lines: the scroll offset, width and style are looked up once per frame, not
+        once per line (each is a chain of computed properties, and a frame after a scroll draws every line)."""
         scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
-        line = scroll_y + y
+        self._frame = _Frame(scroll_x, scroll_y, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        frame = self._frame
+        if frame is None:  # called outside a frame
+            scroll_x, scroll_y = self.scroll_offset
+            frame = _Frame(scroll_x, scroll_y, self.scrollable_content_region.width)
+        scroll_x, width = frame.scroll_x, frame.width
+        line = frame.scroll_y + y
         if line >= self._lines or not self.items:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, frame.style(self))
         key = (line, scroll_x, width, self._generation)
         cached = self._line_cache.get(key)
         if cached is not None:
@@ -142,7 +233,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         index = bisect.bisect_right(self._starts, line) - 1
         entry = self.items[index]
         strip = entry.strips[line - self._starts[index]]
-        drawn = strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
+        style = frame.style(self)
+        drawn = strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
         self._line_cache[key] = drawn
         return drawn
 
@@ -170,12 +262,13 @@ class TranscriptPane(ScrollView, can_focus=True):
         self.items.append(entry)
         self._starts.append(self._lines)
         self._lines += len(entry.strips)
-        if len(self.items) > MAX_ENTRIES:
-            del self.items[: len(self.items) - MAX_ENTRIES]
-            self._reflow()
-        self._resize_virtual()
-        if self._follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        with self._one_scrollbar_update():
+            if len(self.items) > MAX_ENTRIES:
+                del self.items[: len(self.items) - MAX_ENTRIES]
+                self._reflow()
+            self._resize_virtual()
+            if self._follow:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
     def _matches(self, entry: Entry) -> bool:
@@ -367,6 +460,20 @@ def _with_detail(kind: str, note: str, detail: str, style: str) -> Entry:
         return text
 
     return Entry(kind, render, foldable=True)
+
+
+def _thumb(bar: ScrollBar) -> list[Segment] | None:
+    """What a vertical scrollbar draws now, computed by its own code (`ScrollBar.render` gives the numbers
+    and colours, `ScrollBarRender.render_bar` the cells, as `ScrollBarRender.__rich_console__` does).
+    None when it draws something else: then it is always repainted."""
+    drawn = bar.render()
+    if not isinstance(drawn, ScrollBarRender) or not isinstance(drawn.style, Style):
+        return None
+    cells = drawn.render_bar(size=bar.size.height, virtual_size=drawn.virtual_size, window_size=drawn.window_size,
+                             position=drawn.position, thickness=bar.size.width, vertical=drawn.vertical,
+                             back_color=drawn.style.bgcolor or Color.parse("#555555"),
+                             bar_color=drawn.style.color or Color.parse("bright_magenta"))
+    return list(cells.segments)
 
 
 def _fixed(renderable: RenderableType) -> Callable[[bool], RenderableType]:

@@ -42,7 +42,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from core.evaluation.offline import suggested_calls
 from core.llm.base import AssistantTurn, Message, Usage, estimate_tokens
 from core.llm.scripted import ScriptedStep
 from core.tools import ToolCall
@@ -393,6 +392,9 @@ class OfflineAgent:
 
     def _suggested(self, feedback: str) -> list[Proposal]:
         """The reads a REVISE names (`get_order_details(order_id="#W1")`), never a write."""
+        # Imported here: `core.evaluation` loads the whole harness, which the console does not need to start.
+        from core.evaluation.offline import suggested_calls
+
         return [Proposal(p.name, dict(p.arguments)) for p in suggested_calls(feedback, self._tools)
                 if not self._is_write(p.name)]
 

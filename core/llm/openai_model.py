@@ -39,14 +39,15 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NoReturn, cast
-
-import openai
-from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from core.llm.base import AssistantTurn, Message, ModelError, RetryListener, Usage, estimate_tokens
 from core.llm.errors import describe_body, detail_text, request_is_invalid, summarize
 from core.tools import ToolCall
+
+if TYPE_CHECKING:  # the SDK itself is imported where a model is built: it costs ~1 s of the console's cold start
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TIMEOUT", "DEFAULT_TOOL_CHOICE", "TOOL_CHOICES", "OpenAIChatModel",
            "ToolChoice", "wire_messages"]
@@ -132,6 +133,8 @@ class OpenAIChatModel:
         self._sleep = sleep
         self._call_counter = 0  # source of deterministic ids for tool calls the server sent without one
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or _NO_KEY
+        import openai  # deferred: see the import block
+
         # base_url=None lets the SDK use OPENAI_BASE_URL, then api.openai.com.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
 
@@ -186,6 +189,8 @@ class OpenAIChatModel:
 
     async def _attempt(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]],
                        attempt: int, choice: ToolChoice) -> AssistantTurn:
+        import openai  # already loaded by __init__; the name is needed for the except clauses
+
         wire = cast("list[ChatCompletionMessageParam]", wire_messages(messages))
         extras = self.request_extras(tools, choice)
         try:
