@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from console.export import transcript_markdown
@@ -27,6 +27,7 @@ from console.rules import LiveRules
 from console.screens.review import ReviewScreen
 from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
+from console.widgets.header import SessionHeader
 from console.widgets.ledger_tree import LedgerPane
 from console.widgets.session_panes import SessionPanes, apply_filter
 from console.widgets.status_bar import StatusBar
@@ -110,7 +111,7 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
+        yield SessionHeader(show_clock=False)
         yield StatusBar(id="status")
         yield SessionPanes(id="panes")
         yield Input(placeholder="Type the customer's message and press Enter (ctrl+e ends the conversation)",
@@ -143,6 +144,8 @@ class MainScreen(Screen[None]):
         return not self._mounted or not self._panes.is_attached
 
     async def on_mount(self) -> None:
+        if not self.query(SessionPanes):
+            return  # the app quit before this screen's widgets were mounted (a browser tab closed while starting)
         # Looked up once: a DOM query per event would walk thousands of transcript widgets.
         self._panes = self.query_one(SessionPanes)
         self._status = self.query_one(StatusBar)
@@ -167,6 +170,9 @@ class MainScreen(Screen[None]):
             on_model_error=lambda e: self.post_message(RetryOffered(e)),
             rules=self.rules)
         await self.live.open()
+        if self._gone():  # the app quit while the session was opening: nothing left to draw on
+            await self.close_live()
+            return
         if spec.agent == "fc":
             self.ledger_pane.show_no_ledger()
         else:

@@ -1,0 +1,41 @@
+"""A console that is told to quit while it is still starting ends cleanly, whatever the moment.
+
+In the browser a tab closed while its console starts makes textual-serve ask the app to exit during start-up.
+The main screen's mount (its panes, its session) and Textual's own Header each used to look up widgets that
+the teardown had already removed, so the console died with `NoMatches` (a crash log for a plain close)
+instead of quitting. Each exit moment below, from "before the screen mounted" to "while the session opens",
+must end the app without an exception, with return code 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import console.app as console_app
+from console.app import OperatorConsole
+from console.live import SessionSpec
+
+
+def _quitting_after(seconds: float | None) -> type[OperatorConsole]:
+    class QuitsEarly(OperatorConsole):
+        CSS_PATH = str(Path(console_app.__file__).parent / "console.tcss")
+
+        def on_mount(self) -> None:
+            if seconds is None:
+                self.exit()  # before the main screen has mounted its widgets
+            else:
+                self.set_timer(seconds, self.exit)
+
+    return QuitsEarly
+
+
+@pytest.mark.parametrize("seconds", [None, 0.001, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08])
+async def test_quitting_during_start_up_ends_without_a_crash(tmp_path: Path, seconds: float | None) -> None:
+    for attempt in range(3):  # each moment a few times: where the exit lands in start-up varies run to run
+        app = _quitting_after(seconds)(SessionSpec(domain="retail", scenario="refund-to-original-payment"),
+                                       root=tmp_path / f"sessions-{attempt}")
+        async with app.run_test():
+            pass  # run_test re-raises any exception the app died of
+        assert app.return_code == 0
