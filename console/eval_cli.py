@@ -66,7 +66,7 @@ HELP = "measure pass^k of LedgerAgent vs the function-calling baseline on tau2-f
 
 
 # A tau2 data folder's task file: the full set, else the small split (tau2 telecom's 4 MiB tasks.json is often
-# left out and tasks_small.json shipped alone, as in ../shared).
+# left out and tasks_small.json shipped alone, as in the copy this project is tested with).
 TAU2_TASK_FILES = ("tasks.json", "tasks_small.json")
 
 

@@ -13,7 +13,7 @@ get the verdict it gets in the plain replay (ALLOW, except retail's 64_6, which 
   of the medication being changed against the record's and the profile's other drugs (tau-Trait task 10
   changes Sertraline's supplier on a record that also prescribes Warfarin, a high-severity pair).
 
-Extra reads carry no expectation (a few fail, as a real agent's would). Skipped when ../shared is absent.
+Extra reads carry no expectation (a few fail, as a real agent's would). Skipped when the upstream data is absent.
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ async def _backend(name: str, folder: Any) -> Any:
 async def bench(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bench]:
     present, build = BUILDERS[request.param]
     if not present():
-        pytest.skip(f"the {request.param} upstream data is not in ../shared")
+        pytest.skip(f"the {request.param} upstream data is not here")
     backend = await _backend(request.param, tmp_path_factory.mktemp(f"read_order_{request.param}"))
     try:
         yield Bench(build(), backend, await backend.snapshot())
