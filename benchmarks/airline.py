@@ -19,7 +19,8 @@ way a session absorbs them (reservations, profiles, search results and their per
 statuses), far more than any trial observes; the gate's anti-loop memory is cleared (untimed) before each
 sample, so no sample is a replayed verdict.
 
-When tau2's airline db.json is absent (benchmarks.data looks beside the repository) the rows run on our shipped seed instead (40 flights, 24 users), and say so.
+When tau2's airline db.json is absent (benchmarks.data looks beside the repository) the rows run on our shipped
+seed instead (40 flights, 24 users), and say so.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ class AirlineData:
     @property
     def label(self) -> str:
         counts = f"{len(self.docs['flights'])} flights, {len(self.docs['reservations'])} reservations"
-        return f"tau2 airline db.json, {counts}" if self.source is not None else f"SEED DB (no tau2 airline db.json), {counts}"
+        if self.source is None:
+            return f"SEED DB (no tau2 airline db.json), {counts}"
+        return f"tau2 airline db.json, {counts}"
 
 
 def load_airline_data(path: Path | None = TAU2_AIRLINE_DB) -> AirlineData:
