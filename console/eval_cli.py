@@ -11,8 +11,8 @@ Besides running, `eval` works on saved results (ours or tau2-bench's):
     ledgeragent eval export RUN --out FOLDER      (tau2-bench results files, one per domain and agent)
 
 Wiring only: the harness is `core.evaluation`; this module picks the domains, tasks, databases and
-participants, shows progress, and prints the table. `register(subparsers)` adds the subcommand to any
-argparse parser, so the main CLI needs one call.
+participants, shows progress, and prints the table. The command line is declared in `console.eval_args`
+(re-exported here as `register`), so that declaring it costs other commands nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from console.model_args import add_model_arguments, model_settings
+from console.eval_args import HELP as HELP
+from console.eval_args import register as register
+from console.model_args import model_settings
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
@@ -62,9 +64,6 @@ from core.llm.tokenizer import tokenizer_name
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
 
-HELP = "measure pass^k of LedgerAgent vs the function-calling baseline on tau2-format tasks"
-
-
 # A tau2 data folder's task file: the full set, else the small split (tau2 telecom's 4 MiB tasks.json is often
 # left out and tasks_small.json shipped alone, as in the copy this project is tested with).
 TAU2_TASK_FILES = ("tasks.json", "tasks_small.json")
@@ -74,70 +73,6 @@ class EvalInputError(Exception):
     """A problem with the command line: printed without a traceback, exit status 2."""
 
 
-def register(subparsers: Any) -> None:
-    """Add the `eval` subcommand (with its handler) to an argparse subparsers object."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("eval", help=HELP, description=__doc__,
-                                                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", nargs="?", choices=("run", "regrade", "compare", "export"), default="run",
-                        help="run (default) an evaluation; regrade RESULTS; compare A B; export RUN --out FOLDER")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="the results file(s) or run folder(s) to work on")
-    parser.add_argument("--domain", default=None,
-                        help=f"a domain, a comma-separated list, or 'all' ({', '.join(DOMAINS)}); default retail, "
-                             "or the domain of --tau2-dir")
-    parser.add_argument("--agent", choices=("ledger", "fc", "both"), default="both")
-    parser.add_argument("--trials", type=int, default=4, help="trials per task and agent (pass^k for k ≤ this)")
-    parser.add_argument("--tasks", action="append", default=[], metavar="IDS|FILE",
-                        help="only these task ids (comma-separated; repeatable), or a file: task ids (JSON list or "
-                             "one per line) or a tau2 tasks file whose tasks to run")
-    parser.add_argument("--concurrency", type=int, default=4, help="trials running at once")
-    parser.add_argument("--out", help="run folder (default: a new folder under the user data dir)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished trials")
-    parser.add_argument("--tau2-dir", metavar="PATH",
-                        help="load tau2-bench's db.json (telecom: db.toml + user_db.toml) and tasks.json (else "
-                             "tasks_small.json) from PATH (or PATH/<domain>/) instead of ours; the domain is "
-                             "inferred when --domain is not given")
-    parser.add_argument("--policy", choices=("tau2", "ours"), default=None,
-                        help="with --tau2-dir: the agent gets tau2's own policy.md (default when present, so "
-                             "scores compare with tau2's) or our paraphrase")
-    parser.add_argument("--price-table", metavar="FILE",
-                        help="JSON {model: {\"input\": USD, \"output\": USD}} per million tokens, over the default "
-                             "table (a model in neither has an unknown price)")
-    model = parser.add_argument_group("models (omit --model to run offline with scripted agents)")
-    model.add_argument("--model", help="agent model name on an OpenAI-compatible endpoint")
-    model.add_argument("--base-url", help="OpenAI-compatible base URL (OpenAI, vLLM, Ollama, llama.cpp server)")
-    model.add_argument("--user-model", help="user simulator model (default: --model)")
-    model.add_argument("--user-base-url", help="base URL for the user simulator (default: --base-url)")
-    model.add_argument("--judge-model", help="grade NL assertions with this model (default: leave them unscored, "
-                                             "and such trials count as neither passed nor failed)")
-    model.add_argument("--judge-base-url", help="base URL for the judge (default: --base-url)")
-    add_model_arguments(model, timeout_aliases=("--request-timeout",))
-    model.add_argument("--max-retries", type=int, default=3,
-                       help="whole-trial retries after an infrastructure failure (as tau2); then the trial is an "
-                            "infrastructure error, left out of the metrics and re-run on --resume")
-    model.add_argument("--retry-delay", type=float, default=1.0, help="seconds before a whole-trial retry")
-    model.add_argument("--temperature", type=float, default=0.0, help="sampling temperature sent to every role")
-    for role in ("agent", "user", "judge"):
-        model.add_argument(f"--{role}-model-args", metavar="JSON", default=None,
-                           help=f"extra request fields for the {role} model, a JSON object (e.g. "
-                                '\'{"top_p": 0.9}\'); recorded in the results header')
-    ablation = parser.add_argument_group("ablations and variants")
-    ablation.add_argument("--no-gate", action="store_true", help="ledger agent without the gate (rendering only)")
-    ablation.add_argument("--disable-predicate", action="append", default=[], metavar="ID",
-                          help="switch one gate predicate off (repeatable)")
-    ablation.add_argument("--compact-history", action="store_true",
-                          help="ledger agent: send ledger-held read results as references to their ledger paths")
-    ablation.add_argument("--error-rate", type=float, default=0.0, metavar="P",
-                          help="offline only: per write, the chance the scripted agent first proposes a "
-                               "policy-violating variant (a seeded simulation)")
-    ablation.add_argument("--seed", type=int, default=None,
-                          help="offline: seed of the error-prone scripted agent (default 0); with --model: the "
-                               "`seed` sent to every role's endpoint")
-    limits = parser.add_argument_group("limits")
-    limits.add_argument("--max-steps", type=int, default=100)
-    limits.add_argument("--max-errors", type=int, default=10, help="tool errors before a trial ends")
-    limits.add_argument("--trial-timeout", type=float, default=None,
-                        help="seconds per trial (default: 60 offline, 1800 with a model)")
-    parser.set_defaults(handler=cmd_eval)
 
 
 # -- building the run ------------------------------------------------------------------------------

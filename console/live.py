@@ -357,6 +357,30 @@ class LiveSession:
         backend, self.backend = self.backend, None
         if backend is not None:
             await backend.close()
+            self._discard_if_unused()
+
+    def _discard_if_unused(self) -> None:
+        """A session that never started leaves no folder behind.
+
+        Opening the console (or a browser tab, or a console pre-started for a page nobody took) prepares a
+        session: a folder with a copy of the database and an empty trace. Quitting, or starting a new session,
+        before this one ran leaves nothing that happened, so nothing is kept; any folder with a recorded event
+        (or anything else put in it, such as an export) stays as it is.
+        """
+        folder = self.folder
+        if folder is None:
+            return
+        trace = folder / "trace.jsonl"
+        try:
+            if trace.stat().st_size:
+                return
+        except OSError:
+            return
+        for name in ("trace.jsonl", "db.sqlite", "db.sqlite-wal", "db.sqlite-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                (folder / name).unlink()
+        with contextlib.suppress(OSError):  # not empty: something else was put there, keep it
+            folder.rmdir()
 
     async def run(self) -> SessionResult:
         if self.session is None:

@@ -2,8 +2,8 @@
 
 `add_model_arguments(parser)` adds `--tool-choice`, `--max-tokens`, `--timeout`, `--retries` and
 `--model-args`; `model_settings(args)` turns them into a `core.llm.settings.ModelSettings` (or raises
-`ValueError` with a one-line message for the command to print); `model_argv(args)` gives them back as
-command-line words, for `serve` to hand every tab's console the same settings.
+`ValueError` with a one-line message for the command to print). `serve` hands every tab's console the same
+settings by reading its parser's own actions (console.serve.console_argv).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from console.cli_errors import non_negative_int, positive_float
 from core.llm.openai_model import DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TOOL_CHOICE, TOOL_CHOICES
 from core.llm.settings import ModelSettings, parse_model_args
 
-__all__ = ["add_model_arguments", "model_argv", "model_settings"]
+__all__ = ["add_model_arguments", "model_settings"]
 
 
 def add_model_arguments(parser: argparse._ActionsContainer, *,
@@ -45,19 +45,3 @@ def model_settings(args: argparse.Namespace) -> ModelSettings:
         raise ValueError("--max-tokens must be 0 (no limit) or more")
     return ModelSettings(tool_choice=args.tool_choice, max_tokens=args.max_tokens or None, timeout=args.timeout,
                          retries=args.retries, extra_body=extra)
-
-
-def model_argv(args: argparse.Namespace) -> list[str]:
-    """The options as command-line words (only those that differ from the defaults)."""
-    argv: list[str] = []
-    if args.tool_choice != DEFAULT_TOOL_CHOICE:
-        argv += ["--tool-choice", args.tool_choice]
-    if args.max_tokens != DEFAULT_MAX_TOKENS:
-        argv += ["--max-tokens", str(args.max_tokens)]
-    if args.timeout != DEFAULT_TIMEOUT:
-        argv += ["--timeout", repr(float(args.timeout))]
-    if args.retries != 3:
-        argv += ["--retries", str(args.retries)]
-    if args.model_args:
-        argv += ["--model-args", args.model_args]
-    return argv

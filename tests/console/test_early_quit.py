@@ -39,3 +39,26 @@ async def test_quitting_during_start_up_ends_without_a_crash(tmp_path: Path, sec
         async with app.run_test():
             pass  # run_test re-raises any exception the app died of
         assert app.return_code == 0
+
+
+async def test_a_session_that_never_started_leaves_no_folder_and_one_that_ran_keeps_it(tmp_path: Path) -> None:
+    spec = SessionSpec(domain="retail", scenario="refund-to-original-payment")
+    unused = OperatorConsole(spec, root=tmp_path / "unused")
+    async with unused.run_test() as pilot:
+        await pilot.pause()
+        folder = unused.main.live.folder if unused.main.live else None
+        assert folder is not None and (folder / "db.sqlite").is_file()  # prepared, ready to run
+    assert not folder.exists()  # quit before space: nothing happened, nothing kept
+    assert list((tmp_path / "unused" / "sessions").iterdir()) == []
+
+    ran = OperatorConsole(spec, root=tmp_path / "ran")
+    async with ran.run_test() as pilot:
+        await pilot.press("space")
+        live = ran.main.live
+        assert live is not None and live.folder is not None
+        for _ in range(200):
+            if (live.folder / "trace.jsonl").stat().st_size:
+                break
+            await pilot.pause(0.05)
+        kept = live.folder
+    assert (kept / "trace.jsonl").stat().st_size > 0 and (kept / "db.sqlite").is_file()

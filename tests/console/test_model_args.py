@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import build_parser, main
-from console.model_args import model_argv, model_settings
+from console.model_args import model_settings
 from tests.support.openai_stub import OpenAIStub
 
 MODEL_OPTIONS = ["--tool-choice", "required", "--max-tokens", "77", "--timeout", "9.5", "--retries", "0",
@@ -25,7 +25,6 @@ def test_every_command_takes_the_model_options(command: list[str]) -> None:
 def test_defaults_are_bounded_and_auto() -> None:
     settings = model_settings(build_parser().parse_args(["console"]))
     assert (settings.tool_choice, settings.max_tokens, settings.timeout) == ("auto", 1024, 120.0)
-    assert model_argv(build_parser().parse_args(["console"])) == []
 
 
 def test_eval_keeps_its_old_timeout_spelling() -> None:
