@@ -11,8 +11,8 @@ Besides running, `eval` works on saved results (ours or tau2-bench's):
     ledgeragent eval export RUN --out FOLDER      (tau2-bench results files, one per domain and agent)
 
 Wiring only: the harness is `core.evaluation`; this module picks the domains, tasks, databases and
-participants, shows progress, and prints the table. The command line is declared in `console.eval_args`
-(re-exported here as `register`), so that declaring it costs other commands nothing.
+participants, shows progress, and prints the table. The command line is declared in `console.eval_args`,
+so that declaring it costs other commands nothing; its handler imports this module when `eval` runs.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from console.eval_args import HELP as HELP
-from console.eval_args import register as register
 from console.model_args import model_settings
 from console.storage import data_root
 from core.agent import AgentConfig

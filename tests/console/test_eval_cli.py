@@ -1,4 +1,4 @@
-"""`ledgeragent eval` through `console.eval_cli.register` on a plain argparse parser (the main CLI adds it
+"""`ledgeragent eval` through `console.eval_args.register` on a plain argparse parser (the main CLI adds it
 with one call)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from console.eval_cli import register
+from console.eval_args import register
 from core.evaluation import load_results
 
 

@@ -249,7 +249,7 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
                                                       tmp_path: Path) -> None:
     import argparse
 
-    from console.eval_cli import register
+    from console.eval_args import register
     from console.screens.results import ResultsScreen
 
     root = argparse.ArgumentParser()

@@ -217,6 +217,7 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             first = await Tab.open(http, server.url, token=server.token)
             await asyncio.wait_for(first.painted.wait(), 60)
             await wait_until(lambda: len(session_folders(home)) == 1, what="the first tab's session folder")
+            [first_folder] = session_folders(home)
 
             second = await Tab.open(http, server.url, token=server.token)
             await asyncio.wait_for(second.closed.wait(), 10)  # refused within ROOM_WAIT, not left hanging
@@ -227,19 +228,25 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
             assert len(session_folders(home)) == 1  # no console was started for it
 
             await first.close()  # the slot is for the next tab as soon as that console has ended
+            # Its session never started (nobody pressed space): the console leaves no folder behind.
+            await wait_until(lambda: not first_folder.exists(), what="the unused first session's folder removed")
             third = await Tab.open(http, server.url, token=server.token)
             await asyncio.wait_for(third.painted.wait(), 60)
             await wait_until(lambda: len(server.console_pids()) >= 2, what="the third tab's console in the log")
             pids = server.console_pids()
             assert len(pids) == 2  # the refused tab never got a console process
-            await wait_until(lambda: len(session_folders(home)) == 2, what="the third tab's session folder")
+            await wait_until(lambda: len(session_folders(home)) == 1, what="the third tab's session folder")
+            [third_folder] = session_folders(home)
+            await third.send_key(" ")  # start its session: from now on it has a trace to keep
+            trace = third_folder / "trace.jsonl"  # made a moment after the folder, when the session opens
+            await wait_until(lambda: trace.is_file() and trace.stat().st_size > 0, what="the third tab's trace")
 
             # Stopping the server (SIGTERM) with a tab open: the tab is told, its console ends, the trace stays.
             assert await asyncio.to_thread(server.stop) == 0
             await asyncio.wait_for(third.closed.wait(), 5)
             assert third.socket.close_code == aiohttp.WSCloseCode.GOING_AWAY
             assert not Path(f"/proc/{pids[-1]}").exists() or sys.platform != "linux"
-            assert len(session_folders(home)) == 2
+            assert session_folders(home) == [third_folder] and trace.stat().st_size > 0
 
 
 async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Path) -> None:
