@@ -92,7 +92,10 @@ def timed_frames(screen: Any) -> tuple[asyncio.Event, list[int], Callable[[bool]
 def layout_shown(app: Any, width: int) -> bool:
     """True when what the compositor holds is the layout for `width` columns, complete: the screen is that
     wide; stacked (< 110): only the front pane is mapped, at the panes' full width; side by side: all three
-    panes are mapped and fill the width together; and the transcript's lines are rendered at its new width."""
+    panes are mapped and fill the width together; the transcript's lines are rendered at its new width; and the
+    footer offers the "Next pane" key exactly when stacked (it is hidden side by side)."""
+    from textual.widgets._footer import FooterKey
+
     from console.widgets.session_panes import NARROW_WIDTH
 
     main = app.main
@@ -106,6 +109,9 @@ def layout_shown(app: Any, width: int) -> bool:
         if [pane.id for pane in shown] != [panes.front] or mapped[shown[0]][0].width != full:
             return False
     elif len(shown) != 3 or sum(mapped[pane][0].width for pane in shown) != full:
+        return False
+    cycle_key = any(isinstance(w, FooterKey) and w.action == "cycle_pane" for w in mapped)
+    if cycle_key != (width < NARROW_WIDTH):
         return False
     transcript = panes.transcript
     return transcript not in mapped or transcript._width == transcript._content_width()
