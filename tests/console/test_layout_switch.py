@@ -14,7 +14,13 @@ from typing import Any
 from textual.widgets._footer import FooterKey
 
 from console.app import OperatorConsole
+from console.widgets.footer import ConsoleFooter
 from tests.support.pilot import wait_for
+
+
+def footer_keys(footer: ConsoleFooter) -> list[tuple[str, str, bool, bool, str]]:
+    return [(k.key, k.description, k.disabled, k.compact, " ".join(sorted(k.classes)))
+            for k in footer.query(FooterKey)]
 
 
 def frame_facts(app: OperatorConsole) -> dict[str, Any]:
@@ -58,4 +64,11 @@ async def test_the_first_frame_after_crossing_the_breakpoint_shows_the_new_layou
                 assert set(first["panes"]) == {"transcript", "ledger", "gate"}, first
                 assert sum(first["panes"].values()) == 120, first
             assert first["wrapped"] and first["next_pane_key"] == stacked, first
+            # the footer updated in place shows exactly the keys a full rebuild would
+            footer = app.main.query_one(ConsoleFooter)
+            patched, before = footer_keys(footer), set(footer.query(FooterKey))
+            footer._shown = None  # forget what it shows: Textual's own path rebuilds it from scratch
+            app.main.refresh_bindings()
+            await wait_for(pilot, lambda: bool(footer.query(FooterKey)) and not before & set(footer.query(FooterKey)))
+            assert footer_keys(footer) == patched
 
