@@ -9,6 +9,7 @@ the order of frames, not their timing: every frame handed to the display is reco
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from textual.widgets._footer import FooterKey
@@ -21,6 +22,12 @@ from tests.support.pilot import wait_for
 def footer_keys(footer: ConsoleFooter) -> list[tuple[str, str, bool, bool, str]]:
     return [(k.key, k.description, k.disabled, k.compact, " ".join(sorted(k.classes)))
             for k in footer.query(FooterKey)]
+
+
+def rebuilt(footer: ConsoleFooter, before: set[FooterKey]) -> bool:
+    """The footer has keys again, none of them one it had before."""
+    now = set(footer.query(FooterKey))
+    return bool(now) and not before & now
 
 
 def frame_facts(app: OperatorConsole) -> dict[str, Any]:
@@ -53,6 +60,7 @@ async def test_the_first_frame_after_crossing_the_breakpoint_shows_the_new_layou
             display(screen, renderable)
 
         app._display = recording  # type: ignore[method-assign]
+        footer = app.main.query_one(ConsoleFooter)
         for width, stacked in ((100, True), (120, False)):
             frames.clear()
             await pilot.resize_terminal(width, 35)
@@ -65,10 +73,9 @@ async def test_the_first_frame_after_crossing_the_breakpoint_shows_the_new_layou
                 assert sum(first["panes"].values()) == 120, first
             assert first["wrapped"] and first["next_pane_key"] == stacked, first
             # the footer updated in place shows exactly the keys a full rebuild would
-            footer = app.main.query_one(ConsoleFooter)
-            patched, before = footer_keys(footer), set(footer.query(FooterKey))
+            patched = footer_keys(footer)
             footer._shown = None  # forget what it shows: Textual's own path rebuilds it from scratch
             app.main.refresh_bindings()
-            await wait_for(pilot, lambda: bool(footer.query(FooterKey)) and not before & set(footer.query(FooterKey)))
+            await wait_for(pilot, partial(rebuilt, footer, set(footer.query(FooterKey))))
             assert footer_keys(footer) == patched
 
