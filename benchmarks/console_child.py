@@ -1,4 +1,4 @@
-"""Runs inside a fresh interpreter for the console figures (cold start, event append, memory).
+"""Runs inside a fresh interpreter for the console figures (cold start, event append, memory, layout switch).
 
 `python -m benchmarks.console_child first-frame` prints `ready` once the console has composed and drawn its
 first frame; `python -m benchmarks.console_child append N` fills the panes with 2,000 events and a 5,000-entry
@@ -89,9 +89,42 @@ def timed_frames(screen: Any) -> tuple[asyncio.Event, list[int], Callable[[bool]
     return drawn, render, arm
 
 
+def layout_shown(app: Any, width: int) -> bool:
+    """True when what the compositor holds is the layout for `width` columns, complete: the screen is that
+    wide; stacked (< 110): only the front pane is mapped, at the panes' full width; side by side: all three
+    panes are mapped and fill the width together; the transcript's lines are rendered at its new width; and the
+    footer offers the "Next pane" key exactly when stacked (it is hidden side by side)."""
+    from textual.widgets._footer import FooterKey
+
+    from console.widgets.session_panes import NARROW_WIDTH
+
+    main = app.main
+    panes = main.panes
+    mapped = main._compositor.visible_widgets  # what the frame was drawn from (built for it, so no extra work)
+    if main._compositor.size.width != width or panes not in mapped:
+        return False
+    full = mapped[panes][0].width
+    shown = [pane for pane in (panes.transcript, panes.ledger, panes.gate) if pane in mapped]
+    if width < NARROW_WIDTH:
+        if [pane.id for pane in shown] != [panes.front] or mapped[shown[0]][0].width != full:
+            return False
+    elif len(shown) != 3 or sum(mapped[pane][0].width for pane in shown) != full:
+        return False
+    cycle_key = any(isinstance(w, FooterKey) and w.action == "cycle_pane" for w in mapped)
+    if cycle_key != (width < NARROW_WIDTH):
+        return False
+    transcript = panes.transcript
+    return transcript not in mapped or transcript._width == transcript._content_width()
+
+
 async def layout_switch(samples_wanted: int) -> None:
-    """Resize across the stacked-layout breakpoint (120 <-> 100 columns) with a finished session on screen;
-    time the resize handling plus the frame it causes."""
+    """Resize across the stacked-layout breakpoint (120 <-> 100 columns) with a finished session on screen.
+
+    Each sample runs from posting the terminal's Resize event to the app (as a driver does) to the first frame
+    handed to the display (`App._display`, every frame goes through it: the resize handler's own frame and
+    the update timer's) in which `layout_shown` holds. Wall and CPU (process time) are both recorded, with the
+    number of frames drawn up to and including that one. Textual's 1/120 s resize debounce is in the wall time.
+    """
     from textual import events
     from textual.geometry import Size
 
@@ -104,20 +137,46 @@ async def layout_switch(samples_wanted: int) -> None:
             while app.live is None or app.live.state.phase != "ended":
                 await pilot.pause(0.05)
             await pilot.pause()
-            drawn, render, arm = timed_frames(app.main)
+            target = [0]
+            frames = [0]
+            done = asyncio.Event()
+            stamps = [0, 0]
+            original_display = app._display
+
+            def display(screen: Any, renderable: Any) -> None:
+                original_display(screen, renderable)
+                if renderable is None or done.is_set() or not target[0]:
+                    return
+                frames[0] += 1
+                if layout_shown(app, target[0]):
+                    stamps[:] = [time.perf_counter_ns(), time.process_time_ns()]
+                    done.set()
+
+            app._display = display  # type: ignore[method-assign]
+            driver = app._driver
+            assert driver is not None
             samples: list[int] = []
+            cpu: list[int] = []
+            frame_counts: list[int] = []
             for index in range(samples_wanted):
                 width = 100 if index % 2 == 0 else 120
-                arm(False)
-                arm(True)
-                start = time.perf_counter_ns()
-                app._driver._size = Size(width, 35)  # as Pilot.resize_terminal does for the headless driver
+                await pilot.pause()
+                done.clear()
+                frames[0] = 0
+                target[0] = width
+                start, start_cpu = time.perf_counter_ns(), time.process_time_ns()
+                driver._size = Size(width, 35)  # as Pilot.resize_terminal does for the headless driver
                 app.post_message(events.Resize(Size(width, 35), Size(width, 35)))
-                await asyncio.wait_for(drawn.wait(), timeout=5)
-                samples.append(time.perf_counter_ns() - start)
+                await asyncio.wait_for(done.wait(), timeout=5)
+                samples.append(stamps[0] - start)
+                cpu.append(stamps[1] - start_cpu)
+                frame_counts.append(frames[0])
+                target[0] = 0
+                await pilot.pause()
                 await pilot.pause()
                 assert app.main.panes.narrow == (width < 110), "the layout did not switch"
-            print(json.dumps({"samples_ns": samples}), flush=True)
+                assert layout_shown(app, width), "the layout did not stay switched"
+            print(json.dumps({"samples_ns": samples, "cpu_ns": cpu, "frames": frame_counts}), flush=True)
 
 
 async def append(samples_wanted: int, width: int = 160, height: int = 45) -> None:

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from console.export import transcript_markdown
@@ -26,6 +26,7 @@ from console.live import LiveSession, PendingReview, Phase, SessionSpec, Supervi
 from console.rules import LiveRules
 from console.screens.review import ReviewScreen
 from console.widgets.filter_bar import FilterBar
+from console.widgets.footer import ConsoleFooter
 from console.widgets.gate_log import GatePane
 from console.widgets.header import SessionHeader
 from console.widgets.ledger_tree import LedgerPane
@@ -117,7 +118,7 @@ class MainScreen(Screen[None]):
         yield Input(placeholder="Type the customer's message and press Enter (ctrl+e ends the conversation)",
                     id="customer-input")
         yield FilterBar(id="filter-bar")
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
     def panes(self) -> SessionPanes:
@@ -306,7 +307,11 @@ class MainScreen(Screen[None]):
         message.input.value = ""
         message.input.focus()
 
-    def on_resize(self, event: events.Resize) -> None:
+    async def on_resize(self, event: events.Resize) -> None:
+        """Switch the panes' layout, and the footer's keys with it ("Next pane" is stacked-only), before Textual
+        lays the screen out at its new size: that one layout pass and frame show the new layout complete."""
+        if self._mounted and self._panes.fit(event.size.width):
+            await self.query_one(ConsoleFooter).sync()
         self.refresh_bindings()
 
     # ------------------------------------------------------------------------------------------ actions

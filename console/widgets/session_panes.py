@@ -132,12 +132,24 @@ class SessionPanes(Horizontal):
                     self.set_front(name)
                 return
 
+    def fit(self, width: int) -> bool:
+        """Stacked below NARROW_WIDTH columns; True if the layout changed.
+
+        The screen calls this from its own Resize handler with the terminal's new width, which runs before
+        Textual's (the handlers are dispatched from the subclass up): the screen's one layout pass and frame
+        for the resize then already draw the new layout, instead of one frame in the old layout and a second
+        full layout pass once this container heard of its own new size.
+        """
+        narrow = width < NARROW_WIDTH
+        if narrow == self._narrow:
+            return False
+        self._narrow = narrow
+        self._apply_layout()
+        return True
+
     def on_resize(self, event: events.Resize) -> None:
-        """Stacked below NARROW_WIDTH columns of this container's own new width."""
-        narrow = event.size.width < NARROW_WIDTH
-        if narrow != self._narrow:
-            self._narrow = narrow
-            self._apply_layout()
+        """A screen that did not call `fit` first (or a container narrower than the screen): fit to our width."""
+        self.fit(event.size.width)
 
 
 def apply_filter(panes: SessionPanes, target: str, text: str) -> None:

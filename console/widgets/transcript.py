@@ -196,7 +196,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._lines = line
         self._resize_virtual()
 
-    def on_resize(self, event: events.Resize) -> None:
+    def _fit_width(self) -> None:
+        """Re-render the entries if the pane's width changed since they were rendered."""
         width = self._content_width()
         if width != self._width:
             self._width = width
@@ -205,11 +206,20 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._reflow()
             if self._follow:
                 self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_width()
         self.refresh()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """Draw the visible lines: the scroll offset, width and style are looked up once per frame, not
-        once per line (each is a chain of computed properties, and a frame after a scroll draws every line)."""
+        once per line (each is a chain of computed properties, and a frame after a scroll draws every line).
+
+        The entries are re-rendered here first if the pane's width changed: the screen's layout pass sizes
+        the pane and draws it in the same frame, before this pane's Resize message is handled, so without it
+        the first frame after a resize (a layout switch included) showed lines wrapped for the old width.
+        """
+        self._fit_width()
         scroll_x, scroll_y = self.scroll_offset
         self._frame = _Frame(scroll_x, scroll_y, self.scrollable_content_region.width)
         try:

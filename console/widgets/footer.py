@@ -1,0 +1,101 @@
+"""Textual's Footer, rebuilt only when the keys it shows change, and cheaply when they do.
+
+Textual's Footer recomposes itself (every key removed and mounted again) on each `refresh_bindings()`, and
+the console calls that often (each resize, each phase of a session), mostly with the same keys as before.
+Each new key also restyled itself twice on mount (its `compact` reactive starts True and is then bound to
+the footer's False), tens of milliseconds per rebuild with ~25 keys. This footer keeps the keys when
+nothing it shows changed, gives new keys the footer's `compact` before they mount, and lets the screen
+rebuild it before a layout pass (`sync`) so a resize that changes the keys draws them in its first frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from difflib import SequenceMatcher
+
+from textual._context import active_message_pump
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+Key = tuple[str, str, str, bool, str]  # key, action, description, enabled, tooltip: what one FooterKey shows
+
+
+class ConsoleFooter(Footer):
+    def __init__(self) -> None:
+        super().__init__()
+        self._shown: tuple[Key, ...] | None = None
+
+    def _keys(self) -> tuple[list[tuple[Binding, bool, str]], bool]:
+        """The keys `Footer.compose` would make now, in its order (one per action, the first binding of each),
+        and whether any binding belongs to a group (then the footer has KeyGroups, and is only recomposed)."""
+        first: dict[str, tuple[Binding, bool, str]] = {}
+        grouped = False
+        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if binding.show:
+                first.setdefault(binding.action, (binding, enabled, tooltip))
+                grouped = grouped or binding.group is not None
+        return list(first.values()), grouped
+
+    def _wanted(self) -> tuple[Key, ...]:
+        return tuple((b.key, b.action, b.description, enabled, tooltip) for b, enabled, tooltip in self._keys()[0])
+
+    def compose(self) -> Iterator[Widget]:
+        if self._bindings_ready:
+            self._shown = self._wanted()
+        for widget in super().compose():
+            # the keys bound to the footer's `compact` (the command palette's key is not: it stays compact)
+            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
+                widget.set_reactive(FooterKey.compact, self.compact)
+            yield widget
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        if self._bindings_ready and self.is_attached and screen is self.screen and self._wanted() == self._shown:
+            return
+        super().bindings_changed(screen)
+
+    async def sync(self) -> None:
+        """Update now (not after the next frame, as `bindings_changed` does) if the keys to show changed:
+        only the keys that come or go are removed or mounted when that is all that changed."""
+        if not (self._bindings_ready and self.app.app_focus and self.is_attached):
+            return
+        keys, grouped = self._keys()
+        wanted = tuple((b.key, b.action, b.description, enabled, tooltip) for b, enabled, tooltip in keys)
+        if wanted == self._shown:
+            return
+        # Run as if from the footer's own handler (as `call_after_refresh` would): each key's
+        # `data_bind(compact=Footer.compact)` binds to the active message pump, which must be this footer.
+        token = active_message_pump.set(self)
+        try:
+            shown_keys = [w for w in self.children if isinstance(w, FooterKey) and not w.has_class("-command-palette")]
+            if grouped or self._shown is None or len(shown_keys) != len(self._shown):
+                await self.recompose()
+                return
+            await self._patch(self._shown, wanted, keys, shown_keys)
+        finally:
+            active_message_pump.reset(token)
+
+    async def _patch(self, shown: tuple[Key, ...], wanted: tuple[Key, ...], keys: list[tuple[Binding, bool, str]],
+                     widgets: list[FooterKey]) -> None:
+        """Turn the keys on screen (`widgets`, showing `shown`) into `wanted` by removing and mounting keys."""
+        tail = [w for w in self.children if isinstance(w, FooterKey) and w.has_class("-command-palette")]
+        for tag, i1, i2, j1, j2 in SequenceMatcher(a=shown, b=wanted, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if tag in ("delete", "replace"):
+                await self.remove_children(widgets[i1:i2])
+            if tag in ("insert", "replace"):
+                anchor = widgets[i2] if i2 < len(widgets) else (tail[0] if tail else None)
+                new = [self._make_key(*keys[j]) for j in range(j1, j2)]
+                await (self.mount_all(new, before=anchor) if anchor is not None else self.mount_all(new))
+        self.styles.grid_size_columns = len(wanted)
+        self._shown = wanted
+
+    def _make_key(self, binding: Binding, enabled: bool, tooltip: str) -> FooterKey:
+        """A key exactly as `Footer.compose` makes an ungrouped one, with the footer's `compact` preset."""
+        key = FooterKey(binding.key, self.app.get_key_display(binding), binding.description, binding.action,
+                        disabled=not enabled, tooltip=tooltip).data_bind(compact=Footer.compact)
+        key.set_reactive(FooterKey.compact, self.compact)
+        return key
