@@ -140,11 +140,11 @@ class LedgerView:
         The hint text is built only when the evidence is missing: a rule that finds its record pays nothing."""
         try:
             value = self.get(path)
-        except EvidenceUnavailable as stale:
-            raise EvidenceUnavailable(path, stale_by=stale.stale_by, hint=f"Read it with {read_call}{note}") from None
-        if value is None:
-            raise EvidenceUnavailable(path, hint=f"Read it with {read_call}{note}")
-        return value
+        except EvidenceUnavailable:
+            value = None  # stale: `require` below says so, with the hint
+        if value is not None:
+            return value
+        return self.require(path, hint=f"Read it with {read_call}{note}")  # raises, with the hint
 
     def observations(self, path: str) -> list[JSON]:
         """Every value ever observed at `path`, oldest first, the current one last (stale or not).
