@@ -133,6 +133,7 @@ class SupervisorDecided(_Event):
     when: str
     reason: str = ""
     edited_arguments: dict[str, Any] | None = None
+    waited_s: float | None = None  # how long the call waited for this human (None: not measured)
 
 
 class ToolResultEvent(_Event):

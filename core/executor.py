@@ -121,7 +121,7 @@ class CallExecutor:
                     step=step, call=CallInfo.of(call),
                     gate_verdict=None if decision is None else decision.verdict.value,
                     decision=resolution.decision.value, who=resolution.who, when=self.clock(),
-                    reason=resolution.reason,
+                    reason=resolution.reason, waited_s=resolution.waited_s,
                     edited_arguments=None if resolution.arguments is None or unfit is not None
                     else dict(resolution.arguments)))
             if resolution.decision is Decision.EDIT:

@@ -30,6 +30,9 @@ class Resolution:
     who: str = "autopilot"
     reason: str = ""
     arguments: Mapping[str, Any] | None = None
+    # How long the call waited for this human, in seconds (None: nobody measured it, e.g. autopilot). The
+    # supervisor that asked measures it; the executor records it with the decision.
+    waited_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.decision is Decision.FORCE_ALLOW and not self.reason.strip():
@@ -38,6 +41,8 @@ class Resolution:
             raise ValueError("edit needs the new arguments")
         if self.decision in (Decision.FORCE_ALLOW, Decision.VETO, Decision.EDIT) and not self.who.strip():
             raise ValueError("an override must say who made it")
+        if self.waited_s is not None and not (0 <= self.waited_s < float("inf")):
+            raise ValueError("waited_s must be a finite, non-negative number of seconds")
 
     @property
     def is_human(self) -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from textual import events, on, work
@@ -275,10 +276,12 @@ class MainScreen(Screen[None]):
         review = message.review
         screen = ReviewScreen(review.call, review.decision, live.domain, self.operator)
         self.review_screen = screen
+        asked = time.monotonic()
 
         def done(resolution: Resolution | None) -> None:
             self.review_screen = None
-            review.resolve(resolution or Resolution(Decision.APPROVE, who=self.operator))
+            answer = resolution or Resolution(Decision.APPROVE, who=self.operator)
+            review.resolve(replace(answer, waited_s=round(time.monotonic() - asked, 3)))
 
         self.app.push_screen(screen, done)
 

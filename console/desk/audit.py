@@ -1,0 +1,112 @@
+"""The desk-wide audit log: one JSON line per operator decision and per outcome, on disk before it is shown.
+
+Every session's trace already records its own decisions (`supervisor_decision`, with who, when and how long
+the call waited); this log puts the decisions of every session of one desk in one file an auditor can
+filter by operator, gate verdict and decision (`read_audit`, `ledgeragent audit`). Outcomes are separate
+lines, written when the session's `tool_result` for the decided call arrives: a decision is never read as
+an outcome (a force-allowed write may still fail in the backend).
+
+Lines are flushed and fsynced one by one, so a `kill -9` loses at most a line being written; a torn last line
+is skipped (and counted) when reading, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from core import strict_json
+
+MAX_LINE = 1_000_000  # bytes: a longer line is not an audit record this desk wrote
+
+
+class AuditLog:
+    """Appends records to `path` (created with its folder), one line each, durable before `write` returns."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise ValueError("the audit log is closed")
+        self._file.write(strict_json.dumps(dict(record), ensure_ascii=False, sort_keys=True) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    """Which records to keep; None means any. Outcome lines follow the decision they belong to."""
+
+    operator: str | None = None
+    verdict: str | None = None
+    decision: str | None = None
+
+    def keeps(self, record: Mapping[str, Any]) -> bool:
+        if record.get("type") != "decision":
+            return False
+        if self.operator is not None and record.get("operator") != self.operator:
+            return False
+        if self.verdict is not None and str(record.get("gate_verdict")) != self.verdict:
+            return False
+        return self.decision is None or record.get("decision") == self.decision
+
+
+@dataclass
+class AuditRead:
+    decisions: list[dict[str, Any]]
+    outcomes: dict[str, dict[str, Any]]  # by "<session>/<call id>": what happened to the call in the end
+    skipped: int = 0  # lines that were not complete records (a torn last line after a crash)
+
+
+def iter_records(path: Path) -> Iterator[dict[str, Any] | None]:
+    """Each line's record, or None for a line that is not one (torn, too long, not strict JSON)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if len(raw) > MAX_LINE:
+                yield None
+                continue
+            try:
+                value = strict_json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                yield None
+                continue
+            yield value if isinstance(value, dict) else None
+
+
+def read_audit(path: Path, keep: AuditFilter | None = None) -> AuditRead:
+    """The decisions `keep` selects, oldest first, with the outcome of each decided call when it is known."""
+    keep = keep or AuditFilter()
+    read = AuditRead([], {})
+    for record in iter_records(path):
+        if record is None:
+            read.skipped += 1
+        elif record.get("type") == "outcome":
+            read.outcomes[call_key(record)] = record
+        elif keep.keeps(record):
+            read.decisions.append(record)
+    return read
+
+
+def call_key(record: Mapping[str, Any]) -> str:
+    """Which call a decision or outcome line is about: every decision of one call shares its outcome."""
+    return f"{record.get('session')}/{record.get('call_id')}"
+
+
+def describe_outcome(outcome: Mapping[str, Any] | None) -> str:
+    """An outcome line in words; "not known yet" when the session has not reported it."""
+    if outcome is None:
+        return "not known yet"
+    if outcome.get("executed"):
+        return "executed" if outcome.get("ok") else f"executed, failed: {outcome.get('content', '')}"[:200]
+    return f"not executed ({outcome.get('outcome')})"
