@@ -320,7 +320,7 @@ class Desk:
         phase = live.state.phase
         if phase == Phase.WAITING:
             session.phase = RowPhase.WAITING
-        elif live.pacer.waiting is not None:
+        elif live.pacer.waiting is not None and live.pacer.paused:  # (a step granted but not yet taken: no)
             session.phase = RowPhase.PAUSED
             if session.item is None:
                 self._add(session, ItemKind.STEP, None)
