@@ -26,6 +26,7 @@ from benchmarks.airline import bench_gate as bench_airline_gate
 from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, LedgerSetup, RetailData, build_ledger, load_retail_data
+from benchmarks.desk import bench_desk
 from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
@@ -97,6 +98,7 @@ GROUPS: tuple[Group, ...] = (
     Group("tools", lambda i: bench_tools(i.retail), "read and write tool calls on the retail DB"),
     Group("evaluation", lambda i: bench_evaluation(), "eval harness overhead, throughput, memory"),
     Group("console", lambda i: bench_console(), "console cold start, append an event, layout switch"),
+    Group("desk", lambda i: bench_desk(), "supervision desk: verdict -> inbox on screen, redraw, memory/session"),
     Group("backend_info", lambda i: list(bench_backend_info(i.retail)), "backend open, --db load, state hash"),
     Group("render", lambda i: [bench_render(i.retail.docs, setup=i.big)], "ledger.render() of 10,000 records"),
     Group("mark_stale", _mark_stale, "ledger.mark_stale, 200 and 10,000 records"),
