@@ -18,6 +18,7 @@ from console.live import LiveSession, PendingReview, SessionSpec, SupervisionMod
 from console.live_task import TaskSetupError, load_task, open_task_database
 from console.task_sessions import scenario_specs, task_specs
 from core.evaluation.facts import collect
+from core.evaluation.loading import load_results
 from core.evaluation.rewards import RewardInfo, evaluate, gold_state, prepare
 from core.evaluation.tasks import Task
 from core.evaluation.trajectory import tau2_messages
@@ -25,6 +26,7 @@ from core.supervisor import Decision, Resolution
 from core.trace import load_trace
 from domains.registry import load_domain
 from mock_backends.registry import backend_class, open_backend
+from tests.support.eval_domains import run_eval
 from tests.support.openai_stub import OpenAIStub, StubToolCall
 
 TASK = SessionSpec(scenario=None)  # the base every task spec here starts from
@@ -91,6 +93,25 @@ async def test_a_task_session_runs_offline_to_the_gold_outcome(domain: str, task
         phone = [e for e in events if e["type"] == "tool_result" and e["call"]["requestor"] == "user"]
         gold_phone = [a.name for a in load_task(domain, task_id).gold_actions if a.side == "user"]
         assert [e["call"]["name"] for e in phone if e["kind"] == "write"] == gold_phone == ["make_payment"] * 2
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "telehealth"])
+async def test_every_shipped_task_as_a_live_session_is_the_trial_eval_runs(domain: str, tmp_path: Path) -> None:
+    """`ledgeragent eval` (offline, ledger agent, one trial) and a live session per task record the same events,
+    one for one (the live session also names the rules version it ran; a trial does not)."""
+    assert await run_eval(["--domain", domain, "--agent", "ledger", "--trials", "1", "--concurrency", "1",
+                           "--out", str(tmp_path / "eval")]) == 0
+    trials = {t.task_id: t for t in load_results(tmp_path / "eval").trials}
+    specs = task_specs(domain, "all", TASK)
+    assert [s.task for s in specs] == list(trials)
+    for spec in specs:
+        live = LiveSession(spec, root=tmp_path / "home")
+        await live.run()
+        session = trace_events(live)
+        assert session[0].pop("rules_version") == live.rules_version
+        trial = trials[spec.task or ""]
+        assert trial.success, (spec.task, trial.failure)
+        assert session == [{k: v for k, v in e.items() if k != "rules_version"} for e in trial.events], spec.task
 
 
 async def test_two_task_sessions_have_their_own_folder_database_and_trace(tmp_path: Path) -> None:
