@@ -112,6 +112,9 @@ class SessionSpec:
         if self.seat == "customer":
             found.append(f"task {self.task!r} plays its own customer (scripted, or the user model): the customer "
                          "seat cannot be yours")
+        if self.model == "operator":
+            found.append(f"task {self.task!r} is played by the scripted agent or a model, not by you: you supervise "
+                         "it")
         if self.user_model is not None and not self.user_model.strip():
             found.append("user model name is empty")
         if self.user_model in ("scripted", "operator"):

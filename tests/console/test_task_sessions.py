@@ -267,6 +267,7 @@ async def test_an_llm_task_session_on_the_scripted_agent_with_a_user_model(tmp_p
     ({"task": "r99"}, "unknown task id(s) for retail: r99 (it has r01, "),
     ({"task": "r01", "scenario": "refund-to-original-payment"}, "a session runs a task or a scenario, not both"),
     ({"task": "r01", "seat": "customer"}, "task 'r01' plays its own customer"),
+    ({"task": "r01", "model": "operator"}, "task 'r01' is played by the scripted agent or a model, not by you"),
     ({"task": "r01", "user_model": " "}, "user model name is empty"),
     ({"task": "r01", "user_model": "scripted"}, "user model 'scripted': give a model name"),
     ({"user_model": "m", "scenario": "refund-to-original-payment"}, "a user model plays an evaluation task's "
