@@ -17,6 +17,7 @@ never pays for (tests/test_startup_imports.py).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -92,10 +93,6 @@ class TaskAgent:
         self._participants = OfflineParticipants(domain, load_offline_planner(domain.name))
         self._inner: ChatModel | None = None
 
-    @property
-    def planned(self) -> bool:
-        return self._inner is not None
-
     def plan(self, data: Mapping[str, Any]) -> None:
         self._inner = self._participants.agent(self.task, self.variant, 0, data)
         self.name = self._inner.name
@@ -136,11 +133,14 @@ async def open_task_database(domain: str, path: Path, source: Path | None, task:
         await set_scene(backend, task)
         if want_data and start is None:
             start = await backend.export()
-    except (ToolError, RuntimeError) as exc:
-        await backend.close()
+    except (ToolError, RuntimeError, ValueError) as exc:  # ValueError: patched data the domain's models refuse
+        with contextlib.suppress(Exception):
+            await backend.close()
         message = exc.message if isinstance(exc, ToolError) else str(exc)
-        raise TaskSetupError(f"task {task.id}: cannot set its starting state: {message}") from exc
+        lines = message.splitlines() or [type(exc).__name__]
+        raise TaskSetupError(f"task {task.id}: cannot set its starting state: {lines[0]}") from exc
     except BaseException:
-        await backend.close()
+        with contextlib.suppress(Exception):
+            await backend.close()
         raise
     return backend, start

@@ -336,6 +336,13 @@ async def test_a_task_whose_scene_cannot_be_set_says_so_in_one_line(tmp_path: Pa
         await open_task_database("retail", tmp_path / "db.sqlite", None, task, want_data=True)
 
 
+async def test_a_patch_the_domain_refuses_is_a_setup_error_in_one_line(tmp_path: Path) -> None:
+    task = patched(load_task("retail", "r01"), {"agent_data": {"orders": {"#W3354738": {"items": "not a list"}}}})
+    with pytest.raises(TaskSetupError, match=r"^task r01: cannot set its starting state: 1 validation error") as info:
+        await open_task_database("retail", tmp_path / "db.sqlite", None, task, want_data=True)
+    assert "\n" not in str(info.value)
+
+
 # -- the spec lists a desk starts from --------------------------------------------------------------
 
 
