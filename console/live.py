@@ -402,11 +402,7 @@ class LiveSession:
 
     async def open(self) -> None:
         self.folder = new_session_dir(self.spec.domain, self.spec.label or "chat", self.root)
-        try:
-            self.backend = await self._open_database(self.folder / "db.sqlite")
-        except BaseException:
-            self._discard_if_unused()  # nothing ran: no folder is left behind
-            raise
+        self.backend = await self._open_database(self.folder / "db.sqlite")
         config = AGENTS[self.spec.agent]
         if self.spec.disabled_predicates:
             config = AgentConfig(ledger=config.ledger, gate=config.gate,
@@ -459,8 +455,6 @@ class LiveSession:
         try:
             if trace.stat().st_size:
                 return
-        except FileNotFoundError:
-            pass  # the session failed while opening (a bad database, a task whose scene cannot be set)
         except OSError:
             return
         for name in ("trace.jsonl", "db.sqlite", "db.sqlite-wal", "db.sqlite-shm"):

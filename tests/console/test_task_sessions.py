@@ -290,14 +290,6 @@ def test_a_task_spec_is_valid_without_a_scenario_and_in_the_watch_seat() -> None
     assert SessionSpec(scenario=None).problems() != []  # a scenario-less spec without a task is still free chat
 
 
-async def test_a_session_that_cannot_open_leaves_no_folder(tmp_path: Path) -> None:
-    spec = replace_task(TASK, "retail", "r01")
-    live = LiveSession(replace(spec, db=tmp_path / "missing.json"), root=tmp_path / "home")
-    with pytest.raises(ValueError, match="no such database file"):
-        await live.open()
-    assert list((tmp_path / "home" / "sessions").iterdir()) == []
-
-
 # -- the starting data: tau2's initialization_data patch ---------------------------------------------
 
 
