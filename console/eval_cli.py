@@ -40,7 +40,7 @@ from core.evaluation.harness import EvalOutcome, run_evaluation
 from core.evaluation.judge import close_judge, llm_judge
 from core.evaluation.loading import load_results
 from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
-from core.evaluation.offline import GoldPlanner, OfflinePlanner
+from core.evaluation.offline import OfflinePlanner
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
 from core.evaluation.regrade import RegradeDomain, regrade
@@ -59,7 +59,7 @@ from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks
 from core.evaluation.tau2_format import write_tau2
 from core.llm.base import ChatModel
 from core.llm.tokenizer import tokenizer_name
-from domains.registry import DOMAINS, UnknownDomain, load_domain
+from domains.registry import DOMAINS, UnknownDomain, load_domain, load_offline_planner
 from mock_backends.registry import BackendSourceError, backend_class, open_backend
 
 # A tau2 data folder's task file: the full set, else the small split (tau2 telecom's 4 MiB tasks.json is often
@@ -212,14 +212,7 @@ def _check_task_domain(tasks: list[Task], domain: Domain, path: Path) -> None:
 
 def _planner(domain: Domain) -> OfflinePlanner:
     """The domain's careful-agent planner (`domains.<d>.offline.PLANNER`), else the generic gold planner."""
-    try:
-        module = importlib.import_module(f"domains.{domain.name}.offline")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"domains.{domain.name}.offline":
-            raise
-        return GoldPlanner()
-    planner: OfflinePlanner = module.PLANNER
-    return planner
+    return load_offline_planner(domain.name)
 
 
 def _model_factory(name: str, base_url: str | None, args: argparse.Namespace,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.rules import LiveRules, shipped_rules
 from console.storage import new_session_dir
@@ -31,6 +31,9 @@ from core.users import HumanUser, UserProxy
 from domains.registry import load_domain, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import open_backend
+
+if TYPE_CHECKING:  # the evaluation harness is imported only by task sessions (console cold start)
+    from core.evaluation.tasks import Task
 
 
 class SupervisionMode(StrEnum):
@@ -66,21 +69,60 @@ class SessionSpec:
     db: Path | None = None
     disabled_predicates: tuple[str, ...] = ()
     pace: float = 0.0  # seconds between steps, so an audience can follow a scripted demo
+    # An evaluation task of `domain` (domains/<d>/tasks/tasks.json), run as `ledgeragent eval` runs a trial
+    # (console/live_task.py): its starting database, its customer, and with model "scripted" the domain's
+    # careful offline agent planned from it. Needs scenario=None.
+    task: str | None = None
+    user_model: str | None = None  # with a task: an LLM user simulator plays the customer (same endpoint)
+
+    @property
+    def label(self) -> str | None:
+        """What the session runs, as its trace's session_started names it: the scenario, `task <id>` (the
+        name `eval` gives its trials), or None (free chat)."""
+        return f"task {self.task}" if self.task is not None else self.scenario
 
     def problems(self) -> list[str]:
         found: list[str] = []
         if self.agent not in AGENTS:
             found.append(f"unknown agent {self.agent!r}")
-        if self.model == "scripted" and self.scenario is None:
+        if self.task is not None:
+            found += self._task_problems()
+        elif self.user_model is not None:
+            found.append("a user model plays an evaluation task's customer: it needs a task")
+        if self.model == "scripted" and self.scenario is None and self.task is None:
             found.append("the scripted demo model needs a scenario (free chat needs a real model or you as agent)")
         if self.model == "operator" and self.seat == "customer":
             found.append("you cannot play both the agent and the customer")
-        if self.model == "operator" and self.scenario is None:
+        if self.model == "operator" and self.scenario is None and self.task is None:
             found.append("playing the agent needs a scenario for the customer's lines")
         if self.model not in ("scripted", "operator") and not self.model.strip():
             found.append("model name is empty")
-        if self.seat == "watch" and self.scenario is None:
+        if self.seat == "watch" and self.scenario is None and self.task is None:
             found.append("free chat needs you in the customer seat")
+        return found
+
+    def _task_problems(self) -> list[str]:
+        assert self.task is not None
+        from console.live_task import unknown_tasks  # the evaluation harness: only for task sessions
+
+        found: list[str] = []
+        if self.scenario is not None:
+            found.append(f"a session runs a task or a scenario, not both (task {self.task!r}, scenario "
+                         f"{self.scenario!r}: set scenario=None)")
+        if self.seat == "customer":
+            found.append(f"task {self.task!r} plays its own customer (scripted, or the user model): the customer "
+                         "seat cannot be yours")
+        if self.model == "operator":
+            found.append(f"task {self.task!r} is played by the scripted agent or a model, not by you: you supervise "
+                         "it")
+        if self.user_model is not None and not self.user_model.strip():
+            found.append("user model name is empty")
+        if self.user_model in ("scripted", "operator"):
+            found.append(f"user model {self.user_model!r}: give a model name, or none for the task's scripted "
+                         "customer")
+        problem = unknown_tasks(self.domain, [self.task])
+        if problem is not None:
+            found.append(problem)
         return found
 
 
@@ -242,6 +284,11 @@ class LiveSession:
             self.domain = replace(self.domain, predicates=reloaded.predicates)
         self.rules: LiveRules = reloaded or shipped_rules(self.domain)
         self.scenario: Scenario | None = None
+        self.task: Task | None = None
+        if spec.task is not None:
+            from console.live_task import load_task
+
+            self.task = load_task(spec.domain, spec.task)
         if spec.scenario is not None:
             available = list_scenarios(self.domain.scenarios_dir)
             if spec.scenario not in available:
@@ -258,7 +305,9 @@ class LiveSession:
         self._on_review = on_review
         self.human = HumanUser() if spec.seat == "customer" else None
         self.operator_agent = OperatorAgent(self._changed) if spec.model == "operator" else None
-        self.model: ChatModel = self._make_model(model_factory)
+        self._model_factory = model_factory
+        self.model: ChatModel = self._make_model()
+        self._customer_model: ChatModel | None = None  # a task's user simulator model, closed with the session
         self.root = root
         self.folder: Path | None = None
         self.backend: SQLiteToolBackend | None = None
@@ -271,19 +320,33 @@ class LiveSession:
 
     # --------------------------------------------------------------------------------------- wiring
 
-    def _make_model(self, factory: Callable[[SessionSpec], ChatModel] | None) -> ChatModel:
+    def _make_model(self) -> ChatModel:
         if self.operator_agent is not None:
             return self.operator_agent
+        if self.spec.model == "scripted" and self.task is not None:
+            from console.live_task import task_agent
+
+            return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent])  # planned in open()
         if self.spec.model == "scripted":
             assert self.scenario is not None
             return self.scenario.build_model(load_offline_reader(self.spec.domain))
-        if factory is not None:
-            return factory(self.spec)
-        return OpenAIChatModel(self.spec.model, base_url=self.spec.base_url)
+        return self._real_model(self.spec.model)
+
+    def _real_model(self, name: str) -> ChatModel:
+        """A model by name on the session's endpoint, with the console's model settings when it has them."""
+        if self._model_factory is not None:
+            return self._model_factory(replace(self.spec, model=name))
+        return OpenAIChatModel(name, base_url=self.spec.base_url)
 
     def _user(self) -> UserProxy:
         if self.human is not None:
             return self.human
+        if self.task is not None:
+            from console.live_task import task_customer
+
+            if self.spec.user_model is not None:
+                self._customer_model = self._real_model(self.spec.user_model)
+            return task_customer(self.task, self._customer_model)
         assert self.scenario is not None
         return self.scenario.build_user()
 
@@ -338,9 +401,8 @@ class LiveSession:
     # --------------------------------------------------------------------------------------- lifecycle
 
     async def open(self) -> None:
-        label = self.spec.scenario or "chat"
-        self.folder = new_session_dir(self.spec.domain, label, self.root)
-        self.backend = await open_backend(self.spec.domain, self.folder / "db.sqlite", self.spec.db)
+        self.folder = new_session_dir(self.spec.domain, self.spec.label or "chat", self.root)
+        self.backend = await self._open_database(self.folder / "db.sqlite")
         config = AGENTS[self.spec.agent]
         if self.spec.disabled_predicates:
             config = AgentConfig(ledger=config.ledger, gate=config.gate,
@@ -349,8 +411,22 @@ class LiveSession:
             domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
             supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,
             max_steps=self.scenario.max_steps if self.scenario else self.spec.max_steps,
-            scenario=self.spec.scenario, pacer=self._pace, on_model_error=self._model_failed,
+            scenario=self.spec.label, pacer=self._pace, on_model_error=self._model_failed,
             rules_version=self.rules.version)
+
+    async def _open_database(self, path: Path) -> SQLiteToolBackend:
+        """The session's own database: the given or shipped data, in a task's starting state for a task (and
+        the task's offline agent planned over it). Raises TaskSetupError when a task's scene cannot be set."""
+        if self.task is None:
+            return await open_backend(self.spec.domain, path, self.spec.db)
+        from console.live_task import TaskAgent, open_task_database
+
+        planned = self.model if isinstance(self.model, TaskAgent) else None
+        backend, data = await open_task_database(self.spec.domain, path, self.spec.db, self.task,
+                                                 want_data=planned is not None)
+        if planned is not None and data is not None:
+            planned.plan(data)
+        return backend
 
     async def close(self) -> None:
         """Release the database. Safe to call twice, and while the session task is being cancelled."""
@@ -358,6 +434,11 @@ class LiveSession:
         if backend is not None:
             await backend.close()
             self._discard_if_unused()
+        customer, self._customer_model = self._customer_model, None
+        close = getattr(customer, "aclose", None)
+        if close is not None:  # a task's user simulator: its HTTP client
+            with contextlib.suppress(Exception):
+                await close()
 
     def _discard_if_unused(self) -> None:
         """A session that never started leaves no folder behind.

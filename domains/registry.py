@@ -6,9 +6,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.domain import Domain
 from core.llm.offline_agent import CustomerReader
+
+if TYPE_CHECKING:  # the evaluation harness is imported only when a planner is asked for (console cold start)
+    from core.evaluation.offline import OfflinePlanner
 
 DOMAINS: tuple[str, ...] = tuple(sorted(
     info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]) if info.ispkg
@@ -39,3 +43,28 @@ def load_offline_reader(name: str) -> CustomerReader | None:
         return None
     reader: CustomerReader | None = getattr(module, "READER", None)
     return reader
+
+
+def tasks_file(name: str) -> Path | None:
+    """The domain's shipped evaluation tasks (`domains/<d>/tasks/tasks.json`), or None when it ships none."""
+    load_domain(name)
+    path = Path(__file__).parent / name / "tasks" / "tasks.json"
+    return path if path.is_file() else None
+
+
+def load_offline_planner(name: str) -> OfflinePlanner:
+    """The domain's careful-agent planner for offline task runs (`domains.<d>.offline.PLANNER`), else the
+    generic gold planner: what `ledgeragent eval` plays without --model, and a console task session too."""
+    load_domain(name)
+    try:
+        module = importlib.import_module(f"domains.{name}.offline")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"domains.{name}.offline":
+            raise
+        module = None
+    planner: OfflinePlanner | None = getattr(module, "PLANNER", None)
+    if planner is None:
+        from core.evaluation.offline import GoldPlanner
+
+        return GoldPlanner()
+    return planner

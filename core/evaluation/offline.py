@@ -246,6 +246,12 @@ def _refused(content: str) -> bool:
     return content.startswith(("REVISE", "BLOCK", "Error", "NOT EXECUTED"))
 
 
+def scripted_agent_name(error_rate: float) -> str:
+    """The model name an `AdaptiveScriptedAgent` records (known before its plan is: a console session names its
+    agent before the task's database is open)."""
+    return "scripted-careful" if error_rate == 0 else f"scripted-error-prone(p={error_rate:g})"
+
+
 class AdaptiveScriptedAgent:
     """A deterministic `ChatModel` that plays an `OfflinePlan` and reacts to tool results (see module doc)."""
 
@@ -254,7 +260,7 @@ class AdaptiveScriptedAgent:
     def __init__(self, plan: OfflinePlan, *, error_rate: float = 0.0, seed: str = "0") -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError("error_rate must be between 0 and 1")
-        self.name = "scripted-careful" if error_rate == 0 else f"scripted-error-prone(p={error_rate:g})"
+        self.name = scripted_agent_name(error_rate)
         self.plan = plan
         self.error_rate = error_rate
         self.slips: list[str] = []  # what the error-prone agent got wrong on purpose, for the report

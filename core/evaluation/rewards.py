@@ -162,9 +162,16 @@ async def run_initialization(backend: TrialBackend, action: EnvFunctionCall) -> 
 
 
 async def prepare(backend: TrialBackend, base: Any, task: Task) -> None:
-    """Back to the baseline, then the task's initialization actions of both sides in order (each followed by
-    the sync), then one more sync: the state the session starts from, and the replays' starting point."""
+    """Back to the baseline, then the task's scene (`set_scene`): the state the session starts from, and the
+    replays' starting point."""
     await backend.restore(base)
+    await set_scene(backend, task)
+
+
+async def set_scene(backend: TrialBackend, task: Task) -> None:
+    """The task's initialization actions of both sides in order (each followed by the sync), then one more
+    sync, on the database as it is: `prepare` without the restore, for a database opened just for this task
+    (a console session), which needs no baseline snapshot."""
     state = task.initial_state
     for action in (state.initialization_actions or []) if state is not None else []:
         await run_initialization(backend, action)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import itertools
 import time
 import traceback
@@ -52,6 +51,7 @@ from core.evaluation.rewards import (
     gold_state,
     prepare,
 )
+from core.evaluation.starting import patched_source, task_patch
 from core.evaluation.tasks import InitializationData, Task
 from core.evaluation.trajectory import tau2_messages
 from core.evaluation.usage import MeteredModel, agent_usage, role_usage
@@ -156,15 +156,6 @@ class _Slot:
     base: Any
 
 
-def _deep_merge(base: Any, patch: Any) -> Any:
-    if isinstance(base, dict) and isinstance(patch, Mapping):
-        merged = dict(base)
-        for key, value in patch.items():
-            merged[key] = _deep_merge(base.get(key), value) if key in base else copy.deepcopy(value)
-        return merged
-    return copy.deepcopy(patch)
-
-
 def _crash_text(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno})" if frames else ""
@@ -255,9 +246,8 @@ class EvalRunner:
         """A database of its own for a task whose initial state patches the data (rare; tau2 airline and
         retail have none), built from the baseline with the patch deep-merged in (`_patched_source`). The
         planner's data for it (`patched:<id>`) is that database's export after the initialization actions."""
-        state = task.initial_state
-        patch = state.initialization_data if state is not None else None
-        if patch is None or not (patch.agent_data or patch.user_data):
+        patch = task_patch(task)
+        if patch is None:
             return None
         if run.create_backend is None:
             raise RuntimeError("this task patches the initial data, and no create_backend was given")
@@ -274,21 +264,9 @@ class EvalRunner:
         return own
 
     async def _patched_source(self, run: DomainRun, slot: _Slot, patch: InitializationData) -> Mapping[str, Any]:
-        """The baseline with tau2's `initialization_data` deep-merged in (objects key by key, anything else
-        replaced). A dual-control backend (one with `export_tau2`, e.g. telecom) is patched in tau2's own
-        layout: `agent_data` into its agent DB, `user_data` into the phone's user DB. Any other backend has no
-        user side, so a `user_data` patch is an error there rather than silently dropped."""
-        export_tau2: Callable[[], Awaitable[Mapping[str, Any]]] | None = getattr(slot.backend, "export_tau2", None)
-        if export_tau2 is not None:
-            layout = await export_tau2()
-            return {"db": _deep_merge(layout["db"], patch.agent_data or {}),
-                    "user_db": _deep_merge(layout["user_db"], patch.user_data or {})}
-        if patch.user_data:
-            raise RuntimeError("this task patches the user's data (initialization_data.user_data), and the "
-                               f"{run.domain.name} backend has no user side")
-        baseline = run._data.get("") or await slot.backend.export()
-        run._data[""] = baseline
-        return dict(_deep_merge(baseline, patch.agent_data or {}))
+        """The baseline with tau2's `initialization_data` deep-merged in (`starting.patched_source`: objects key
+        by key, anything else replaced; a dual-control backend patched in tau2's layout, both sides)."""
+        return await patched_source(slot.backend, patch, run.domain.name, run._data.get(""))
 
     # -- one trial -----------------------------------------------------------------------------------
 
