@@ -319,3 +319,27 @@ async def test_the_change_a_request_made_is_pushed_before_its_answer(folder: Pat
         claimed = [i["claimed_by"] for i in lines[-2]["snapshot"]["items"] if i["id"] == item]
         assert lines[-1] == {"id": 2, "ok": True, "result": None} and claimed == ["zed"]
         raw.writer.close()
+
+
+async def test_pushes_are_coalesced_the_latest_wins(folder: Path) -> None:
+    async with served_desk(folder, specs(1)) as served:
+        alice = await RemoteDesk.connect(served.path, "alice")
+        await until_items(alice)  # the one session now waits on its item: nothing else changes the desk
+        item = alice.snapshot().items[0].id
+        raw = await RawClient.open(served.path)
+        await raw.send(b'{"id": 1, "op": "hello", "operator": "zed"}\n')
+        for _ in range(50):  # fifty changes in a burst
+            await served.desk.release_all("nobody")
+        await served.desk.claim(item, "bob")
+        raw.writer.write(b'{"id": 2, "op": "release", "item": "none"}\n')
+        await raw.writer.drain()
+        pushes = []
+        while True:
+            message = json.loads(await asyncio.wait_for(raw.reader.readline(), 30))
+            if "push" not in message:
+                break
+            pushes.append(message)
+        assert message["id"] == 2 and 1 <= len(pushes) <= 2
+        assert pushes[-1]["snapshot"]["items"][0]["claimed_by"] == "bob"
+        raw.writer.close()
+        await alice.close()
