@@ -1,4 +1,5 @@
-"""One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs.
+"""One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs
+(`python -m console.tab supervise --connect … --operator …` under `serve --supervise`: an operator at the desk).
 
 It is `ledgeragent console <options>`, with stderr kept out of the web server. textual-serve pipes a console's
 stderr to the server (and its own code copied whatever came to the server's stdout), so a crash traceback, with
@@ -48,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from console.cli import main as console_main
 
-        status = console_main(["console", *argv])
+        status = console_main(argv if argv[:1] == ["supervise"] else ["console", *argv])  # a desk tab: serve.py
     except SystemExit as exc:  # argparse: its message is already in the log
         status = exc.code if isinstance(exc.code, int) else 2
     except BaseException:  # noqa: BLE001 - whatever escapes, its traceback belongs in the log, not on a screen

@@ -1,0 +1,139 @@
+"""`ledgeragent serve --supervise` (issue 15 item 5): one headless desk host, started and ended with the real
+server (`python -m console.serve --port 0`), its socket in a private folder; operators named by the page's
+`?operator=` (checked), each tab's console started to join the desk as that operator.
+
+The desk screens a tab shows (`ledgeragent supervise --connect`) are built on another branch: here the desk
+is driven over its socket with `RemoteDesk`, as the tabs' processes will drive it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from benchmarks.browser import Chromium, DevToolsError, find_chromium
+from benchmarks.serve import ServedConsole, Tab
+from console.desk.remote import RemoteDesk
+from console.serve import ServeError, build_config, register
+from console.serve_policy import tab_operator
+from tests.support.desk_remote import SCENARIO, until, until_items
+
+CHROMIUM = find_chromium()
+TOKEN = "t0ken-for-desk-tests-0123456789"
+DESK = ("--supervise", "--mode", "approve writes", "--scenario", SCENARIO)
+
+
+@pytest.fixture(autouse=True)
+def no_token_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEDGERAGENT_TOKEN", raising=False)
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+def test_an_operator_name_from_the_page_is_checked() -> None:
+    assert tab_operator(None, 3) == "operator-3"
+    assert tab_operator("alice.b@desk-1", 1) == "alice.b@desk-1"
+    for bad in ("", "a b", "-alice", "a;rm", "x" * 65, "é", "a\n", "$(id)"):
+        with pytest.raises(ValueError, match="1-64 letters"):
+            tab_operator(bad, 1)
+
+
+def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
+    env = {"LEDGERAGENT_HOME": str(tmp_path)}
+    config = build_config(parse(*DESK, "--concurrency", "3"), env)
+    assert config.desk is not None
+    socket = Path("/run/x/desk.sock")
+    host = config.desk.host(socket)
+    assert host[1:5] == ["-m", "console.desk.hosting", "listen", str(socket)]
+    assert host[5:] == ["--domain", "retail", "--mode", "approve writes", "--agent", "ledger", "--concurrency", "3",
+                        "--scenario", SCENARIO]
+    assert config.desk.tab(socket, "alice")[1:] == ["-m", "console.tab", "supervise", "--connect", str(socket),
+                                                     "--operator", "alice"]
+    assert config.desk.tab_command(socket, "bob").endswith(f"--connect {socket} --operator bob")
+    with pytest.raises(ServeError, match="needs a --mode that asks a human"):
+        build_config(parse("--supervise"), env)
+    with pytest.raises(ServeError, match="unknown scenario 'nope'"):
+        build_config(parse("--supervise", "--mode", "step", "--scenario", "nope"), env)
+    with pytest.raises(ServeError, match="--model: not with --supervise"):
+        build_config(parse(*DESK, "--model", "m"), env)
+    everything = build_config(parse("--supervise", "--mode", "step", "--domain", "airline"), env)
+    assert everything.desk is not None and "--scenario" not in everything.desk.host_options
+
+
+async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_server(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with ServedConsole(*DESK, "--token", TOKEN, home=home) as server, server.log_on_failure():
+        found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
+        pid, socket = int(found.group(1)), Path(found.group(2))
+        assert stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(socket.stat().st_mode) == 0o600
+        assert home not in socket.parents  # a private folder of its own, not the data dir
+        alice = await RemoteDesk.connect(socket, "alice")
+        bob = await RemoteDesk.connect(socket, "bob")
+        await until_items(alice)
+        await until_items(bob)
+        item = bob.snapshot().items[0].id
+        await alice.claim(item, "alice")
+        await until(bob, lambda: bob.snapshot().items[0].claimed_by == "alice", "bob sees alice's claim")
+        await alice.decide(item, "alice", "accept_verdict")
+        await until(bob, lambda: bob.snapshot().item(item) is None, "the decided call leaves bob's inbox")
+        await alice.close()
+        server.wait_for_line(r"desk host: desk: alice disconnected; released 0 claim", 30)
+        await bob.close()
+        server.stop()
+        assert not socket.parent.exists()
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    traces = list((home / "sessions").glob("*/trace.jsonl"))
+    assert len(traces) == 1 and '"type":"session_ended"' in traces[0].read_text()
+
+
+async def test_each_tab_joins_the_desk_as_the_operator_its_page_names(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with ServedConsole(*DESK, "--token", TOKEN, home=home) as server, server.log_on_failure():
+        server.wait_for_line(r"desk host pid \d+: desk: ", 60)
+        async with aiohttp.ClientSession(headers=headers) as http:
+            for query in ("operator=a%20b", "operator=%24%28id%29", "operator=" + "x" * 65):
+                async with http.get(f"{server.url}/?{query}") as page:
+                    assert page.status == 400 and "Bad operator name" in await page.text()
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await http.ws_connect(f"{server.url}/ws?width=80&height=24&{query}")
+                assert refused.value.status == 400
+            start = len(server.lines)
+            tab = await Tab.open(http, server.url, width=100, height=30, token=None)
+            named = await http.ws_connect(f"{server.url}/ws?width=100&height=30&operator=alice")
+            server.wait_for_line(r"tab opened .* as operator alice ", 60, start=start)
+            server.wait_for_line(r"tab opened .* as operator operator-\d+ ", 60, start=start)
+            await named.close()
+            await tab.socket.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
+async def test_in_the_browser_the_page_names_its_tab_operator(tmp_path: Path) -> None:
+    """The page's script carries `?operator=` to the websocket URL that textual.js builds itself."""
+    assert CHROMIUM is not None
+    home = tmp_path / "home"
+    with ServedConsole(*DESK, home=home) as server, server.log_on_failure():
+        server.wait_for_line(r"desk host pid \d+: desk: ", 60)
+        try:
+            browser = await Chromium(CHROMIUM).start()
+        except DevToolsError as exc:
+            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
+        try:
+            start = len(server.lines)
+            page = await browser.new_page(1200, 700)
+            await page.goto(server.open_url + "&operator=carol")  # the printed URL holds the token
+            server.wait_for_line(r"tab opened .* as operator carol ", 60, start=start)
+            await page.close()
+        finally:
+            await browser.close()
