@@ -20,7 +20,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -83,6 +83,36 @@ async def host_until_stopped(desk: Desk, path: Path, *, announce: Callable[[str]
     return 0
 
 
+def run_hosting(args: argparse.Namespace, build_desk: Callable[[], Desk],
+                open_screens: Callable[[RemoteDesk], Awaitable[int]]) -> int | None:
+    """The `--listen` / `--connect` branch of `ledgeragent supervise`; None when neither option was given.
+
+    `build_desk` makes the desk from the command's own session options (for `--listen`); `open_screens`
+    runs the desk screens on the `RemoteDesk` (for `--connect`, as `args.operator`) and returns the exit status.
+    Failures are CliError (one line, exit 2, via `run_handler`).
+    """
+    if getattr(args, "listen", None):
+        path = Path(args.listen)
+
+        async def serve() -> int:
+            return await host_until_stopped(build_desk(), path, log=lambda line: print(line, file=sys.stderr,
+                                                                                      flush=True))
+
+        return asyncio.run(serve())
+    if getattr(args, "connect", None):
+        target = args.connect
+
+        async def join() -> int:
+            remote = await connect(target, args.operator)
+            try:
+                return await open_screens(remote)
+            finally:
+                await remote.close()
+
+        return asyncio.run(join())
+    return None
+
+
 async def connect(path: Path | str, operator: str, *, timeout: float = 10.0) -> RemoteDesk:
     """A `RemoteDesk` on the desk at `path` as `operator`; CliError (one line) when there is none there."""
     try:
@@ -139,25 +169,22 @@ def _listen(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot create the audit log's folder {audit.parent}: {exc.strerror or exc}") from None
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    async def run() -> int:
-        desk = Desk(specs, concurrency=args.concurrency, root=root, audit_path=audit)
-        return await host_until_stopped(desk, Path(args.path), log=log)
-
-    return asyncio.run(run())
+    args.listen = args.path
+    status = run_hosting(args, lambda: Desk(specs, concurrency=args.concurrency, root=root, audit_path=audit),
+                         _open_screens)
+    assert status is not None
+    return status
 
 
 def _connect(args: argparse.Namespace) -> int:
-    async def run() -> int:
-        remote = await connect(args.path, args.operator)
-        try:
-            return await _open_screens(remote)
-        finally:
-            await remote.close()
+    args.connect = args.path
+    status = run_hosting(args, _no_desk, _open_screens)
+    assert status is not None
+    return status
 
-    return asyncio.run(run())
+
+def _no_desk() -> Desk:
+    raise CliError("connect builds no desk")
 
 
 async def _open_screens(remote: RemoteDesk) -> int:

@@ -43,6 +43,8 @@ class DeskProcess:
         self.socket: Path | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._stderr: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def pid(self) -> int | None:
@@ -67,7 +69,15 @@ class DeskProcess:
             why = errors[-1] if errors else f"it did not say where it serves within {START_TIMEOUT:.0f} s"
             raise CliError(f"the desk host did not start: {why}")
         self.log(f"desk host pid {self._process.pid}: {line.decode('utf-8', 'replace').strip()}")
+        self._watch = asyncio.create_task(self._watch_exit(self._process))
         return self.socket
+
+    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+        """A host that ends by itself (a crash, a kill) is said in the log: every tab now says the desk is gone."""
+        status = await process.wait()
+        if not self._stopping:
+            self.log(f"desk host pid {process.pid} exited by itself (status {status}): the tabs cannot reach the "
+                     "desk any more; restart the server")
 
     async def _relay(self, stream: asyncio.StreamReader, keep: list[str]) -> None:
         logged = 0
@@ -82,6 +92,7 @@ class DeskProcess:
 
     async def stop(self) -> int | None:
         """SIGTERM, then SIGKILL after STOP_GRACE; remove the folder. The exit status."""
+        self._stopping = True
         process = self._process
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

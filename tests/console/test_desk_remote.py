@@ -364,3 +364,15 @@ async def test_the_pushed_snapshot_is_exactly_to_json(folder: Path) -> None:
         assert snapshot.items[0].rules and snapshot.items[0].arguments and snapshot.items[0].claimed_by
         assert json.loads(json.dumps(snapshot_json(snapshot))) == json.loads(json.dumps(snapshot.to_json()))
         await alice.close()
+
+
+async def test_session_events_longer_than_a_page_come_whole(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("console.desk.remote.EVENTS_PAGE", 4)
+    async with served_desk(folder, specs(1)) as served:
+        alice = await RemoteDesk.connect(served.path, "alice")
+        await until_items(alice)
+        session = alice.snapshot().items[0].session_id
+        everything = await served.desk.session_events(session)
+        assert len(everything) > 8 and await alice.session_events(session) == everything
+        assert await alice.session_events(session, since=5) == everything[5:]
+        await alice.close()

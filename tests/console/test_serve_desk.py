@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from benchmarks.browser import Chromium, DevToolsError, find_chromium
 from benchmarks.serve import ServedConsole, Tab
 from console.desk.remote import RemoteDesk
+from console.desk.view import DeskRefused
 from console.serve import ServeError, build_config, register
 from console.serve_policy import tab_operator
 from tests.support.desk_remote import SCENARIO, until, until_items
@@ -137,3 +139,13 @@ async def test_in_the_browser_the_page_names_its_tab_operator(tmp_path: Path) ->
             await page.close()
         finally:
             await browser.close()
+
+
+async def test_a_desk_host_that_dies_is_said_in_the_server_log(tmp_path: Path) -> None:
+    with ServedConsole(*DESK, "--token", TOKEN, home=tmp_path / "home") as server, server.log_on_failure():
+        found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
+        os.kill(int(found.group(1)), signal.SIGKILL)
+        server.wait_for_line(r"desk host pid \d+ exited by itself \(status -9\): the tabs cannot reach the desk", 30)
+        with pytest.raises(DeskRefused, match="no desk is listening"):
+            await RemoteDesk.connect(Path(found.group(2)), "alice")
+        assert server.stop() == 0
