@@ -191,9 +191,9 @@ def desk_serving(args: argparse.Namespace) -> DeskServing:
     except CliError as exc:
         raise ServeError(str(exc)) from None
     options = ["--domain", args.domain, "--mode", args.mode, "--agent", args.agent, "--concurrency",
-               str(args.concurrency), *[word for name in scenarios for word in ("--scenario", name)]]
+               str(args.concurrency), "--scenarios", ",".join(scenarios) or "all"]
     return DeskServing(host_argv=(sys.executable, "-m", "console.desk.hosting", "listen"),
-                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "supervise"))
+                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"))
 
 
 def choose_token(option: str | None, environment: str | None, *, no_token: bool) -> tuple[str | None, str]:

@@ -32,13 +32,13 @@ class DeskServing:
 
     host_argv: tuple[str, ...]  # `python -m console.desk.hosting listen`: the socket path goes after it
     host_options: tuple[str, ...]  # the session options, after the socket path
-    tab_argv: tuple[str, ...]  # `python -m console.tab supervise`: `--connect SOCKET --operator NAME` follow
+    tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow
 
     def host(self, socket: Path) -> list[str]:
         return [*self.host_argv, str(socket), *self.host_options]
 
     def tab(self, socket: Path, operator: str) -> list[str]:
-        return [*self.tab_argv, "--connect", str(socket), "--operator", operator]
+        return [*self.tab_argv, str(socket), "--operator", operator]
 
     def tab_command(self, socket: Path, operator: str) -> str:
         """The tab's shell command line for textual-serve (as `console.serve.child_command`: quoted, `exec`)."""

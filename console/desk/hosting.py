@@ -148,8 +148,8 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     from domains.registry import DOMAINS
 
     parser.add_argument("--domain", default="retail", choices=DOMAINS)
-    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
-                        help="a scenario to run (repeat for more; default: all of the domain's)")
+    parser.add_argument("--scenarios", default="all", metavar="all|NAME,NAME",
+                        help="the domain's scenarios to run (default: all), as `supervise --scenarios`")
     parser.add_argument("--agent", choices=AGENT_NAMES, default="ledger")
     parser.add_argument("--mode", choices=ASKING_MODES, default=SupervisionMode.APPROVE_WRITES.value,
                         help="which calls wait for an operator (default: %(default)s)")
@@ -160,7 +160,8 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
 def _listen(args: argparse.Namespace) -> int:
     from console.storage import data_root
 
-    specs = scenario_specs(args.domain, args.scenario, SupervisionMode(args.mode), args.agent)
+    names = [] if args.scenarios == "all" else [n.strip() for n in args.scenarios.split(",") if n.strip()]
+    specs = scenario_specs(args.domain, names, SupervisionMode(args.mode), args.agent)
     root = data_root()
     audit = Path(args.audit) if args.audit else \
         root / "desk" / f"audit-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.jsonl"
@@ -188,13 +189,15 @@ def _no_desk() -> Desk:
 
 
 async def _open_screens(remote: RemoteDesk) -> int:
-    """The desk screens on `remote` (they belong to `ledgeragent supervise`, merged from its own branch)."""
+    """The desk screens on `remote`: `console.desk_app.SupervisorApp` with no lifecycle (the host owns the
+    sessions; this operator only decides). Looked up by name: the screens come from their own branch."""
     try:
-        screens = importlib.import_module("console.screens.desk")
+        screens = importlib.import_module("console.desk_app")
     except ImportError:
-        raise CliError("this build has no desk screens (console.screens.desk): --connect cannot open the desk") \
-            from None
-    return int(await screens.run_desk(remote))
+        raise CliError("this build has no desk screens (console.desk_app): connect cannot open the desk") from None
+    app = screens.SupervisorApp(remote, operator=remote.operator)
+    await app.run_async()
+    return int(app.return_code or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

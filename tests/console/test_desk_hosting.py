@@ -46,8 +46,8 @@ async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_s
     path = folder / "sock" / "desk.sock"
     env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.desk.hosting", "listen", str(path), "--scenario", SCENARIO, "--scenario",
-        SCENARIO, "--audit", str(folder / "audit.jsonl"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        sys.executable, "-m", "console.desk.hosting", "listen", str(path), "--scenarios", f"{SCENARIO},{SCENARIO}",
+        "--audit", str(folder / "audit.jsonl"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stderr is not None
@@ -91,7 +91,7 @@ def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:
     assert "exists and is not a socket" in one_error_line(hosting("listen", str(private / "taken"), home=home))
     assert "too long" in one_error_line(hosting("listen", str(private / ("x" * 120)), home=home))
     assert "unknown scenario 'nope'" in one_error_line(
-        hosting("listen", str(private / "d.sock"), "--scenario", "nope", home=home))
+        hosting("listen", str(private / "d.sock"), "--scenarios", "nope", home=home))
     assert "invalid choice: 'autopilot'" in one_error_line(
         hosting("listen", str(private / "d.sock"), "--mode", "autopilot", home=home))
 

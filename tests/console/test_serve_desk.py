@@ -2,7 +2,7 @@
 server (`python -m console.serve --port 0`), its socket in a private folder; operators named by the page's
 `?operator=` (checked), each tab's console started to join the desk as that operator.
 
-The desk screens a tab shows (`ledgeragent supervise --connect`) are built on another branch: here the desk
+The desk screens a tab shows (`console.desk_app`) are built on another branch: here the desk
 is driven over its socket with `RemoteDesk`, as the tabs' processes will drive it.
 """
 
@@ -57,10 +57,10 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     host = config.desk.host(socket)
     assert host[1:5] == ["-m", "console.desk.hosting", "listen", str(socket)]
     assert host[5:] == ["--domain", "retail", "--mode", "approve writes", "--agent", "ledger", "--concurrency", "3",
-                        "--scenario", SCENARIO]
-    assert config.desk.tab(socket, "alice")[1:] == ["-m", "console.tab", "supervise", "--connect", str(socket),
+                        "--scenarios", SCENARIO]
+    assert config.desk.tab(socket, "alice")[1:] == ["-m", "console.tab", "desk-connect", str(socket),
                                                      "--operator", "alice"]
-    assert config.desk.tab_command(socket, "bob").endswith(f"--connect {socket} --operator bob")
+    assert config.desk.tab_command(socket, "bob").endswith(f"desk-connect {socket} --operator bob")
     with pytest.raises(ServeError, match="needs a --mode that asks a human"):
         build_config(parse("--supervise"), env)
     with pytest.raises(ServeError, match="unknown scenario 'nope'"):
@@ -68,7 +68,7 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     with pytest.raises(ServeError, match="--model: not with --supervise"):
         build_config(parse(*DESK, "--model", "m"), env)
     everything = build_config(parse("--supervise", "--mode", "step", "--domain", "airline"), env)
-    assert everything.desk is not None and "--scenario" not in everything.desk.host_options
+    assert everything.desk is not None and everything.desk.host_options[-2:] == ("--scenarios", "all")
 
 
 async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_server(tmp_path: Path) -> None:
