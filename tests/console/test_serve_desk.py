@@ -9,6 +9,7 @@ is driven over its socket with `RemoteDesk`, as the tabs' processes will drive i
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import stat
@@ -19,6 +20,7 @@ import pytest
 
 from benchmarks.browser import Chromium, DevToolsError, find_chromium
 from benchmarks.serve import ServedConsole, Tab
+from console.desk.audit import read_audit
 from console.desk.remote import RemoteDesk
 from console.desk.view import DeskRefused
 from console.serve import ServeError, build_config, register
@@ -149,3 +151,51 @@ async def test_a_desk_host_that_dies_is_said_in_the_server_log(tmp_path: Path) -
         with pytest.raises(DeskRefused, match="no desk is listening"):
             await RemoteDesk.connect(Path(found.group(2)), "alice")
         assert server.stop() == 0
+
+
+FIRST_BYTE = "!!document.body && document.body.classList.contains('-first-byte')"
+HAS_DESK_SCREENS = importlib.util.find_spec("console.desk_app") is not None
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
+@pytest.mark.skipif(not HAS_DESK_SCREENS, reason="the desk screens (console.desk_app) are not on this branch yet")
+async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_claim(tmp_path: Path) -> None:
+    """Two operators in Chromium: the same inbox, a claim that blocks the other, a decision that leaves both
+    inboxes, and a closed tab's claim released. What the tabs show is drawn on a canvas (not in the DOM): the
+    desk's state is read over its socket by a third operator, `probe`, who only watches."""
+    assert CHROMIUM is not None
+    home = tmp_path / "home"
+    with ServedConsole(*DESK, home=home) as server, server.log_on_failure():
+        socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
+        probe = await RemoteDesk.connect(socket, "probe")
+        await until_items(probe)
+        first = probe.snapshot().items[0].id
+        try:
+            browser = await Chromium(CHROMIUM).start()
+        except DevToolsError as exc:
+            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
+        try:
+            alice = await browser.new_page(1600, 900)
+            await alice.goto(server.open_url + "&operator=alice")
+            await alice.wait_for(FIRST_BYTE, timeout=60)
+            # Her inbox has the focus and its first row highlighted: that is her claim.
+            await until(probe, lambda: probe.snapshot().items[0].claimed_by == "alice", "alice's claim")
+            bob = await browser.new_page(1600, 900)
+            await bob.goto(server.open_url + "&operator=bob")
+            await bob.wait_for(FIRST_BYTE, timeout=60)
+            server.wait_for_line(r"desk host: desk: bob connected", 60)
+            await bob.press("a", "KeyA", 65, text="a")  # refused: alice holds it
+            await alice.press("a", "KeyA", 65, text="a")  # REVISE: accepted, the call is not run
+            await until(probe, lambda: probe.snapshot().item(first) is None, "the decided call leaves the inbox")
+            decisions = read_audit(next((home / "desk").glob("audit-*.jsonl"))).decisions
+            assert [(d["item"], d["operator"]) for d in decisions] == [(first, "alice")]
+            # The session goes on to its next write; whoever's cursor is on it claims it. Close that tab.
+            await until(probe, lambda: any(i.claimed_by in ("alice", "bob") for i in probe.snapshot().items),
+                        "the next call claimed")
+            holder = probe.snapshot().items[0].claimed_by
+            await (alice if holder == "alice" else bob).close()
+            await until(probe, lambda: probe.snapshot().items[0].claimed_by != holder, f"{holder}'s claim released")
+            server.wait_for_line(rf"desk host: desk: {holder} disconnected; released 1 claim", 30)
+        finally:
+            await browser.close()
+            await probe.close()
