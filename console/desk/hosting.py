@@ -83,29 +83,33 @@ async def host_until_stopped(desk: Desk, path: Path, *, announce: Callable[[str]
     return 0
 
 
-def run_hosting(args: argparse.Namespace, build_desk: Callable[[], Desk],
-                open_screens: Callable[[RemoteDesk], Awaitable[int]]) -> int | None:
+def run_hosting(args: argparse.Namespace, build_desk: Callable[[], Desk] | None = None,
+                screens: Callable[[RemoteDesk], Awaitable[int]] | None = None) -> int | None:
     """The `--listen` / `--connect` branch of `ledgeragent supervise`; None when neither option was given.
 
-    `build_desk` makes the desk from the command's own session options (for `--listen`); `open_screens`
-    runs the desk screens on the `RemoteDesk` (for `--connect`, as `args.operator`) and returns the exit status.
-    Failures are CliError (one line, exit 2, via `run_handler`).
+    `build_desk` makes the desk from the command's own session options (for `--listen`); `screens` runs the
+    desk screens on the `RemoteDesk` (for `--connect`, as `args.operator`; default `open_screens`) and returns
+    the exit status. Failures are CliError (one line, exit 2, via `run_handler`).
     """
     if getattr(args, "listen", None):
+        if build_desk is None:
+            raise CliError("--listen needs the desk's sessions")
         path = Path(args.listen)
+        make = build_desk
 
         async def serve() -> int:
-            return await host_until_stopped(build_desk(), path, log=lambda line: print(line, file=sys.stderr,
+            return await host_until_stopped(make(), path, log=lambda line: print(line, file=sys.stderr,
                                                                                       flush=True))
 
         return asyncio.run(serve())
     if getattr(args, "connect", None):
         target = args.connect
+        show = screens or open_screens
 
         async def join() -> int:
             remote = await connect(target, args.operator)
             try:
-                return await open_screens(remote)
+                return await show(remote)
             finally:
                 await remote.close()
 
@@ -171,24 +175,19 @@ def _listen(args: argparse.Namespace) -> int:
         raise CliError(f"cannot create the audit log's folder {audit.parent}: {exc.strerror or exc}") from None
 
     args.listen = args.path
-    status = run_hosting(args, lambda: Desk(specs, concurrency=args.concurrency, root=root, audit_path=audit),
-                         _open_screens)
+    status = run_hosting(args, lambda: Desk(specs, concurrency=args.concurrency, root=root, audit_path=audit))
     assert status is not None
     return status
 
 
 def _connect(args: argparse.Namespace) -> int:
     args.connect = args.path
-    status = run_hosting(args, _no_desk, _open_screens)
+    status = run_hosting(args)
     assert status is not None
     return status
 
 
-def _no_desk() -> Desk:
-    raise CliError("connect builds no desk")
-
-
-async def _open_screens(remote: RemoteDesk) -> int:
+async def open_screens(remote: RemoteDesk) -> int:
     """The desk screens on `remote`: `console.desk_app.SupervisorApp` with no lifecycle (the host owns the
     sessions; this operator only decides). Looked up by name: the screens come from their own branch."""
     try:

@@ -376,3 +376,21 @@ async def test_session_events_longer_than_a_page_come_whole(folder: Path, monkey
         assert len(everything) > 8 and await alice.session_events(session) == everything
         assert await alice.session_events(session, since=5) == everything[5:]
         await alice.close()
+
+
+async def test_connections_past_the_limit_are_refused_in_one_line(folder: Path) -> None:
+    async with served_desk(folder, specs(1)) as served:
+        small = DeskHost(served.desk, folder / "sock" / "small.sock", max_connections=1)
+        await small.start()
+        try:
+            alice = await RemoteDesk.connect(small.path, "alice")
+            with pytest.raises(DeskRefused, match="the desk has 1 connections already"):
+                await RemoteDesk.connect(small.path, "bob")
+            await alice.close()
+            async with asyncio.timeout(30):  # the host notices her close on its next read
+                while small.operators:
+                    await asyncio.sleep(0.01)
+            bob = await RemoteDesk.connect(small.path, "bob")  # her slot is free again
+            await bob.close()
+        finally:
+            await small.close()
