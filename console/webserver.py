@@ -641,7 +641,7 @@ class ConsoleServer(Server):
         }
         response = aiohttp_jinja2.render_template("app_index.html", request, context)
         response.headers["Cache-Control"] = "no-store"
-        self._in_background(self._prestart(request.query.get("operator")))
+        self._in_background(self._prestart(self._operator_key(request)))
         return response
 
     # ------------------------------------------------------------------------------------ pre-started consoles
@@ -650,6 +650,10 @@ class ConsoleServer(Server):
         task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _operator_key(self, request: web.Request) -> str | None:
+        """At a desk, the `?operator=` the request names (checked by `_refusal`); None anywhere else."""
+        return request.query.get("operator") if self.config.desk is not None else None
 
     def _console(self, key: str | None, **kwargs: Any) -> ConsoleProcess:
         """A console process for a tab; at a desk, one that joins it as `key` (the page's `?operator=`)."""
@@ -738,7 +742,7 @@ class ConsoleServer(Server):
         websocket = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=MAX_MESSAGE)
         websocket.headers.update(SECURITY_HEADERS)
         await websocket.prepare(request)
-        key = request.query.get("operator")  # checked by `_refusal`
+        key = self._operator_key(request)
         adopted = self._adopt(key)
         if adopted is None and not await self._claim_slot():
             await self._refuse_tab(websocket)

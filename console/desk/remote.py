@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import stat
@@ -39,6 +40,8 @@ from typing import Any
 from console.desk.desk import Desk, check_operator
 from console.desk.view import DeskListener, DeskRefused, DeskSnapshot, ItemView
 from core import strict_json
+
+log = logging.getLogger("ledgeragent.desk")
 
 MAX_REQUEST = 256 * 1024  # bytes in one request line: an edit's arguments are a few KB
 MAX_PUSH = 32 * 1024 * 1024  # bytes in one line from the host: a 50-session snapshot is ~100 KB
@@ -506,8 +509,7 @@ class RemoteDesk:
                     self._snapshot = DeskSnapshot.from_json(message["snapshot"])
                     self._received = self.clock()
                     self._first.set()
-                    for listener in list(self._listeners):
-                        listener()
+                    self._tell()
                     continue
                 key = message.get("id")
                 answer = self._answers.pop(key, None) if isinstance(key, int) else None
@@ -535,8 +537,15 @@ class RemoteDesk:
         self._answers.clear()
         if self._writer is not None:
             self._writer.close()
+        self._tell()
+
+    def _tell(self) -> None:
+        """Call every listener; one that raises is logged, and neither the others nor the desk are lost to it."""
         for listener in list(self._listeners):
-            listener()
+            try:
+                listener()
+            except Exception:  # noqa: BLE001 - a screen's bug must not read as "the desk is gone"
+                log.exception("a desk listener failed")
 
     async def _request(self, op: str, **fields: Any) -> Any:
         if self.gone or self._writer is None:

@@ -394,3 +394,17 @@ async def test_connections_past_the_limit_are_refused_in_one_line(folder: Path) 
             await bob.close()
         finally:
             await small.close()
+
+
+async def test_a_failing_listener_loses_neither_the_desk_nor_the_other_listeners(folder: Path) -> None:
+    async with served_desk(folder, specs(1)) as served:
+        alice = await RemoteDesk.connect(served.path, "alice")
+
+        def broken() -> None:
+            raise RuntimeError("a screen's bug")
+
+        alice.subscribe(broken)
+        await until_items(alice)  # its own listener is called after the broken one, push after push
+        await alice.claim(alice.snapshot().items[0].id, "alice")
+        assert not alice.gone
+        await alice.close()
