@@ -75,9 +75,15 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
 
 async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_server(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with ServedConsole(*DESK, "--token", TOKEN, home=home) as server, server.log_on_failure():
+    secrets = {"SECRET_X": "must-not-reach-the-desk", "OPENAI_API_KEY": "sk-must-not-reach-the-desk"}
+    with ServedConsole(*DESK, "--token", TOKEN, home=home, env=dict(os.environ) | secrets) as server, \
+            server.log_on_failure():
         found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
         pid, socket = int(found.group(1)), Path(found.group(2))
+        environ = Path(f"/proc/{pid}/environ")
+        if environ.exists():  # the host gets the tabs' allowlisted environment, not the server's
+            names = {entry.split(b"=", 1)[0].decode() for entry in environ.read_bytes().split(b"\0") if entry}
+            assert not names & set(secrets) and "LEDGERAGENT_HOME" in names
         assert stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE(socket.stat().st_mode) == 0o600
         assert home not in socket.parents  # a private folder of its own, not the data dir
