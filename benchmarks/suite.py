@@ -27,6 +27,7 @@ from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, LedgerSetup, RetailData, build_ledger, load_retail_data
 from benchmarks.desk import bench_desk
+from benchmarks.desk_remote import bench_desk_remote
 from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
@@ -106,6 +107,7 @@ GROUPS: tuple[Group, ...] = (
     Group("airline_gate", lambda i: [bench_airline_gate(i.airline)],
           "airline gate decision for book_reservation, 10,000-record ledger"),
     Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
+    Group("desk_remote", lambda i: bench_desk_remote(), "desk over its socket: item visible, decide, push size"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
 )

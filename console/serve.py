@@ -38,6 +38,7 @@ from console.serve_policy import LOOPBACK_NAMES as LOOPBACK_NAMES  # re-exported
 from console.serve_policy import MAX_COLUMNS as MAX_COLUMNS
 from console.serve_policy import MAX_ROWS as MAX_ROWS
 from console.serve_policy import TOKEN_ENV as TOKEN_ENV
+from console.serve_policy import DeskServing
 from console.serve_policy import Origin as Origin
 from console.serve_policy import ServeConfig as ServeConfig
 from console.serve_policy import allowed_origins as allowed_origins
@@ -98,6 +99,13 @@ def register(subparsers: Any) -> None:
     web.add_argument("--public-url", metavar="URL",
                      help="the address browsers use, when behind a reverse proxy (https://… makes the page use "
                           "wss://); default: derived from the page's own address")
+    desk = parser.add_argument_group("supervision desk (--supervise)")
+    desk.add_argument("--supervise", action="store_true",
+                      help="serve one supervision desk: the domain's scenarios (--scenario: one, default all) "
+                           "run in one headless desk under --mode, and every tab is an operator at it "
+                           "(open /?operator=NAME; default operator-<tab number>)")
+    desk.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
+                      help="with --supervise: desk sessions running at once (default: %(default)s)")
     _add_console_arguments(parser)  # the same options as `ledgeragent console`: every tab runs that
     parser.set_defaults(handler=cmd_serve)
 
@@ -134,6 +142,14 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         raise ServeError("--public-url must start with http:// or https://")
     check_bind(args.host, token, public_url=args.public_url)
     domain = _domain(args.domain)
+    home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
+    if getattr(args, "supervise", False):
+        desk = desk_serving(args)
+        return ServeConfig(command=child_command(list(desk.tab_argv)),
+                           environment=child_environment(environ, home=home.resolve(), live_model=False),
+                           host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
+                           public_url=args.public_url.rstrip("/") if args.public_url else None,
+                           home=home.resolve(), token_source=source, desk=desk)
     if args.scenario is None:  # a domain alone opens its first scenario (as `ledgeragent console` does)
         args.scenario = first_scenario(domain) or "chat"
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
@@ -145,13 +161,39 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         raise ServeError("; ".join(problems))
     if args.db and not Path(args.db).is_file():
         raise ServeError(f"no such database file: {args.db}")
-    home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
     live = model not in ("scripted", "operator")
     return ServeConfig(command=child_command(console_argv(args)),
                        environment=child_environment(environ, home=home.resolve(), live_model=live),
                        host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                        public_url=args.public_url.rstrip("/") if args.public_url else None, home=home.resolve(),
                        live_model=live, token_source=source)
+
+
+def desk_serving(args: argparse.Namespace) -> DeskServing:
+    """`--supervise`: the headless desk's argv and each tab's, checked now (a typo fails here, not in a tab).
+
+    The desk runs the domain's scenarios (`--scenario NAME`: that one; default or `all`: every one) with the
+    scripted model, under `--mode`, which must ask a human (an autopilot desk has nothing to supervise).
+    """
+    from console.cli_common import CliError
+    from console.desk.hosting import ASKING_MODES, scenario_specs
+    from console.live import SupervisionMode
+
+    if args.mode not in ASKING_MODES:
+        raise ServeError(f"--supervise needs a --mode that asks a human: one of {', '.join(map(repr, ASKING_MODES))}")
+    unsupported = [name for name, given in (("--model", args.model), ("--db", args.db),
+                                             ("--seat", args.seat != "watch")) if given]
+    if unsupported:
+        raise ServeError(f"{', '.join(unsupported)}: not with --supervise (the desk runs the scripted scenarios)")
+    scenarios = [] if args.scenario in (None, "all") else [args.scenario]
+    try:
+        scenario_specs(args.domain, scenarios, SupervisionMode(args.mode), args.agent)
+    except CliError as exc:
+        raise ServeError(str(exc)) from None
+    options = ["--domain", args.domain, "--mode", args.mode, "--agent", args.agent, "--concurrency",
+               str(args.concurrency), "--scenarios", ",".join(scenarios) or "all"]
+    return DeskServing(host_argv=(sys.executable, "-m", "console.desk.hosting", "listen"),
+                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"))
 
 
 def choose_token(option: str | None, environment: str | None, *, no_token: bool) -> tuple[str | None, str]:

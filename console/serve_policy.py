@@ -9,6 +9,8 @@ textual-serve.
 from __future__ import annotations
 
 import ipaddress
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +20,29 @@ TOKEN_ENV = "LEDGERAGENT_TOKEN"
 MAX_COLUMNS = 500  # a terminal wider or taller than this is clamped: its frames grow with the area (3000 x 3000
 MAX_ROWS = 200  # took a tab from 86 to 336 MB and sent a 33 MB frame)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the names a browser on this machine uses for us
+# An operator name from a page's `?operator=`: it lands in a command line, the audit log and every screen.
+OPERATOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
 Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80/443 filled in)
+
+
+@dataclass(frozen=True)
+class DeskServing:
+    """`serve --supervise`: the host's argv up to its socket path and after it, and each tab's argv prefix."""
+
+    host_argv: tuple[str, ...]  # `python -m console.desk.hosting listen`: the socket path goes after it
+    host_options: tuple[str, ...]  # the session options, after the socket path
+    tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow
+
+    def host(self, socket: Path) -> list[str]:
+        return [*self.host_argv, str(socket), *self.host_options]
+
+    def tab(self, socket: Path, operator: str) -> list[str]:
+        return [*self.tab_argv, str(socket), "--operator", operator]
+
+    def tab_command(self, socket: Path, operator: str) -> str:
+        """The tab's shell command line for textual-serve (as `console.serve.child_command`: quoted, `exec`)."""
+        return "exec " + shlex.join(self.tab(socket, operator))
 
 
 @dataclass(frozen=True)
@@ -36,6 +59,7 @@ class ServeConfig:
     home: Path  # LEDGERAGENT_HOME of the children: their session folders are under home / "sessions"
     live_model: bool = False  # a real model is configured, so the children get the LLM key
     token_source: str = "option"  # where the token came from: "generated", "option", "environment" or "none"
+    desk: DeskServing | None = None  # --supervise: every tab joins one headless desk
 
 
 def allowed_origins(port: int, public_url: str | None = None, extra: Sequence[str] = ()) -> frozenset[Origin]:
@@ -103,3 +127,16 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def tab_operator(value: str | None, number: int) -> str:
+    """The operator a desk tab acts as: the page's `?operator=` when given, else "operator-<tab number>".
+
+    ValueError (the reason to show) unless 1-64 characters of letters, digits and `._@-`, starting with a
+    letter or digit: the name goes into a command line and the audit log, so nothing else is let through.
+    """
+    if value is None:
+        return f"operator-{number}"
+    if not OPERATOR_NAME.fullmatch(value):
+        raise ValueError("an operator name is 1-64 letters, digits or . _ @ -, starting with a letter or digit")
+    return value

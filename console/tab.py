@@ -1,4 +1,5 @@
-"""One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs.
+"""One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs
+(`python -m console.tab desk-connect SOCKET --operator NAME` under `serve --supervise`: an operator at the desk).
 
 It is `ledgeragent console <options>`, with stderr kept out of the web server. textual-serve pipes a console's
 stderr to the server (and its own code copied whatever came to the server's stdout), so a crash traceback, with
@@ -48,7 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from console.cli import main as console_main
 
-        status = console_main(["console", *argv])
+        if argv[:1] == ["desk-connect"]:  # serve --supervise: this tab is an operator at the one desk
+            from console.desk.hosting import main as desk_main
+
+            status = desk_main(["connect", *argv[1:]])
+        else:
+            status = console_main(["console", *argv])
     except SystemExit as exc:  # argparse: its message is already in the log
         status = exc.code if isinstance(exc.code, int) else 2
     except BaseException:  # noqa: BLE001 - whatever escapes, its traceback belongs in the log, not on a screen

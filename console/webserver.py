@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import hmac
 import html
+import itertools
 import json
 import logging
 import signal
@@ -43,7 +44,16 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from console.serve_policy import TOKEN_ENV, ServeConfig, allowed_origins, is_loopback, origin_allowed, terminal_size
+from console.desk.serving import DeskProcess
+from console.serve_policy import (
+    TOKEN_ENV,
+    ServeConfig,
+    allowed_origins,
+    is_loopback,
+    origin_allowed,
+    tab_operator,
+    terminal_size,
+)
 
 log = logging.getLogger("ledgeragent.serve")
 
@@ -378,6 +388,11 @@ class ConsoleServer(Server):
         self._background: set[asyncio.Task[None]] = set()
         self._prestarting = False  # a console for a page load is being started
         self._last_size = (80, 24)  # the last tab's terminal size: a reloaded page most likely has it again
+        self._desk: DeskProcess | None = None  # --supervise: the one headless desk every tab joins
+        self._desk_socket: Path | None = None
+        self._tab_numbers = itertools.count(1)  # for the default operator name of a desk tab
+        self._started_for: dict[ConsoleProcess, str | None] = {}  # a pre-started console's page `?operator=`
+        self._operators: dict[ConsoleProcess, str] = {}  # desk tabs: who each console acts as
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -415,10 +430,20 @@ class ConsoleServer(Server):
         keeps an idle connection an hour: a few hundred half-open connections would exhaust the server), and
         answers what aiohttp's parser refuses with our headers (`HttpProtocol`).
         """
+        if self.config.desk is not None and self._desk is None:
+            desk = self.config.desk
+            self._desk = DeskProcess(desk.host, self.config.environment, log=log.info)
+            self._desk_socket = await self._desk.start()
         runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
-        await runner.setup()
-        await web.TCPSite(runner, self.host, self.port).start()
+        try:
+            await runner.setup()
+            await web.TCPSite(runner, self.host, self.port).start()
+        except BaseException:
+            if self._desk is not None:  # no server, so no desk: never leave the host child behind
+                await self._desk.stop()
+                self._desk = None
+            raise
         self.port = int(runner.addresses[0][1])
         self.cookie_name = f"ledgeragent_token_{self.port}"
         self.public_url = self.config.public_url or f"http://{_url_host(self.host)}:{self.port}"
@@ -440,6 +465,10 @@ class ConsoleServer(Server):
         out.print(f"listening: http://{bound}:{self.port}{everywhere}", highlight=False)
         out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
         out.print(f"session folders: {escape(str(self.config.home / 'sessions'))}", highlight=False)
+        if self.config.desk is not None:
+            example = url + ("&" if "?" in url else "?") + "operator=alice"
+            out.print(f"supervision desk: every tab is an operator at one desk, named in its address "
+                      f"(e.g. {escape(example)}; default operator-<tab number>)", highlight=False)
         for line in self._reach():
             out.print(line, highlight=False)
         if self.config.live_model:
@@ -491,6 +520,11 @@ class ConsoleServer(Server):
         async with self._slots:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._slots.wait_for(lambda: self._used == 0), 2 * STOP_GRACE)
+        if self._desk is not None:  # after the tabs: their operators' claims are released as they go
+            status = await self._desk.stop()
+            log.info("desk host ended (exit %s); its sessions' traces stay under %s", status,
+                     self.config.home / "sessions")
+            self._desk = None
 
     # ------------------------------------------------------------------------------------------- http
 
@@ -553,6 +587,12 @@ class ConsoleServer(Server):
                 _query_size(request)
             except ValueError as exc:
                 return self._refuse(request, 400, "Bad terminal size", html.escape(str(exc)), detail=str(exc))
+        if self.config.desk is not None and request.path in ("/", "/ws") and "operator" in request.query:
+            try:
+                tab_operator(request.query["operator"], 0)
+            except ValueError as exc:
+                return self._refuse(request, 400, "Bad operator name", html.escape(str(exc)),
+                                    detail=f"operator {request.query['operator'][:40]!r}")
         token = self.config.token
         if token is None:
             return None
@@ -601,7 +641,7 @@ class ConsoleServer(Server):
         }
         response = aiohttp_jinja2.render_template("app_index.html", request, context)
         response.headers["Cache-Control"] = "no-store"
-        self._in_background(self._prestart())
+        self._in_background(self._prestart(self._operator_key(request)))
         return response
 
     # ------------------------------------------------------------------------------------ pre-started consoles
@@ -611,7 +651,29 @@ class ConsoleServer(Server):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _prestart(self) -> None:
+    def _operator_key(self, request: web.Request) -> str | None:
+        """At a desk, the `?operator=` the request names (checked by `_refusal`); None anywhere else."""
+        return request.query.get("operator") if self.config.desk is not None else None
+
+    def _console(self, key: str | None, **kwargs: Any) -> ConsoleProcess:
+        """A console process for a tab; at a desk, one that joins it as `key` (the page's `?operator=`)."""
+        command = self.command
+        operator = None
+        if self.config.desk is not None and self._desk_socket is not None:
+            operator = tab_operator(key, next(self._tab_numbers))
+            command = self.config.desk.tab_command(self._desk_socket, operator)
+        process = ConsoleProcess(command, environment=self.config.environment, download_manager=self.download_manager,
+                                 debug=self.debug, **kwargs)
+        if operator is not None:
+            self._operators[process] = operator
+        self._started_for[process] = key
+        return process
+
+    def _forget(self, process: ConsoleProcess) -> None:
+        self._started_for.pop(process, None)
+        self._operators.pop(process, None)
+
+    async def _prestart(self, key: str | None = None) -> None:
         """Start a console for the page just served, so that it is starting while the browser loads the page.
 
         Most of a page load is the console's own start (a Python process importing Textual and the domain),
@@ -626,13 +688,12 @@ class ConsoleServer(Server):
             self._used += 1
             self._prestarting = True
         relay = Relay()
-        process = ConsoleProcess(self.command, environment=self.config.environment, write_bytes=relay.write_bytes,
-                                 write_str=relay.write_str, close=relay.close, download_manager=self.download_manager,
-                                 debug=self.debug)
+        process = self._console(key, write_bytes=relay.write_bytes, write_str=relay.write_str, close=relay.close)
         try:
             await process.start(*self._last_size)
         except Exception:
             log.exception("could not pre-start a console")
+            self._forget(process)
             await self._tab_gone()
             await self._release_slot()
             return
@@ -647,12 +708,19 @@ class ConsoleServer(Server):
             self._prestarted.remove(entry)
             await self._end_unclaimed(process, f"not taken by a tab within {PRESTART_TTL:.0f} s")
 
-    def _adopt(self) -> tuple[ConsoleProcess, Relay] | None:
-        """A pre-started console for a new tab, if one is waiting and still usable; unusable ones are ended."""
-        while self._prestarted:
-            process, relay = self._prestarted.pop(0)
+    def _adopt(self, key: str | None = None) -> tuple[ConsoleProcess, Relay] | None:
+        """A pre-started console for a new tab, if one is waiting and still usable; unusable ones are ended.
+
+        At a desk only one started for the same `?operator=` (or for none, both): it already acts as that name.
+        """
+        for entry in list(self._prestarted):
+            process, relay = entry
             if not (relay.closed or relay.overflowed or process.ending.is_set()) and process.running:
-                return process, relay
+                if self._started_for.get(process) == key:
+                    self._prestarted.remove(entry)
+                    return entry
+                continue
+            self._prestarted.remove(entry)
             self._in_background(self._end_unclaimed(process, "ended before a tab took it"))
         return None
 
@@ -663,6 +731,7 @@ class ConsoleServer(Server):
             status = await process.shut_down()
             log.info("pre-started console pid %s %s: ended (exit %s)", process.pid, why, status)
         finally:
+            self._forget(process)
             await self._release_slot()
 
     # -------------------------------------------------------------------------------------- websocket
@@ -673,14 +742,14 @@ class ConsoleServer(Server):
         websocket = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=MAX_MESSAGE)
         websocket.headers.update(SECURITY_HEADERS)
         await websocket.prepare(request)
-        adopted = self._adopt()
+        key = self._operator_key(request)
+        adopted = self._adopt(key)
         if adopted is None and not await self._claim_slot():
             await self._refuse_tab(websocket)
             return websocket
         if adopted is None:
-            process = ConsoleProcess(self.command, environment=self.config.environment,
-                                     write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                                     close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+            process = self._console(key, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                                    close=websocket.close)
         else:
             process = adopted[0]
         self._tabs[process] = websocket
@@ -692,8 +761,10 @@ class ConsoleServer(Server):
                 await adopted[1].attach(websocket)
                 if process.size != (width, height):
                     await process.set_terminal_size(width, height)
-            log.info("tab opened from %s: console pid %s%s (%d/%d)", request.remote, process.pid,
-                     " (pre-started)" if adopted else "", self._used, self.config.max_sessions)
+            operator = self._operators.get(process)
+            log.info("tab opened from %s: console pid %s%s%s (%d/%d)", request.remote, process.pid,
+                     " (pre-started)" if adopted else "", f" as operator {operator}" if operator else "", self._used,
+                     self.config.max_sessions)
             await self._process_messages(websocket, process)
         except asyncio.CancelledError:
             await websocket.close()
@@ -707,6 +778,7 @@ class ConsoleServer(Server):
                          process.pid, status)
             finally:
                 del self._tabs[process]
+                self._forget(process)
                 await self._release_slot()
         return websocket
 

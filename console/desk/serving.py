@@ -1,0 +1,112 @@
+"""`ledgeragent serve --supervise`: the one headless desk every browser tab's process joins.
+
+Why a child process: the web server runs one console process per tab, and the desk's sessions must run in
+one place all of them reach. So the server starts `python -m console.desk.hosting listen SOCKET …` once,
+with the same clean environment as the tabs, its socket in a folder of its own (mode 0700, made with
+`mkdtemp`), and each tab runs `python -m console.tab desk-connect SOCKET --operator NAME` (the desk screens
+on a `RemoteDesk`, through `console.tab`, which keeps its stderr out of the server's log). The socket is a
+file, never a port: the server's token, Origin and Host checks remain the only way in from the network. The
+host's stderr lines become server log lines; when the server stops, the host gets SIGTERM (its sessions end
+with their traces complete) and the folder is removed.
+
+Pure argv building is in `console.serve` (`desk_host_argv`) and `console.serve_policy` (`tab_operator`); this
+module only runs the process, with asyncio and nothing from aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from console.cli_errors import CliError
+
+START_TIMEOUT = 60.0  # seconds the host gets to say where it serves (importing the domains on a loaded machine)
+STOP_GRACE = 10.0  # seconds it gets to end its sessions after SIGTERM, before it is killed
+SOCKET_NAME = "desk.sock"
+LOG_LINES = 200  # host stderr lines logged; a runaway host does not flood the server's log
+LOG_LINE_CHARS = 500
+
+
+class DeskProcess:
+    """The headless desk host as a child of the web server."""
+
+    def __init__(self, argv_for: Callable[[Path], Sequence[str]], environment: Mapping[str, str], *,
+                 log: Callable[[str], None]) -> None:
+        self.argv_for = argv_for  # the host's argv, given its socket path
+        self.environment = dict(environment)
+        self.log = log
+        self.folder: Path | None = None
+        self.socket: Path | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._stderr: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    async def start(self) -> Path:
+        """Start the host and wait for its one line; the socket path. CliError (one line) if it does not come."""
+        self.folder = Path(tempfile.mkdtemp(prefix="ledgeragent-desk-"))  # 0700, ours: the socket's lock
+        self.socket = self.folder / SOCKET_NAME
+        self._process = await asyncio.create_subprocess_exec(
+            *self.argv_for(self.socket), env=self.environment, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert self._process.stdout is not None and self._process.stderr is not None
+        errors: list[str] = []
+        self._stderr = asyncio.create_task(self._relay(self._process.stderr, errors))
+        try:
+            line = await asyncio.wait_for(self._process.stdout.readline(), START_TIMEOUT)
+        except TimeoutError:
+            line = b""
+        if not line.startswith(b"desk: ") or not self.socket.exists():
+            await self.stop()
+            why = errors[-1] if errors else f"it did not say where it serves within {START_TIMEOUT:.0f} s"
+            raise CliError(f"the desk host did not start: {why}")
+        self.log(f"desk host pid {self._process.pid}: {line.decode('utf-8', 'replace').strip()}")
+        self._watch = asyncio.create_task(self._watch_exit(self._process))
+        return self.socket
+
+    async def _watch_exit(self, process: asyncio.subprocess.Process) -> None:
+        """A host that ends by itself (a crash, a kill) is said in the log: every tab now says the desk is gone."""
+        status = await process.wait()
+        if not self._stopping:
+            self.log(f"desk host pid {process.pid} exited by itself (status {status}): the tabs cannot reach the "
+                     "desk any more; restart the server")
+
+    async def _relay(self, stream: asyncio.StreamReader, keep: list[str]) -> None:
+        logged = 0
+        while raw := await stream.readline():
+            text = raw.decode("utf-8", "replace").rstrip()
+            if not text:
+                continue
+            keep[:] = [text[:LOG_LINE_CHARS]]
+            if logged < LOG_LINES:
+                self.log(f"desk host: {text[:LOG_LINE_CHARS]}")
+                logged += 1
+
+    async def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after STOP_GRACE; remove the folder. The exit status."""
+        self._stopping = True
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), STOP_GRACE)
+            except TimeoutError:
+                self.log(f"desk host pid {process.pid} did not stop within {STOP_GRACE:.0f} s: killing it")
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        if self._stderr is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(self._stderr, 2.0)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        return None if process is None else process.returncode

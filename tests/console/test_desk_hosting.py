@@ -1,0 +1,124 @@
+"""The headless desk (`listen`: what `supervise --listen` and `serve --supervise` run) and the way in to one
+(`connect`): a real child process serving a real socket, operators joining it, and bad paths refused in one
+line with exit status 2."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from console.cli_errors import CliError
+from console.desk.audit import read_audit
+from console.desk.hosting import connect, scenario_specs
+from console.live import SupervisionMode
+from tests.support.desk_remote import SCENARIO, socket_folder, until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def folder() -> Path:
+    with socket_folder() as made:
+        yield made
+
+
+def hosting(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} | {"LEDGERAGENT_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "console.desk.hosting", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
+    path = folder / "sock" / "desk.sock"
+    env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "console.desk.hosting", "listen", str(path), "--scenarios", f"{SCENARIO},{SCENARIO}",
+        "--audit", str(folder / "audit.jsonl"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
+        assert line == f"desk: 2 session(s) at {path}\n"
+        alice = await connect(path, "alice")
+        while not alice.snapshot().done:  # approve or accept every call until both sessions ended
+            await until(alice, lambda: alice.snapshot().done or bool(alice.snapshot().items), "an item or the end")
+            for item in alice.snapshot().items:
+                decision = "approve" if item.verdict == "ALLOW" else "accept_verdict"
+                await alice.decide(item.id, "alice", decision)
+        assert {r.phase.value for r in alice.snapshot().rows} == {"ended"}
+        await alice.close()
+        bob = await connect(path, "bob")  # every session has ended: the desk still serves
+        assert bob.snapshot().done and bob.snapshot().stats.decisions >= 2
+        await bob.close()
+        child.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(child.wait(), 60) == 0
+        assert await child.stdout.read() == b""  # one line on stdout, ever
+        assert not path.exists()
+        assert {r["operator"] for r in read_audit(folder / "audit.jsonl").decisions} == {"alice"}
+        assert len(list((folder / "home" / "sessions").glob("*/trace.jsonl"))) == 2
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:
+    home = folder / "home"
+    shared = folder / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    assert "open to other users" in one_error_line(hosting("listen", str(shared / "desk.sock"), home=home))
+    (folder / "file").write_text("x")
+    assert f"cannot use folder {folder / 'file'}" in one_error_line(
+        hosting("listen", str(folder / "file" / "desk.sock"), home=home))
+    private = folder / "private"
+    private.mkdir(mode=0o700)
+    (private / "taken").write_text("x")
+    assert "exists and is not a socket" in one_error_line(hosting("listen", str(private / "taken"), home=home))
+    assert "too long" in one_error_line(hosting("listen", str(private / ("x" * 120)), home=home))
+    assert "unknown scenario 'nope'" in one_error_line(
+        hosting("listen", str(private / "d.sock"), "--scenarios", "nope", home=home))
+    assert "invalid choice: 'autopilot'" in one_error_line(
+        hosting("listen", str(private / "d.sock"), "--mode", "autopilot", home=home))
+
+
+def test_connect_refuses_a_path_with_no_desk_in_one_line(folder: Path) -> None:
+    home = folder / "home"
+    assert "no desk at" in one_error_line(hosting("connect", str(folder / "none.sock"), "--operator", "a", home=home))
+    (folder / "plain").write_text("x")
+    assert "is not a desk socket" in one_error_line(
+        hosting("connect", str(folder / "plain"), "--operator", "a", home=home))
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(os.fspath(folder / "stale.sock"))
+    stale.close()
+    assert "no desk is listening" in one_error_line(
+        hosting("connect", str(folder / "stale.sock"), "--operator", "a", home=home))
+    assert "operator name" in one_error_line(
+        hosting("connect", str(folder / "stale.sock"), "--operator", " ", home=home))
+
+
+async def test_connect_gives_a_cli_error_not_a_desk_refusal(folder: Path) -> None:
+    with pytest.raises(CliError, match="no desk at"):
+        await connect(folder / "none.sock", "alice")
+
+
+def test_scenario_specs_take_all_of_a_domain_or_the_named_ones() -> None:
+    every = scenario_specs("airline", [], SupervisionMode.STEP, "ledger")
+    assert [s.scenario for s in every] == sorted(s.scenario or "" for s in every) and len(every) == 3
+    assert {s.mode for s in every} == {SupervisionMode.STEP}
+    assert [s.scenario for s in scenario_specs("retail", [SCENARIO], SupervisionMode.APPROVE_WRITES, "fc")] \
+        == [SCENARIO]
