@@ -58,7 +58,11 @@ class DeskReviewScreen(ReviewScreen):
         self.start = start
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual also runs ReviewScreen.on_mount (after this one: handlers run subclass first), which focuses
+        # the first button; what the key asked for comes once that is done.
+        self.call_after_refresh(self._begin)
+
+    def _begin(self) -> None:
         if self.start == "veto":
             self.action_veto()  # no message yet: the modal asks for it and puts the cursor in the reason box
         elif self.start == "force":

@@ -79,6 +79,14 @@ class InboxTable(DataTable[Any]):
         self.border_title = f"Inbox · {len(order)} waiting" if order else "Inbox · empty"
 
     @property
+    def item_ids(self) -> tuple[str, ...]:
+        """The items shown, top to bottom."""
+        return tuple(self._order)
+
+    def row_of(self, item_id: str) -> int:
+        return self._order.index(item_id)
+
+    @property
     def selected_id(self) -> str | None:
         if not self._order or not 0 <= self.cursor_row < len(self._order):
             return None
