@@ -106,6 +106,11 @@ class SessionsTable(DataTable[Any]):
             self._cells[row_id] = cells
 
     @property
+    def row_ids(self) -> tuple[str, ...]:
+        """The sessions shown, top to bottom (after the filter and the sort)."""
+        return tuple(self._order)
+
+    @property
     def selected_id(self) -> str | None:
         if not self._order or not 0 <= self.cursor_row < len(self._order):
             return None
