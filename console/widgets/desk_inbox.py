@@ -15,7 +15,7 @@ from console.desk.view import DeskSnapshot, ItemKind, ItemView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import verdict_text, waited_text
 
-COLUMNS = (("waited", "waited"), ("session", "session"), ("tool", "tool"), ("verdict", "verdict"),
+COLUMNS = (("waited", "waited"), ("verdict", "verdict"), ("session", "session"), ("tool", "tool"),
            ("claimed", "claimed by"), ("rules", "failing rules"))
 
 
@@ -46,9 +46,8 @@ class InboxTable(DataTable[Any]):
         else:
             verdict = verdict_text(item.verdict, colours)
             rules = ", ".join(r.id for r in item.failing) or "—"
-        return (waited_text(item.waited(snapshot.now), snapshot.service(item), colours), item.session_id,
-                item.tool if item.kind is ItemKind.WRITE else "(step)", verdict, claimed_text(item, self.operator),
-                rules)
+        return (waited_text(item.waited(snapshot.now), snapshot.service(item), colours), verdict, item.session_id,
+                item.tool if item.kind is ItemKind.WRITE else "(step)", claimed_text(item, self.operator), rules)
 
     def show(self, snapshot: DeskSnapshot) -> None:
         colours = palette_of(self)

@@ -19,9 +19,10 @@ from console.desk.view import DeskSnapshot, RowView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import phase_text, waited_text
 
-COLUMNS = (("id", "id"), ("domain", "domain"), ("label", "scenario / task"), ("customer", "customer"),
-           ("phase", "phase"), ("steps", "step"), ("allow", "ALLOW"), ("revise", "REVISE"), ("block", "BLOCK"),
-           ("overridden", "overridden"), ("pending", "pending"), ("waited", "waited"), ("note", "ended / failure"))
+COLUMNS = (("id", "id"), ("phase", "phase"), ("waited", "waited"), ("pending", "pending"), ("domain", "domain"),
+           ("label", "scenario / task"), ("customer", "customer"), ("steps", "step"), ("allow", "ALLOW"),
+           ("revise", "REVISE"), ("block", "BLOCK"), ("overridden", "overridden"), ("note", "ended / failure"))
+"""Most telling first (what waits, and how long), so a narrow terminal cuts the names, not the facts."""
 
 # what each sort position orders by (the `s` key cycles through them)
 SORTS: tuple[tuple[str, Callable[[RowView, float], Any]], ...] = (
@@ -69,8 +70,8 @@ class SessionsTable(DataTable[Any]):
             pending = f"{item.id} {item.tool}"
         else:
             waited, pending = Text("—", "dim"), ""
-        return (row.id, row.domain, row.label, row.customer or "—", phase_text(row.phase, colours), str(row.steps),
-                str(row.allow), str(row.revise), str(row.block), str(row.overridden), pending, waited, note_of(row))
+        return (row.id, phase_text(row.phase, colours), waited, pending, row.domain, row.label, row.customer or "—",
+                str(row.steps), str(row.allow), str(row.revise), str(row.block), str(row.overridden), note_of(row))
 
     def _visible(self, snapshot: DeskSnapshot) -> list[RowView]:
         needle = self.filter_text.strip().lower()
