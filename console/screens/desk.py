@@ -10,8 +10,6 @@ releases it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -52,7 +50,8 @@ class DeskScreen(Screen[None]):
         self.decisions = DeskDecisions(self, api, operator)
         self.snapshot: DeskSnapshot = api.snapshot()
         self.claimed: str | None = None  # the inbox item this screen holds a claim on
-        self.redraws = 0
+        self.redraws = 0  # every redraw, and those the clock tick made (tests tell coalesced ones apart)
+        self.ticks = 0
         self._pending = False
         self._mounted = False
 
@@ -108,6 +107,7 @@ class DeskScreen(Screen[None]):
         self.call_later(self._follow_cursor)
 
     async def _tick(self) -> None:
+        self.ticks += 1
         self.redraw()
         item = self.selected_item
         if item is not None and item.id == self.claimed and (
@@ -208,10 +208,3 @@ class DeskScreen(Screen[None]):
 
     def bindings_help(self) -> list[tuple[str, str]]:
         return [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding) and b.description]
-
-    def any_running(self) -> bool:
-        return not self.snapshot.done
-
-    def summary(self) -> dict[str, Any]:
-        """What the status line says, as numbers (tests and the tmux test read the same facts)."""
-        return {"items": len(self.snapshot.items), "done": self.snapshot.done}

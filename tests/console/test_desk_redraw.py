@@ -1,0 +1,68 @@
+"""How the desk draws: a burst of desk changes is one redraw, a tick that moves one wait changes that cell in
+place (no row rebuilt), and quitting while sessions run asks first, then ends every session's trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from console.desk_app import SupervisorApp
+from console.live import SupervisionMode
+from console.screens.confirm import ConfirmScreen
+from console.screens.desk import DeskScreen
+from tests.support.desk import ManualClock, make_desk, spec, trace_of
+from tests.support.pilot import wait_for, wait_for_screen
+
+N = SupervisionMode.APPROVE_NON_ALLOW
+AUTO = SupervisionMode.AUTOPILOT
+
+
+async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_path: Path) -> None:
+    clock = ManualClock()
+    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "cancel-outside-window", AUTO),
+                      spec("telecom", "roaming-abroad", AUTO)], tmp_path, clock)
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await wait_for(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
+                       == ["waiting for operator", "ended", "ended"], timeout=30)
+        await wait_for(pilot, lambda: screen.inbox.item_ids == ("i1",) and screen.claimed == "i1")
+        await pilot.pause()
+        table = screen.sessions
+        redraws, rebuilds, cells = screen.redraws - screen.ticks, table.rebuilds, table.cell_updates
+        for listener in list(desk._listeners):  # the desk calls every listener on each event: 200 of them here
+            for _ in range(200):
+                listener()
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.redraws - screen.ticks - redraws == 1  # (the 1 s clock tick's own redraws not counted)
+        assert (table.rebuilds, table.cell_updates) == (rebuilds, cells)  # nothing changed: nothing touched
+        clock.advance(3.0)
+        screen.redraw()
+        assert table.rebuilds == rebuilds and table.cell_updates == cells + 1  # s01's waited cell, in place
+        assert str(table.get_cell("s01", "waited")) == "3s"
+        await pilot.press("a")
+        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+
+
+async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path) -> None:
+    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "cancel-outside-window", N)],
+                     tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await wait_for(pilot, lambda: len(screen.inbox.item_ids) == 2, timeout=30)
+        await pilot.press("q")
+        confirm = await wait_for_screen(pilot, app, ConfirmScreen)
+        assert "2 session(s) still running" in confirm.question
+        await pilot.press("n")  # no: the desk goes on
+        await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+        assert not desk.snapshot().done
+        await pilot.press("q")
+        await wait_for_screen(pilot, app, ConfirmScreen)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.is_running)
+    snapshot = desk.snapshot()
+    for row in snapshot.rows:
+        last = trace_of(snapshot, row.id)[-1]
+        assert last["type"] == "session_ended" and last["reason"] == "desk_closed", json.dumps(last)
