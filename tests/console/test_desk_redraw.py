@@ -66,3 +66,24 @@ async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path
     for row in snapshot.rows:
         last = trace_of(snapshot, row.id)[-1]
         assert last["type"] == "session_ended" and last["reason"] == "desk_closed", json.dumps(last)
+
+
+async def test_help_lists_the_desk_keys_and_bulk_refuses_a_call_with_a_failing_rule(tmp_path: Path) -> None:
+    from console.screens.help import HelpScreen
+
+    desk = make_desk([spec("retail", "other-customers-order", N)], tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await wait_for(pilot, lambda: screen.inbox.item_ids == ("i1",), timeout=30)
+        await pilot.press("question_mark")
+        shown = await wait_for_screen(pilot, app, HelpScreen)
+        keys = dict(shown.keys)
+        assert keys["A"] == "Bulk-approve ALLOWs" and keys["f"] == "Force-allow" and keys["q"] == "Quit"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+        await pilot.press("A")  # the BLOCK is not a rule-free ALLOW: refused, nothing asked, nothing decided
+        await wait_for(pilot, lambda: any("only ALLOWs every rule passed" in m for m in screen.decisions.said))
+        assert isinstance(app.screen, DeskScreen) and screen.inbox.item_ids == ("i1",)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
