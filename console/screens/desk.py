@@ -78,6 +78,12 @@ class DeskScreen(Screen[None]):
         self.redraw()
         self.inbox.focus()
 
+    def on_screen_resume(self) -> None:
+        """Back from a session view (which may have released what it claimed): claim the highlighted item again."""
+        if self._mounted:
+            self.claimed = None
+            self.redraw()
+
     def on_unmount(self) -> None:
         self._mounted = False
         self.api.unsubscribe(self._schedule)

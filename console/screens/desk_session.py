@@ -54,6 +54,7 @@ class SessionViewScreen(Screen[None]):
         self._fetching = False
         self._again = False
         self._mounted = False
+        self.claimed: str | None = None  # the pending item this view claimed (released when it closes)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="session-title", classes="screen-title")
@@ -73,9 +74,11 @@ class SessionViewScreen(Screen[None]):
         self.snapshot = self.api.snapshot()
         self._show_title()
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self._mounted = False
         self.api.unsubscribe(self._schedule)
+        if self.claimed is not None:  # the desk screen claims again whatever its own cursor is on
+            await self.api.release(self.claimed, self.operator)
 
     def _schedule(self) -> None:
         if self._pending or not self._mounted:
@@ -152,6 +155,7 @@ class SessionViewScreen(Screen[None]):
         if item.claimed_by in (None, self.operator):
             try:
                 await self.api.claim(item.id, self.operator)
+                self.claimed = item.id
             except DeskRefused as exc:
                 self.decisions.say(str(exc), error=True)
                 return None

@@ -72,6 +72,8 @@ async def test_enter_opens_the_session_and_its_pending_call_is_decided_there(tmp
         await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
         decisions = of_type(trace_of(desk.snapshot(), "s01"), "supervisor_decision")
         assert [(d["decision"], d["who"]) for d in decisions] == [("accept_verdict", "alice")]
+        (left,) = screen.inbox.item_ids  # back at the desk: the highlighted item is claimed again
+        await wait_for(pilot, lambda: desk.snapshot().item(left).claimed_by == "alice")  # type: ignore[union-attr]
         await pilot.press("a")
         await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
 
