@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widget import Widget
 
 from console.desk.view import DeskSnapshot, ItemKind, ItemView
 from console.theme import Palette, palette_of
@@ -84,11 +84,21 @@ def detail_text(item: ItemView, snapshot: DeskSnapshot, operator: str, colours: 
     return text
 
 
-class ItemDetail(Static):
+class ItemDetail(Widget):
+    """Renders stored text. A new text repaints this widget only; the screen is laid out again only when the
+    text's line count changes (a Static.update re-lays out, and so repaints, the whole screen: with fifty
+    sessions moving that was every frame)."""
+
+    DEFAULT_CSS = "ItemDetail { height: auto; min-height: 100%; }"
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("", **kwargs)
+        super().__init__(**kwargs)
         self._shown: Text | None = None
+        self._lines = 0
         self.item_id: str | None = None
+
+    def render(self) -> Text:
+        return self._shown or Text()
 
     def show(self, item: ItemView | None, snapshot: DeskSnapshot, operator: str) -> None:
         self.item_id = item.id if item is not None else None
@@ -98,7 +108,11 @@ class ItemDetail(Static):
             text = detail_text(item, snapshot, operator, palette_of(self))
         if text != self._shown:
             self._shown = text
-            self.update(text)
+            width = max(1, self.content_region.width or self.size.width)
+            viewport = self.parent.content_region.height if isinstance(self.parent, Widget) else 0
+            lines = max(len(text.wrap(self.app.console, width)), viewport)  # at least the pane: min-height
+            self.refresh(layout=lines != self._lines)
+            self._lines = lines
 
     @property
     def plain(self) -> str:

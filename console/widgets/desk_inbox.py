@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from console.desk.view import DeskSnapshot, ItemKind, ItemView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import verdict_text, waited_text
+from console.widgets.desk_table import InPlaceTable, cell
 
 COLUMNS = (("waited", "waited"), ("verdict", "verdict"), ("session", "session"), ("tool", "tool"),
            ("claimed", "claimed by"), ("rules", "failing rules"))
@@ -27,7 +27,7 @@ def claimed_text(item: ItemView, operator: str) -> Text:
     return Text(item.claimed_by, "bold italic")
 
 
-class InboxTable(DataTable[Any]):
+class InboxTable(InPlaceTable):
     def __init__(self, operator: str, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", **kwargs)
         self.operator = operator
@@ -64,15 +64,17 @@ class InboxTable(DataTable[Any]):
                 self.clear()
                 self._order, self._cells = [], {}
         for item_id in order[len(self._order):]:
-            self.add_row(*wanted[item_id], key=item_id)
+            self.add_row(*map(cell, wanted[item_id]), key=item_id)
             self._cells[item_id] = wanted[item_id]
             self._order.append(item_id)
+        changes: dict[str, dict[str, Any]] = {}
         for item_id, cells in wanted.items():
             old = self._cells[item_id]
             for (column, _), value, before in zip(COLUMNS, cells, old, strict=True):
                 if value != before:
-                    self.update_cell(item_id, column, value, update_width=True)
+                    changes.setdefault(item_id, {})[column] = value
             self._cells[item_id] = cells
+        self.set_cells(changes)
         if selected in self._order and self.selected_id != selected:
             self.move_cursor(row=self._order.index(selected), animate=False)
         self.border_title = f"Inbox · {len(order)} waiting" if order else "Inbox · empty"

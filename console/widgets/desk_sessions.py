@@ -13,11 +13,11 @@ from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from console.desk.view import DeskSnapshot, RowView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import phase_text, waited_text
+from console.widgets.desk_table import InPlaceTable, cell
 
 COLUMNS = (("id", "id"), ("phase", "phase"), ("waited", "waited"), ("pending", "pending"), ("domain", "domain"),
            ("label", "scenario / task"), ("customer", "customer"), ("steps", "step"), ("allow", "ALLOW"),
@@ -42,7 +42,7 @@ def note_of(row: RowView) -> str:
     return row.end_reason or ""
 
 
-class SessionsTable(DataTable[Any]):
+class SessionsTable(InPlaceTable):
     BINDINGS = [Binding("s", "cycle_sort", "Sort", id="desk-sort")]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -93,19 +93,20 @@ class SessionsTable(DataTable[Any]):
             selected = self.selected_id
             self.clear()
             for row_id in order:
-                self.add_row(*wanted[row_id], key=row_id)
+                self.add_row(*map(cell, wanted[row_id]), key=row_id)
             self._order, self._cells = order, wanted
             self.rebuilds += 1
             if selected in order:
                 self.move_cursor(row=order.index(selected), animate=False)
             return
+        changes: dict[str, dict[str, Any]] = {}
         for row_id, cells in wanted.items():
             old = self._cells.get(row_id)
             for (column, _), value, before in zip(COLUMNS, cells, old or (None,) * len(cells), strict=True):
                 if value != before:
-                    self.update_cell(row_id, column, value, update_width=True)
-                    self.cell_updates += 1
+                    changes.setdefault(row_id, {})[column] = value
             self._cells[row_id] = cells
+        self.cell_updates += self.set_cells(changes)
 
     @property
     def row_ids(self) -> tuple[str, ...]:

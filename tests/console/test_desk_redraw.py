@@ -4,6 +4,7 @@ place (no row rebuilt), and quitting while sessions run asks first, then ends ev
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from console.desk_app import SupervisorApp
@@ -14,6 +15,12 @@ from tests.support.desk import ManualClock, make_desk, spec, trace_of
 from tests.support.pilot import wait_for, wait_for_screen
 
 N = SupervisionMode.APPROVE_NON_ALLOW
+CELL = r">(?:&#160;)*{}(?:&#160;)*<"
+
+
+def shows(app: SupervisorApp, text: str) -> bool:
+    """Whether the screen as drawn holds `text` as one piece (a cell of its own, in the SVG screenshot)."""
+    return re.search(CELL.format(re.escape(text)), app.export_screenshot()) is not None
 AUTO = SupervisionMode.AUTOPILOT
 
 
@@ -30,6 +37,7 @@ async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_pa
         await pilot.pause()
         table = screen.sessions
         redraws, rebuilds, cells = screen.redraws - screen.ticks, table.rebuilds, table.cell_updates
+        assert shows(app, "0s")
         for listener in list(desk._listeners):  # the desk calls every listener on each event: 200 of them here
             for _ in range(200):
                 listener()
@@ -41,6 +49,8 @@ async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_pa
         screen.redraw()
         assert table.rebuilds == rebuilds and table.cell_updates == cells + 1  # s01's waited cell, in place
         assert str(table.get_cell("s01", "waited")) == "3s"
+        await pilot.pause()
+        assert shows(app, "3s") and not shows(app, "0s")  # on screen: the row's cached render was dropped
         await pilot.press("a")
         await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
 
