@@ -53,10 +53,12 @@ def specs_file(tmp_path: Path, text: str) -> str:
     (["--model-args", "[1]"], "model args must be a JSON object"),
     (["--specs", "missing.jsonl"], "no such specs file: missing.jsonl"),
     (["--specs", "@spec", "--domain", "retail"], "give --specs or --domain/--scenarios, not both"),
+    (["--audit", "@dir"], "is a folder; give a file path"),
 ])
 def test_supervise_bad_input_is_one_line(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          args: list[str], fragment: str) -> None:
-    args = [specs_file(tmp_path, '{"domain": "retail"}\n') if a == "@spec" else a for a in args]
+    args = [specs_file(tmp_path, '{"domain": "retail"}\n') if a == "@spec" else str(tmp_path) if a == "@dir" else a
+            for a in args]
     code = run(["supervise", *args])
     assert code == 2
     assert fragment in one_error_line(capsys.readouterr().err)
@@ -148,3 +150,19 @@ def test_ledgeragent_help_lists_supervise_and_audit_without_importing_the_desk()
     text, modules = json.loads(done.stdout)
     assert "supervise" in text and "audit" in text
     assert not {"console.desk_app", "console.supervise_cli", "console.desk.desk", "console.screens.desk"} & set(modules)
+
+
+def test_supervise_builds_each_spec_repeat_times(tmp_path: Path) -> None:
+    from console.cli import build_parser
+    from console.supervise_cli import build_specs
+
+    args = build_parser().parse_args(["supervise", "--domain", "retail", "--repeat", "3", "--mode", "step"])
+    specs = build_specs(args)
+    assert len(specs) == 9 and {s.mode for s in specs} == {SupervisionMode.STEP}
+    assert [s.scenario for s in specs[:3]] == ["exchange-unavailable-variant"] * 3
+    path = specs_file(tmp_path, '{"domain": "airline", "scenario": "unobserved-flight", "mode": "approve writes"}\n'
+                                '{"domain": "telecom", "scenario": "roaming-abroad"}\n')
+    args = build_parser().parse_args(["supervise", "--specs", path, "--repeat", "2"])
+    specs = build_specs(args)
+    assert [(s.domain, s.mode) for s in specs] == [("airline", SupervisionMode.APPROVE_WRITES)] * 2 + [
+        ("telecom", SupervisionMode.APPROVE_NON_ALLOW)] * 2  # a line's own mode, else --mode's default
