@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 from textual.binding import Binding
 
-from console.desk.view import DeskSnapshot, RowView
+from console.desk.view import DeskSnapshot, ItemView, RowView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import phase_text, waited_text
 from console.widgets.desk_table import InPlaceTable, cell
@@ -52,6 +52,7 @@ class SessionsTable(InPlaceTable):
         self._order: list[str] = []
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._last: DeskSnapshot | None = None
+        self._views: dict[str, RowView] = {}
         self.cell_updates = 0  # cells changed in place, and times the rows were rebuilt (tests and benchmarks)
         self.rebuilds = 0
 
@@ -64,8 +65,9 @@ class SessionsTable(InPlaceTable):
     def sort_name(self) -> str:
         return SORTS[self.sort_index][0]
 
-    def cells(self, row: RowView, snapshot: DeskSnapshot, colours: Palette) -> tuple[Any, ...]:
-        item = snapshot.item(row.pending) if row.pending else None
+    def cells(self, row: RowView, snapshot: DeskSnapshot, colours: Palette,
+              items: dict[str, ItemView]) -> tuple[Any, ...]:
+        item = items.get(row.pending) if row.pending else None
         if item is not None:
             waited: Any = waited_text(item.waited(snapshot.now), snapshot.service(item), colours)
             pending = f"{item.id} {item.tool}"
@@ -88,7 +90,12 @@ class SessionsTable(InPlaceTable):
         colours = palette_of(self)
         rows = self._visible(snapshot)
         order = [r.id for r in rows]
-        wanted = {r.id: self.cells(r, snapshot, colours) for r in rows}
+        items = {i.id: i for i in snapshot.items}
+        known, shown = self._views, self._cells
+        # a row whose view did not change and that waits on nothing shows what it showed: its cells are reused
+        wanted = {r.id: shown[r.id] if r.pending is None and known.get(r.id) == r and r.id in shown
+                  else self.cells(r, snapshot, colours, items) for r in rows}
+        self._views = {r.id: r for r in rows}
         if order != self._order:
             selected = self.selected_id
             self.clear()
@@ -102,6 +109,8 @@ class SessionsTable(InPlaceTable):
         changes: dict[str, dict[str, Any]] = {}
         for row_id, cells in wanted.items():
             old = self._cells.get(row_id)
+            if cells is old:
+                continue
             for (column, _), value, before in zip(COLUMNS, cells, old or (None,) * len(cells), strict=True):
                 if value != before:
                     changes.setdefault(row_id, {})[column] = value

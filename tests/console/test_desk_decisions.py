@@ -19,8 +19,7 @@ from console.live import SupervisionMode
 from console.screens.confirm import ConfirmScreen
 from console.screens.desk import DeskScreen
 from console.screens.desk_decide import DeskReviewScreen
-from tests.support.desk import ManualClock, corrected_arguments, make_desk, of_type, spec, trace_of
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.desk import ManualClock, corrected_arguments, make_desk, of_type, spec, trace_of, until, until_screen
 
 W, N, STEP = SupervisionMode.APPROVE_WRITES, SupervisionMode.APPROVE_NON_ALLOW, SupervisionMode.STEP
 SESSIONS = [  # (domain, scenario, mode, how the test decides its items)
@@ -42,23 +41,23 @@ BULK_TOOL = "return_delivered_order_items"
 async def select(pilot: object, screen: DeskScreen, item_id: str) -> None:
     """Move the inbox cursor to the item and wait until this screen holds its claim."""
     screen.inbox.move_cursor(row=screen.inbox.row_of(item_id))
-    await wait_for(pilot, lambda: screen.claimed == item_id and screen.detail.item_id == item_id)
+    await until(pilot, lambda: screen.claimed == item_id and screen.detail.item_id == item_id)
 
 
 async def review(pilot: object, app: SupervisorApp, key: str, *, reason: str = "", arguments: str = "") -> None:
     """Open the review modal with `key`, fill in what it asks, and decide with the same key from its buttons."""
     await pilot.press(key)  # type: ignore[attr-defined]
-    modal = await wait_for_screen(pilot, app, DeskReviewScreen)
+    modal = await until_screen(pilot, app, DeskReviewScreen)
     if arguments:
         modal.query_one("#review-arguments", TextArea).text = arguments
     if reason:
         box = modal.query_one("#review-reason", Input)
-        await wait_for(pilot, lambda: box.has_focus)  # v and f ask for the message first, in the reason box
+        await until(pilot, lambda: box.has_focus)  # v and f ask for the message first, in the reason box
         box.value = reason
     modal.query_one("#approve").focus()
     await pilot.pause()  # type: ignore[attr-defined]
     await pilot.press(key)  # type: ignore[attr-defined]
-    await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+    await until(pilot, lambda: isinstance(app.screen, DeskScreen))
 
 
 def held(item: ItemView, items: tuple[ItemView, ...]) -> bool:
@@ -78,12 +77,12 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
         while True:
-            await wait_for(pilot, lambda: desk.snapshot().done or any(
-                not held(i, desk.snapshot().items) for i in desk.snapshot().items), timeout=60)
+            await until(pilot, lambda: desk.snapshot().done or any(
+                not held(i, desk.snapshot().items) for i in desk.snapshot().items))
             snapshot = desk.snapshot()
             if snapshot.done:
                 break
-            await wait_for(pilot, lambda: all(i.id in screen.inbox.item_ids for i in desk.snapshot().items))
+            await until(pilot, lambda: all(i.id in screen.inbox.item_ids for i in desk.snapshot().items))
             item = next(i for i in snapshot.items if not held(i, snapshot.items))
             how = POLICY[item.session_id]
             clock.advance(2.0)
@@ -94,10 +93,10 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
                 steps += 1
             elif how == "bulk" and item.rule_free:
                 await pilot.press("A")
-                confirm = await wait_for_screen(pilot, app, ConfirmScreen)
+                confirm = await until_screen(pilot, app, ConfirmScreen)
                 bulk_question = confirm.question
                 await pilot.press("y")
-                await wait_for(pilot, lambda: not [i for i in desk.snapshot().items if i.tool == BULK_TOOL])
+                await until(pilot, lambda: not [i for i in desk.snapshot().items if i.tool == BULK_TOOL])
             elif how == "force" and first and item.verdict in ("REVISE", "BLOCK"):
                 acted.add(item.session_id)
                 await review(pilot, app, "f", reason="spouse, verified by phone")
@@ -110,8 +109,8 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
                 await review(pilot, app, "v", reason="no, not this one")
             else:
                 await pilot.press("a")
-            await wait_for(pilot, lambda done=item.id: desk.snapshot().item(done) is None)
-        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain)
+            await until(pilot, lambda done=item.id: desk.snapshot().item(done) is None)
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
         await pilot.press("q")  # every session has ended: no question
     snapshot = desk.snapshot()
     assert [r.end_reason for r in snapshot.rows] == ["user_stop"] * 10, [(r.id, r.failure) for r in snapshot.rows]

@@ -11,8 +11,7 @@ from console.desk_app import SupervisorApp
 from console.live import SupervisionMode
 from console.screens.confirm import ConfirmScreen
 from console.screens.desk import DeskScreen
-from tests.support.desk import ManualClock, make_desk, spec, trace_of
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.desk import ManualClock, make_desk, spec, trace_of, until, until_screen
 
 N = SupervisionMode.APPROVE_NON_ALLOW
 CELL = r">(?:&#160;)*{}(?:&#160;)*<"
@@ -31,9 +30,9 @@ async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_pa
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
-                       == ["waiting for operator", "ended", "ended"], timeout=30)
-        await wait_for(pilot, lambda: screen.inbox.item_ids == ("i1",) and screen.claimed == "i1")
+        await until(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
+                       == ["waiting for operator", "ended", "ended"])
+        await until(pilot, lambda: screen.inbox.item_ids == ("i1",) and screen.claimed == "i1")
         await pilot.pause()
         table = screen.sessions
         redraws, rebuilds, cells = screen.redraws - screen.ticks, table.rebuilds, table.cell_updates
@@ -52,7 +51,7 @@ async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_pa
         await pilot.pause()
         assert shows(app, "3s") and not shows(app, "0s")  # on screen: the row's cached render was dropped
         await pilot.press("a")
-        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
 
 
 async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path) -> None:
@@ -61,17 +60,17 @@ async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: len(screen.inbox.item_ids) == 2, timeout=30)
+        await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
         await pilot.press("q")
-        confirm = await wait_for_screen(pilot, app, ConfirmScreen)
+        confirm = await until_screen(pilot, app, ConfirmScreen)
         assert "2 session(s) still running" in confirm.question
         await pilot.press("n")  # no: the desk goes on
-        await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         assert not desk.snapshot().done
         await pilot.press("q")
-        await wait_for_screen(pilot, app, ConfirmScreen)
+        await until_screen(pilot, app, ConfirmScreen)
         await pilot.press("y")
-        await wait_for(pilot, lambda: not app.is_running)
+        await until(pilot, lambda: not app.is_running)
     snapshot = desk.snapshot()
     for row in snapshot.rows:
         last = trace_of(snapshot, row.id)[-1]
@@ -85,15 +84,15 @@ async def test_help_lists_the_desk_keys_and_bulk_refuses_a_call_with_a_failing_r
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: screen.inbox.item_ids == ("i1",), timeout=30)
+        await until(pilot, lambda: screen.inbox.item_ids == ("i1",))
         await pilot.press("question_mark")
-        shown = await wait_for_screen(pilot, app, HelpScreen)
+        shown = await until_screen(pilot, app, HelpScreen)
         keys = dict(shown.keys)
         assert keys["A"] == "Bulk-approve ALLOWs" and keys["f"] == "Force-allow" and keys["q"] == "Quit"
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         await pilot.press("A")  # the BLOCK is not a rule-free ALLOW: refused, nothing asked, nothing decided
-        await wait_for(pilot, lambda: any("only ALLOWs every rule passed" in m for m in screen.decisions.said))
+        await until(pilot, lambda: any("only ALLOWs every rule passed" in m for m in screen.decisions.said))
         assert isinstance(app.screen, DeskScreen) and screen.inbox.item_ids == ("i1",)
         await pilot.press("a")
-        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)

@@ -13,9 +13,8 @@ from console.screens.desk import DeskScreen
 from console.screens.desk_session import SessionViewScreen
 from core.llm.base import ChatModel
 from core.llm.openai_model import OpenAIChatModel
-from tests.support.desk import ManualClock, make_desk, of_type, spec, trace_of
+from tests.support.desk import ManualClock, make_desk, of_type, spec, trace_of, until, until_screen
 from tests.support.openai_stub import OpenAIStub
-from tests.support.pilot import wait_for, wait_for_screen
 
 N = SupervisionMode.APPROVE_NON_ALLOW
 
@@ -34,12 +33,12 @@ async def test_a_failing_model_endpoint_shows_failed_while_the_others_finish(tmp
         app = SupervisorApp(desk, operator="alice", lifecycle=desk)
         async with app.run_test(size=(160, 45)) as pilot:
             screen = app.desk_screen
-            await wait_for(pilot, lambda: "failed" in str(screen.sessions.get_cell("s01", "phase")), timeout=30)
+            await until(pilot, lambda: "failed" in str(screen.sessions.get_cell("s01", "phase")))
             note = str(screen.sessions.get_cell("s01", "note"))
             assert "500" in note or "server" in note, note
-            await wait_for(pilot, lambda: len(screen.inbox.item_ids) == 1, timeout=30)
+            await until(pilot, lambda: len(screen.inbox.item_ids) == 1)
             await pilot.press("a")  # the other sessions are not held up by the failed one
-            await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+            await until(pilot, lambda: "every session has ended" in screen.status.plain)
             assert "1 failed" in screen.status.plain
     rows = {r.id: r for r in desk.snapshot().rows}
     assert rows["s01"].phase == "failed" and rows["s01"].failure.startswith("model ")
@@ -53,29 +52,29 @@ async def test_enter_opens_the_session_and_its_pending_call_is_decided_there(tmp
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: len(screen.inbox.item_ids) == 2, timeout=30)
+        await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
         screen.sessions.focus()
         screen.sessions.move_cursor(row=0)
         await pilot.press("enter")
-        view = await wait_for_screen(pilot, app, SessionViewScreen)
+        view = await until_screen(pilot, app, SessionViewScreen)
         assert view.session_id == "s01"
         events = desk.events_of("s01")
-        await wait_for(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
+        await until(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
         assert len(view.panes.gate.rows) == len([e for e in events if e.type == "gate_decision"]) == 1
         assert "orders.#W4821002" in view.panes.ledger.ledger_tree.nodes_by_path  # the ledger, from the events
         assert "waits" in str(view.query_one("#session-title").render())
         await pilot.press("a")  # accept the BLOCK from the session view
-        await wait_for(pilot, lambda: desk.snapshot().row("s01").phase == "ended", timeout=30)  # type: ignore[union-attr]
-        await wait_for(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
+        await until(pilot, lambda: desk.snapshot().row("s01").phase == "ended")  # type: ignore[union-attr]
+        await until(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
         assert [e.type for e in view.events][-1] == "session_ended"  # it kept up while open
         await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, DeskScreen))
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         decisions = of_type(trace_of(desk.snapshot(), "s01"), "supervisor_decision")
         assert [(d["decision"], d["who"]) for d in decisions] == [("accept_verdict", "alice")]
         (left,) = screen.inbox.item_ids  # back at the desk: the highlighted item is claimed again
-        await wait_for(pilot, lambda: desk.snapshot().item(left).claimed_by == "alice")  # type: ignore[union-attr]
+        await until(pilot, lambda: desk.snapshot().item(left).claimed_by == "alice")  # type: ignore[union-attr]
         await pilot.press("a")
-        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
 
 
 async def test_sort_cycles_and_slash_filters_the_sessions(tmp_path: Path) -> None:
@@ -85,16 +84,16 @@ async def test_sort_cycles_and_slash_filters_the_sessions(tmp_path: Path) -> Non
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: "every session has ended" in screen.status.plain, timeout=30)
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
         table = screen.sessions
         table.focus()
         assert table.row_ids == ("s01", "s02", "s03")
         await pilot.press("s", "s", "s")  # id -> waited -> phase -> domain
-        await wait_for(pilot, lambda: table.sort_name == "domain")
+        await until(pilot, lambda: table.sort_name == "domain")
         assert table.row_ids == ("s02", "s01", "s03")  # airline, retail, telecom
         await pilot.press("slash")
         for key in "retail":
             await pilot.press(key)
-        await wait_for(pilot, lambda: table.row_ids == ("s01",))
+        await until(pilot, lambda: table.row_ids == ("s01",))
         await pilot.press("escape")  # clears the filter
-        await wait_for(pilot, lambda: len(table.row_ids) == 3)
+        await until(pilot, lambda: len(table.row_ids) == 3)

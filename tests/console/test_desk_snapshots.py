@@ -11,8 +11,7 @@ import pytest
 from console.desk_app import SupervisorApp
 from console.live import SupervisionMode
 from tests.console.snapshots import assert_stable_snapshot
-from tests.support.desk import ManualClock, make_desk, spec
-from tests.support.pilot import wait_for
+from tests.support.desk import ManualClock, make_desk, spec, until
 
 AUTO = SupervisionMode.AUTOPILOT
 
@@ -26,9 +25,9 @@ async def test_desk_with_one_amber_call(tmp_path: Path, size: tuple[int, int]) -
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=size) as pilot:
         screen = app.desk_screen
-        await wait_for(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
-                       == ["waiting for operator", "ended", "ended", "ended"], timeout=30)
-        await wait_for(pilot, lambda: screen.claimed == "i1")
+        await until(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
+                       == ["waiting for operator", "ended", "ended", "ended"])
+        await until(pilot, lambda: screen.claimed == "i1")
         clock.advance(45.0)  # past amber (30 s), not red (120 s)
         screen.redraw()
         await assert_stable_snapshot(pilot, app, f"desk_{size[0]}x{size[1]}")

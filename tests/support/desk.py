@@ -65,3 +65,19 @@ def corrected_arguments(domain: str, scenario: str) -> dict[str, Any]:
     same_tool = [c for c in writes if c["name"] == writes[0]["name"]]
     arguments: dict[str, Any] = same_tool[min(1, len(same_tool) - 1)]["arguments"]
     return arguments
+
+
+PATIENCE = 60.0  # seconds a desk test waits for a condition: sessions share two busy cores with other work
+
+
+async def until(pilot: Any, condition: Any, timeout: float = PATIENCE) -> None:
+    """`tests.support.pilot.wait_for` with a desk's patience (a bound on the wait, never a measurement)."""
+    from tests.support.pilot import wait_for
+
+    await wait_for(pilot, condition, timeout)
+
+
+async def until_screen(pilot: Any, app: Any, kind: type[Any], timeout: float = PATIENCE) -> Any:
+    from tests.support.pilot import wait_for_screen
+
+    return await wait_for_screen(pilot, app, kind, timeout)
