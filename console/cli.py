@@ -28,6 +28,7 @@ from console.eval_args import register as register_eval
 from console.model_args import add_model_arguments, model_settings
 from console.serve import register as register_serve
 from console.storage import claim_session_folder
+from console.supervise_args import register as register_supervise
 from console.textview import VERDICT_STYLE, TranscriptPrinter
 from core.agent import AgentConfig
 from core.domain import Domain
@@ -268,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_eval(sub)
     register_serve(sub)
+    register_supervise(sub)
     return parser
 
 

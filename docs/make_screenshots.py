@@ -5,6 +5,10 @@
 Runs the scripted retail demo headless and saves the three panes right after the gate's
 REVISE (mid-scenario), the override modal, a force-allowed BLOCK (verdict, decision and outcome), the
 stacked layout at 80x24, and the predicate workbench after a re-gate.
+
+    .venv/bin/python docs/make_screenshots.py desk
+
+only writes the supervision desk's (all twelve scenarios in 'approve non-ALLOW', mid-run, a few calls waiting).
 """
 
 from __future__ import annotations
@@ -79,5 +83,23 @@ async def main() -> None:
             app.save_screenshot(str(OUT / "console-workbench.svg"))
 
 
+async def desk() -> None:
+    """The desk with every scenario in 'approve non-ALLOW': the sessions table, the inbox, one item's evidence."""
+    from console.desk.desk import Desk
+    from console.desk_app import SupervisorApp
+    from console.desk_specs import scenario_specs
+
+    with tempfile.TemporaryDirectory() as home:
+        root = Path(home)
+        specs = scenario_specs("all", "all", SupervisionMode.APPROVE_NON_ALLOW)
+        board = Desk(specs, root=root, audit_path=root / "desks" / "demo" / "audit.jsonl", concurrency=12)
+        app = SupervisorApp(board, operator="dana", lifecycle=board)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: len(board.snapshot().items) >= 8, limit=60)
+            await pilot.press("a", "a")  # two decided: the status line has a time-to-decision
+            await pilot.pause(1.5)
+            app.save_screenshot(str(OUT / "desk.svg"))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(desk() if sys.argv[1:] == ["desk"] else main())

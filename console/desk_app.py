@@ -1,0 +1,91 @@
+"""The supervision desk App: global keys (quit, theme, help) and the desk's lifetime.
+
+The screens only know a `DeskAPI`. Running the sessions and closing them is the job of whoever owns the
+desk: in `ledgeragent supervise` that is this process (`lifecycle` is the in-process `Desk`, whose `run()`
+this App starts as a worker and whose `close()` it awaits before exiting, so every session's trace ends with
+`session_ended`); a second operator's App on the same desk passes no lifecycle and only decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+
+from console.desk.view import DeskAPI
+from console.screens.desk import DeskScreen
+
+
+class DeskLifecycle(Protocol):
+    async def run(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class SupervisorApp(App[None]):
+    TITLE = "LedgerAgent Desk"
+    CSS_PATH = "console.tcss"
+    BINDINGS = [
+        Binding("t", "toggle_theme", "Theme", show=False, id="theme"),
+        Binding("question_mark", "help", "Keys", id="help"),
+        Binding("q", "request_quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, api: DeskAPI, *, operator: str, lifecycle: DeskLifecycle | None = None) -> None:
+        super().__init__()
+        self.api = api
+        self.operator = operator
+        self.lifecycle = lifecycle
+        self.desk_screen = DeskScreen(api, operator)
+        self._closed = False
+
+    def get_default_screen(self) -> Screen[Any]:
+        return self.desk_screen
+
+    def on_mount(self) -> None:
+        self.sub_title = f"operator {self.operator}"
+        if self.lifecycle is not None:
+            self.run_worker(self.lifecycle.run(), group="desk", name="desk", exit_on_error=False)
+
+    async def close_desk(self) -> None:
+        """Give up this operator's claims and, if this App owns the desk, end every session still running."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.desk_screen.release_claim()
+        await self.api.release_all(self.operator)
+        if self.lifecycle is not None:
+            await self.lifecycle.close()
+
+    async def on_unmount(self) -> None:
+        await self.close_desk()
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
+
+    def action_help(self) -> None:
+        from console.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    async def action_request_quit(self) -> None:
+        """Quit; while sessions run it asks first (they are ended, their traces kept)."""
+        from console.screens.confirm import ConfirmScreen
+
+        snapshot = self.api.snapshot()
+        if snapshot.done or self.lifecycle is None:
+            await self.close_desk()
+            self.exit()
+            return
+        running = sum(1 for r in snapshot.rows if r.phase.value not in ("ended", "failed"))
+
+        async def answered(yes: bool | None) -> None:
+            if yes:
+                await self.close_desk()
+                self.exit()
+
+        self.push_screen(ConfirmScreen(f"{running} session(s) still running. Quit and end them? (their traces "
+                                       "are kept)"), answered)

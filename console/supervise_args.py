@@ -1,0 +1,81 @@
+"""`ledgeragent supervise` and `ledgeragent audit`: their command lines only.
+
+Declared here, apart from the work (`console.supervise_cli`, imported when one of the two runs), so
+`ledgeragent --help` and the console's cold start never import the desk, Textual screens or pydantic models
+they do not use (as `console.eval_args` does for `eval`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from console.cli_common import _default_operator
+from console.cli_errors import non_negative_float, positive_float, positive_int
+from console.model_args import add_model_arguments
+
+SUPERVISE_HELP = "supervise many live sessions from one desk: an approval inbox with the gate's evidence"
+SUPERVISE_DESCRIPTION = """\
+Start many sessions at once (each with its own folder, database copy and trace) and supervise them from one
+desk: a sessions table and an approval inbox of every call that waits for a human, oldest first, with the
+gate's verdict, failing rules and evidence. Every decision is written to the desk's audit log (JSONL) before
+it takes effect; read it back with `ledgeragent audit FILE`."""
+MODES = ("approve writes", "approve non-ALLOW", "step", "autopilot")
+AUDIT_DECISIONS = ("approve", "accept_verdict", "veto", "edit", "force_allow")
+AUDIT_VERDICTS = ("ALLOW", "REVISE", "BLOCK", "None")
+
+
+def register(subparsers: Any) -> None:
+    """Add `supervise` and `audit` (with their handlers) to an argparse subparsers object."""
+    sup: argparse.ArgumentParser = subparsers.add_parser(
+        "supervise", help=SUPERVISE_HELP, description=SUPERVISE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sup.add_argument("--domain", default="all", help="a domain or 'all' (default: all)")
+    sup.add_argument("--scenarios", default="all", metavar="all|NAME,NAME",
+                     help="the domain's scripted scenarios to run (default: all)")
+    # --tasks all|ID,ID plugs in here: eval tasks as sessions, from console.task_sessions.task_specs (another
+    # engineer's part; see console.supervise_cli.build_specs, where its specs join the scenarios').
+    sup.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="run each session spec N times")
+    sup.add_argument("--mode", choices=MODES, default="approve non-ALLOW",
+                     help="when a session asks the desk (default: approve non-ALLOW)")
+    sup.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
+                     help="sessions running at once (default: 8)")
+    sup.add_argument("--model", help="a model name on an OpenAI-compatible endpoint (default: the scripts)")
+    sup.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
+    sup.add_argument("--specs", metavar="FILE",
+                     help="JSON lines, one session spec per line (domain, scenario, agent, model, base_url, mode, "
+                          "max_steps, db, disabled_predicates, pace), instead of --domain/--scenarios")
+    sup.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
+    sup.add_argument("--amber", type=non_negative_float, default=30.0, metavar="SECONDS",
+                     help="a pending call turns amber after this long (default: 30)")
+    sup.add_argument("--red", type=non_negative_float, default=120.0, metavar="SECONDS",
+                     help="and red after this long (default: 120)")
+    sup.add_argument("--audit", metavar="PATH",
+                     help="the desk's audit log (default: a new desk folder under the data dir, audit.jsonl)")
+    sup.add_argument("--pace", type=non_negative_float, default=0.0, metavar="S",
+                     help="seconds between steps of each session (default: 0)")
+    sup.add_argument("--claim-ttl", type=positive_float, default=60.0, metavar="SECONDS",
+                     help="how long highlighting an inbox item keeps it yours (default: 60)")
+    add_model_arguments(sup)
+    sup.set_defaults(handler=_cmd_supervise)
+
+    audit: argparse.ArgumentParser = subparsers.add_parser(
+        "audit", help="print a supervision desk's audit log (decisions with their outcomes), filtered")
+    audit.add_argument("file", metavar="FILE", help="the desk's audit.jsonl")
+    audit.add_argument("--operator", help="only this operator's decisions")
+    audit.add_argument("--verdict", choices=AUDIT_VERDICTS, help="only decisions on calls the gate gave this verdict")
+    audit.add_argument("--decision", choices=AUDIT_DECISIONS, help="only this kind of decision")
+    audit.add_argument("--json", action="store_true", help="one JSON object per decision, with its outcome")
+    audit.set_defaults(handler=_cmd_audit)
+
+
+def _cmd_supervise(args: argparse.Namespace) -> int:
+    from console.supervise_cli import cmd_supervise  # the desk and its screens: only when `supervise` runs
+
+    return cmd_supervise(args)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from console.supervise_cli import cmd_audit
+
+    return cmd_audit(args)

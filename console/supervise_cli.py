@@ -1,0 +1,131 @@
+"""What `ledgeragent supervise` and `ledgeragent audit` do (their options: console.supervise_args).
+
+`supervise` checks everything it was given before anything starts (specs, thresholds, model settings), so a
+bad input is one line and exit 2 with no folder left behind; then it builds one in-process `Desk` and runs
+the `SupervisorApp` on it. `audit` prints a desk's audit log filtered, each decision with its outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from console.cli_errors import CliError
+from console.desk.audit import AuditFilter, call_key, describe_outcome, read_audit
+from console.desk_specs import load_specs_file, repeated, scenario_specs
+from console.live import SessionSpec, SupervisionMode
+from console.model_args import model_settings
+from console.storage import data_root
+from core.llm.settings import ModelSettings
+
+
+def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
+    """The sessions the desk runs: a specs file, or the scenarios of --domain/--scenarios; then --repeat."""
+    mode = SupervisionMode(args.mode)
+    if args.specs:
+        if args.domain != "all" or args.scenarios != "all":
+            raise CliError("give --specs or --domain/--scenarios, not both")
+        specs = load_specs_file(Path(args.specs), mode)
+    else:
+        specs = scenario_specs(args.domain, args.scenarios, mode, pace=args.pace,
+                               model=args.model or "scripted", base_url=args.base_url)
+        # --tasks all|id,id plugs in here: `specs += task_specs(args.domain, args.tasks, mode, ...)` from
+        # console.task_sessions (another engineer's part), once that module is on this branch.
+    if not specs:
+        raise CliError(f"no session to run for --domain {args.domain} --scenarios {args.scenarios}")
+    return repeated(specs, args.repeat)
+
+
+def new_desk_dir(root: Path | None = None) -> Path:
+    """A fresh folder for one desk's audit log: `mkdir` is the claim, as for session folders."""
+    base = (root or data_root()) / "desks"
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        folder = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise CliError(f"no free desk folder under {base}")
+
+
+def audit_path(args: argparse.Namespace) -> Path:
+    if args.audit:
+        path = Path(args.audit)
+        if path.is_dir():
+            raise CliError(f"--audit {path} is a folder; give a file path (e.g. {path / 'audit.jsonl'})")
+        return path
+    return new_desk_dir() / "audit.jsonl"
+
+
+def cmd_supervise(args: argparse.Namespace) -> int:
+    from console.desk.desk import Desk, check_operator
+    from console.desk.view import DeskRefused
+    from console.desk_app import SupervisorApp
+
+    if args.amber > args.red:
+        raise CliError(f"--amber ({args.amber:g} s) must not be above --red ({args.red:g} s)")
+    try:
+        operator = check_operator(args.operator)
+    except DeskRefused as exc:
+        raise CliError(f"--operator: {exc}") from None
+    if args.base_url and not args.model:
+        raise CliError("--base-url needs --model (without it the sessions run their scripts)")
+    try:
+        settings: ModelSettings = model_settings(args)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    specs = build_specs(args)
+    path = audit_path(args)
+    try:
+        desk = Desk(specs, concurrency=args.concurrency, audit_path=path, amber_s=args.amber, red_s=args.red,
+                    claim_ttl=args.claim_ttl,
+                    model_factory=lambda spec: settings.build(spec.model, spec.base_url))
+    except OSError as exc:
+        raise CliError(f"cannot open the audit log {path}: {exc.strerror or exc}") from None
+    app = SupervisorApp(desk, operator=operator, lifecycle=desk)
+    app.run()
+    return app.return_code or 0
+
+
+def _outcome_word(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"no such audit log: {path}")
+    try:
+        read = read_audit(path, AuditFilter(operator=args.operator, verdict=args.verdict, decision=args.decision))
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if args.json:
+        for record in read.decisions:
+            outcome = read.outcomes.get(call_key(record))
+            print(json.dumps({**record, "outcome": describe_outcome(outcome)}, ensure_ascii=False, sort_keys=True))
+    else:
+        table = Table("when", "operator", "session", "tool", "verdict", "failing rules", "decision", "reason",
+                      "waited", "outcome", title=f"{path}: {len(read.decisions)} decision(s)")
+        for record in read.decisions:
+            waited = record.get("waited_s")
+            table.add_row(*(escape(str(v)) for v in (
+                record.get("when", ""), record.get("operator", ""), record.get("session", ""),
+                record.get("tool", ""), record.get("gate_verdict"), ", ".join(record.get("failing_rules") or []),
+                record.get("decision", ""), record.get("reason", ""),
+                f"{waited:.1f} s" if isinstance(waited, int | float) else "",
+                _outcome_word(describe_outcome(read.outcomes.get(call_key(record)))))))
+        Console(highlight=False).print(table)
+    if read.skipped:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"note: {read.skipped} line(s) of {escape(str(path))} were not complete audit records (skipped)")
+    return 0

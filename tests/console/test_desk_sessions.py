@@ -1,0 +1,99 @@
+"""The sessions side of the desk: a session whose model endpoint fails (a real HTTP stub answering 500) shows
+failed with its reason while the others finish; Enter opens a session's three panes, rebuilt from its events
+alone, where its pending call can be decided; sorting and `/` filtering of the table."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from console.desk_app import SupervisorApp
+from console.live import SessionSpec, SupervisionMode
+from console.screens.desk import DeskScreen
+from console.screens.desk_session import SessionViewScreen
+from core.llm.base import ChatModel
+from core.llm.openai_model import OpenAIChatModel
+from tests.support.desk import ManualClock, make_desk, of_type, spec, trace_of, until, until_screen
+from tests.support.openai_stub import OpenAIStub
+
+N = SupervisionMode.APPROVE_NON_ALLOW
+
+
+async def test_a_failing_model_endpoint_shows_failed_while_the_others_finish(tmp_path: Path) -> None:
+    with OpenAIStub() as stub:
+        stub.reply_error(500, "the model server is down")
+
+        def model(chosen: SessionSpec) -> ChatModel:
+            return OpenAIChatModel(chosen.model, base_url=chosen.base_url, max_retries=0)
+
+        live = replace(spec("retail", "refund-to-original-payment", N), model="stub-model", base_url=stub.base_url)
+        desk = make_desk([live, spec("retail", "other-customers-order", N),
+                          spec("airline", "cancel-outside-window", SupervisionMode.AUTOPILOT)], tmp_path,
+                         ManualClock(), model_factory=model)
+        app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+        async with app.run_test(size=(160, 45)) as pilot:
+            screen = app.desk_screen
+            await until(pilot, lambda: "failed" in str(screen.sessions.get_cell("s01", "phase")))
+            note = str(screen.sessions.get_cell("s01", "note"))
+            assert "500" in note or "server" in note, note
+            await until(pilot, lambda: len(screen.inbox.item_ids) == 1)
+            await pilot.press("a")  # the other sessions are not held up by the failed one
+            await until(pilot, lambda: "every session has ended" in screen.status.plain)
+            assert "1 failed" in screen.status.plain
+    rows = {r.id: r for r in desk.snapshot().rows}
+    assert rows["s01"].phase == "failed" and rows["s01"].failure.startswith("model ")
+    assert rows["s02"].end_reason == "user_stop" and rows["s03"].end_reason == "user_stop"
+    assert of_type(trace_of(desk.snapshot(), "s01"), "session_ended")  # even the failed trace is closed
+
+
+async def test_enter_opens_the_session_and_its_pending_call_is_decided_there(tmp_path: Path) -> None:
+    desk = make_desk([spec("retail", "other-customers-order", N), spec("retail", "refund-to-original-payment", N)],
+                     tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
+        screen.sessions.focus()
+        screen.sessions.move_cursor(row=0)
+        await pilot.press("enter")
+        view = await until_screen(pilot, app, SessionViewScreen)
+        assert view.session_id == "s01"
+        events = desk.events_of("s01")
+        await until(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
+        assert len(view.panes.gate.rows) == len([e for e in events if e.type == "gate_decision"]) == 1
+        assert "orders.#W4821002" in view.panes.ledger.ledger_tree.nodes_by_path  # the ledger, from the events
+        assert "waits" in str(view.query_one("#session-title").render())
+        await pilot.press("a")  # accept the BLOCK from the session view
+        await until(pilot, lambda: desk.snapshot().row("s01").phase == "ended")  # type: ignore[union-attr]
+        await until(pilot, lambda: len(view.events) == len(desk.events_of("s01")))
+        assert [e.type for e in view.events][-1] == "session_ended"  # it kept up while open
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
+        decisions = of_type(trace_of(desk.snapshot(), "s01"), "supervisor_decision")
+        assert [(d["decision"], d["who"]) for d in decisions] == [("accept_verdict", "alice")]
+        (left,) = screen.inbox.item_ids  # back at the desk: the highlighted item is claimed again
+        await until(pilot, lambda: desk.snapshot().item(left).claimed_by == "alice")  # type: ignore[union-attr]
+        await pilot.press("a")
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
+
+
+async def test_sort_cycles_and_slash_filters_the_sessions(tmp_path: Path) -> None:
+    desk = make_desk([spec("retail", "other-customers-order", SupervisionMode.AUTOPILOT),
+                      spec("airline", "cancel-outside-window", SupervisionMode.AUTOPILOT),
+                      spec("telecom", "roaming-abroad", SupervisionMode.AUTOPILOT)], tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await until(pilot, lambda: "every session has ended" in screen.status.plain)
+        table = screen.sessions
+        table.focus()
+        assert table.row_ids == ("s01", "s02", "s03")
+        await pilot.press("s", "s", "s")  # id -> waited -> phase -> domain
+        await until(pilot, lambda: table.sort_name == "domain")
+        assert table.row_ids == ("s02", "s01", "s03")  # airline, retail, telecom
+        await pilot.press("slash")
+        for key in "retail":
+            await pilot.press(key)
+        await until(pilot, lambda: table.row_ids == ("s01",))
+        await pilot.press("escape")  # clears the filter
+        await until(pilot, lambda: len(table.row_ids) == 3)
