@@ -31,9 +31,11 @@ class SpecLine(BaseModel):
 
     domain: str = Field(min_length=1, max_length=64)
     scenario: str | None = Field(default=None, min_length=1, max_length=200)
+    task: str | None = Field(default=None, min_length=1, max_length=200)
     agent: Literal["ledger", "fc", "ledger-no-gate"] = "ledger"
     model: str = Field(default="scripted", min_length=1, max_length=200)
     base_url: str | None = Field(default=None, max_length=2000)
+    user_model: str | None = Field(default=None, min_length=1, max_length=200)
     mode: Literal["autopilot", "approve writes", "approve non-ALLOW", "step"] | None = None
     max_steps: int = Field(default=100, ge=1, le=10_000)
     db: str | None = Field(default=None, min_length=1, max_length=4096)
@@ -111,8 +113,8 @@ def load_specs_file(path: Path, default_mode: SupervisionMode) -> list[SessionSp
                 check_scenario(line.domain, line.scenario)
             except CliError as exc:
                 raise CliError(f"{where}: {exc}") from None
-            spec = SessionSpec(domain=line.domain, scenario=line.scenario, agent=line.agent, model=line.model,
-                               base_url=line.base_url,
+            spec = SessionSpec(domain=line.domain, scenario=line.scenario, task=line.task, agent=line.agent,
+                               model=line.model, base_url=line.base_url, user_model=line.user_model,
                                mode=SupervisionMode(line.mode) if line.mode else default_mode,
                                max_steps=line.max_steps, db=Path(line.db) if line.db else None,
                                disabled_predicates=tuple(line.disabled_predicates), pace=line.pace)

@@ -31,10 +31,13 @@ def register(subparsers: Any) -> None:
         "supervise", help=SUPERVISE_HELP, description=SUPERVISE_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sup.add_argument("--domain", default="all", help="a domain or 'all' (default: all)")
-    sup.add_argument("--scenarios", default="all", metavar="all|NAME,NAME",
-                     help="the domain's scripted scenarios to run (default: all)")
-    # --tasks all|ID,ID plugs in here: eval tasks as sessions, from console.task_sessions.task_specs (another
-    # engineer's part; see console.supervise_cli.build_specs, where its specs join the scenarios').
+    sup.add_argument("--scenarios", metavar="all|NAME,NAME",
+                     help="the domain's scripted scenarios to run (default: all of them, unless --tasks is given)")
+    sup.add_argument("--tasks", metavar="all|ID,ID",
+                     help="evaluation tasks to run as sessions (the domain's tasks file; with --domain all, every "
+                          "domain's): the task's customer, starting data and, without --model, its offline agent")
+    sup.add_argument("--user-model", metavar="NAME",
+                     help="with --tasks: an LLM user simulator plays the customer (same endpoint as --model)")
     sup.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="run each session spec N times")
     sup.add_argument("--mode", choices=MODES, default="approve non-ALLOW",
                      help="when a session asks the desk (default: approve non-ALLOW)")
@@ -43,8 +46,9 @@ def register(subparsers: Any) -> None:
     sup.add_argument("--model", help="a model name on an OpenAI-compatible endpoint (default: the scripts)")
     sup.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
     sup.add_argument("--specs", metavar="FILE",
-                     help="JSON lines, one session spec per line (domain, scenario, agent, model, base_url, mode, "
-                          "max_steps, db, disabled_predicates, pace), instead of --domain/--scenarios")
+                     help="JSON lines, one session spec per line (domain, scenario or task, agent, model, base_url, "
+                          "user_model, mode, max_steps, db, disabled_predicates, pace), instead of "
+                          "--domain/--scenarios/--tasks")
     sup.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
     sup.add_argument("--amber", type=non_negative_float, default=30.0, metavar="SECONDS",
                      help="a pending call turns amber after this long (default: 30)")

@@ -24,23 +24,53 @@ from console.live import SessionSpec, SupervisionMode
 from console.model_args import model_settings
 from console.storage import data_root
 from core.llm.settings import ModelSettings
+from domains.registry import DOMAINS, tasks_file
 
 
 def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
     """The sessions the desk runs: a specs file, or the scenarios of --domain/--scenarios; then --repeat."""
     mode = SupervisionMode(args.mode)
     if args.specs:
-        if args.domain != "all" or args.scenarios != "all":
-            raise CliError("give --specs or --domain/--scenarios, not both")
+        if args.domain != "all" or args.scenarios is not None or args.tasks is not None:
+            raise CliError("give --specs or --domain/--scenarios/--tasks, not both")
         specs = load_specs_file(Path(args.specs), mode)
     else:
-        specs = scenario_specs(args.domain, args.scenarios, mode, pace=args.pace,
-                               model=args.model or "scripted", base_url=args.base_url)
-        # --tasks all|id,id plugs in here: `specs += task_specs(args.domain, args.tasks, mode, ...)` from
-        # console.task_sessions (another engineer's part), once that module is on this branch.
+        if args.user_model and args.tasks is None:
+            raise CliError("--user-model plays a task's customer: it needs --tasks")
+        specs = []
+        if args.scenarios is not None or args.tasks is None:
+            specs += scenario_specs(args.domain, args.scenarios or "all", mode, pace=args.pace,
+                                    model=args.model or "scripted", base_url=args.base_url)
+        if args.tasks is not None:
+            specs += _task_specs(args, mode)
     if not specs:
-        raise CliError(f"no session to run for --domain {args.domain} --scenarios {args.scenarios}")
+        raise CliError(f"no session to run for --domain {args.domain}")
     return repeated(specs, args.repeat)
+
+
+def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[SessionSpec]:
+    """`--tasks all|id,id` of `--domain` (every domain that ships tasks for `--domain all`)."""
+    from console.task_sessions import task_specs
+
+    base = SessionSpec(scenario=None, mode=mode, pace=args.pace, model=args.model or "scripted",
+                       base_url=args.base_url, user_model=args.user_model)
+    text = args.tasks.strip()
+    ids: list[str] | str = "all" if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    if not ids:
+        raise CliError("--tasks names no task (give all, or id,id)")
+    if args.domain == "all":
+        if ids != "all":
+            raise CliError("--tasks with ids needs one --domain (ids are per domain)")
+        domains = [d for d in DOMAINS if tasks_file(d) is not None]
+    elif args.domain not in DOMAINS:
+        raise CliError(f"unknown domain {args.domain!r}; one of all, {', '.join(DOMAINS)}")
+    else:
+        domains = [args.domain]
+    try:
+        return [spec for d in domains for spec in task_specs(d, ids, base)]
+    except ValueError as exc:
+        raise CliError(f"--tasks: {exc}") from None
+
 
 
 def new_desk_dir(root: Path | None = None) -> Path:

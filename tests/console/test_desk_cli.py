@@ -52,12 +52,19 @@ def specs_file(tmp_path: Path, text: str) -> str:
     (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
     (["--model-args", "[1]"], "model args must be a JSON object"),
     (["--specs", "missing.jsonl"], "no such specs file: missing.jsonl"),
-    (["--specs", "@spec", "--domain", "retail"], "give --specs or --domain/--scenarios, not both"),
+    (["--specs", "@spec", "--domain", "retail"], "give --specs or --domain/--scenarios/--tasks, not both"),
+    (["--domain", "retail", "--tasks", "r01,r99"], "--tasks: "),
+    (["--tasks", "r01"], "--tasks with ids needs one --domain"),
+    (["--domain", "retail", "--tasks", " , "], "--tasks names no task"),
+    (["--user-model", "sim"], "--user-model plays a task's customer: it needs --tasks"),
+    (["--specs", "@task-spec"], "unknown"),
     (["--audit", "@dir"], "is a folder; give a file path"),
 ])
 def test_supervise_bad_input_is_one_line(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          args: list[str], fragment: str) -> None:
-    args = [specs_file(tmp_path, '{"domain": "retail"}\n') if a == "@spec" else str(tmp_path) if a == "@dir" else a
+    task_line = '{"domain": "retail", "task": "r99"}\n'
+    args = [specs_file(tmp_path, '{"domain": "retail"}\n') if a == "@spec" else str(tmp_path) if a == "@dir"
+            else specs_file(tmp_path, task_line) if a == "@task-spec" else a
             for a in args]
     code = run(["supervise", *args])
     assert code == 2
@@ -166,3 +173,25 @@ def test_supervise_builds_each_spec_repeat_times(tmp_path: Path) -> None:
     specs = build_specs(args)
     assert [(s.domain, s.mode) for s in specs] == [("airline", SupervisionMode.APPROVE_WRITES)] * 2 + [
         ("telecom", SupervisionMode.APPROVE_NON_ALLOW)] * 2  # a line's own mode, else --mode's default
+
+
+def test_tasks_become_sessions_of_their_domain(tmp_path: Path) -> None:
+    """`--tasks` alone runs tasks only; with `--scenarios` both; a specs file may name a task."""
+    import argparse
+
+    from console.supervise_args import register
+    from console.supervise_cli import build_specs
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    only_tasks = build_specs(parser.parse_args(["supervise", "--domain", "retail", "--tasks", "r03,r01"]))
+    assert [(s.domain, s.task, s.scenario) for s in only_tasks] == [("retail", "r03", None), ("retail", "r01", None)]
+    both = build_specs(parser.parse_args(["supervise", "--domain", "telecom", "--tasks", "all", "--scenarios",
+                                          "all", "--repeat", "2"]))
+    assert sum(s.task is None for s in both) == 2 * 3 and sum(s.task is not None for s in both) > 2
+    every = build_specs(parser.parse_args(["supervise", "--tasks", "all"]))
+    assert {s.domain for s in every} == {"retail", "airline", "telecom", "telehealth"}
+    assert all(s.task is not None and s.mode.value == "approve non-ALLOW" for s in every)
+    from_file = build_specs(parser.parse_args(["supervise", "--specs", specs_file(
+        tmp_path, '{"domain": "airline", "task": "a04", "mode": "approve writes"}\n')]))
+    assert [(s.domain, s.task, s.mode.value) for s in from_file] == [("airline", "a04", "approve writes")]
