@@ -61,6 +61,7 @@ def register(subparsers: Any) -> None:
     sup.add_argument("--claim-ttl", type=positive_float, default=60.0, metavar="SECONDS",
                      help="how long highlighting an inbox item keeps it yours (default: 60)")
     add_model_arguments(sup)
+    add_hosting_arguments(sup)
     sup.set_defaults(handler=_cmd_supervise)
 
     audit: argparse.ArgumentParser = subparsers.add_parser(
@@ -71,6 +72,17 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--decision", choices=AUDIT_DECISIONS, help="only this kind of decision")
     audit.add_argument("--json", action="store_true", help="one JSON object per decision, with its outcome")
     audit.set_defaults(handler=_cmd_audit)
+
+
+def add_hosting_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--listen PATH` / `--connect PATH` (one or the other): the desk headless on a Unix socket, or joining
+    one as another operator (console.desk.hosting does both)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--listen", metavar="PATH",
+                       help="run the desk without a UI and serve it on this Unix socket (in a private folder) "
+                            "until SIGTERM; operators join with --connect")
+    group.add_argument("--connect", metavar="PATH",
+                       help="open the desk served at this Unix socket (by --listen) as --operator")
 
 
 def _cmd_supervise(args: argparse.Namespace) -> int:

@@ -99,9 +99,12 @@ def audit_path(args: argparse.Namespace) -> Path:
 
 def cmd_supervise(args: argparse.Namespace) -> int:
     from console.desk.desk import Desk, check_operator
+    from console.desk.hosting import run_hosting
     from console.desk.view import DeskRefused
     from console.desk_app import SupervisorApp
 
+    if args.connect:  # another operator's desk: this process only decides (`--listen` runs it)
+        return run_hosting(args) or 0
     if args.amber > args.red:
         raise CliError(f"--amber ({args.amber:g} s) must not be above --red ({args.red:g} s)")
     try:
@@ -122,6 +125,8 @@ def cmd_supervise(args: argparse.Namespace) -> int:
                     model_factory=lambda spec: settings.build(spec.model, spec.base_url))
     except OSError as exc:
         raise CliError(f"cannot open the audit log {path}: {exc.strerror or exc}") from None
+    if args.listen:
+        return run_hosting(args, lambda: desk) or 0
     app = SupervisorApp(desk, operator=operator, lifecycle=desk)
     app.run()
     return app.return_code or 0

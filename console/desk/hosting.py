@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -31,16 +32,6 @@ from console.desk.view import DeskRefused
 from console.live import SessionSpec, SupervisionMode
 
 ASKING_MODES = tuple(m.value for m in SupervisionMode if m is not SupervisionMode.AUTOPILOT)
-
-
-def add_hosting_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--listen PATH` / `--connect PATH` (one or the other), for the `supervise` command."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--listen", metavar="PATH",
-                       help="run the desk without a UI and serve it on this Unix socket (in a private folder) "
-                            "until SIGTERM; operators join with --connect")
-    group.add_argument("--connect", metavar="PATH",
-                       help="open the desk served at this Unix socket (by --listen) as --operator")
 
 
 async def host_until_stopped(desk: Desk, path: Path, *, announce: Callable[[str], None] | None = None,
@@ -131,16 +122,12 @@ async def connect(path: Path | str, operator: str, *, timeout: float = 10.0) -> 
 
 
 def scenario_specs(domain: str, scenarios: Sequence[str], mode: SupervisionMode, agent: str) -> list[SessionSpec]:
-    """One session per scenario of `domain` ("all": every one, in name order). CliError for an unknown one."""
-    from console.cli_common import _domain, _scenario
-    from core.scenario import list_scenarios
+    """One session per scenario of `domain` ("all" or none given: every one, in name order), as `supervise`
+    builds them. CliError (one line) for an unknown domain or scenario."""
+    from console.desk_specs import scenario_specs as supervise_specs
 
-    loaded = _domain(domain)
-    names = sorted(list_scenarios(loaded.scenarios_dir)) if list(scenarios) in ([], ["all"]) else list(scenarios)
-    specs = []
-    for name in names:
-        scenario = _scenario(loaded, name)
-        specs.append(SessionSpec(domain=loaded.name, scenario=scenario.name, agent=agent, mode=mode))
+    names = "all" if list(scenarios) in ([], ["all"]) else ",".join(scenarios)
+    specs = [replace(spec, agent=agent) for spec in supervise_specs(domain, names, mode)]
     if not specs:
         raise CliError(f"domain {domain} has no scenarios to supervise")
     return specs

@@ -42,13 +42,17 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
+@pytest.mark.parametrize("command", ["hosting", "supervise"])
+async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path,
+                                                                                      command: str) -> None:
     path = folder / "sock" / "desk.sock"
     env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
-    child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "console.desk.hosting", "listen", str(path), "--scenarios", f"{SCENARIO},{SCENARIO}",
-        "--audit", str(folder / "audit.jsonl"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE)
+    sessions = ["--scenarios", f"{SCENARIO},{SCENARIO}", "--audit", str(folder / "audit.jsonl")]
+    argv = ["-m", "console.desk.hosting", "listen", str(path), *sessions] if command == "hosting" else \
+        ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
+         *sessions]
+    child = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stderr is not None
         line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
@@ -90,7 +94,7 @@ def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:
     (private / "taken").write_text("x")
     assert "exists and is not a socket" in one_error_line(hosting("listen", str(private / "taken"), home=home))
     assert "too long" in one_error_line(hosting("listen", str(private / ("x" * 120)), home=home))
-    assert "unknown scenario 'nope'" in one_error_line(
+    assert "unknown scenario(s) nope for retail" in one_error_line(
         hosting("listen", str(private / "d.sock"), "--scenarios", "nope", home=home))
     assert "invalid choice: 'autopilot'" in one_error_line(
         hosting("listen", str(private / "d.sock"), "--mode", "autopilot", home=home))

@@ -65,7 +65,7 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     assert config.desk.tab_command(socket, "bob").endswith(f"desk-connect {socket} --operator bob")
     with pytest.raises(ServeError, match="needs a --mode that asks a human"):
         build_config(parse("--supervise"), env)
-    with pytest.raises(ServeError, match="unknown scenario 'nope'"):
+    with pytest.raises(ServeError, match=r"unknown scenario\(s\) nope for retail"):
         build_config(parse("--supervise", "--mode", "step", "--scenario", "nope"), env)
     with pytest.raises(ServeError, match="--model: not with --supervise"):
         build_config(parse(*DESK, "--model", "m"), env)
