@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def folder() -> Path:
+def folder() -> Iterator[Path]:
     with socket_folder() as made:
         yield made
 
