@@ -50,12 +50,14 @@ class SupervisorApp(App[None]):
             self.run_worker(self.lifecycle.run(), group="desk", name="desk", exit_on_error=False)
 
     async def close_desk(self) -> None:
-        """Give up this operator's claims and, if this App owns the desk, end every session still running."""
+        """Give up this screen's claim and, if this App owns the desk, end every session still running.
+
+        Only this screen's claim: the same operator may hold others in another tab (a desk host releases an
+        operator's claims when their last connection closes)."""
         if self._closed:
             return
         self._closed = True
         await self.desk_screen.release_claim()
-        await self.api.release_all(self.operator)
         if self.lifecycle is not None:
             await self.lifecycle.close()
 
