@@ -88,7 +88,8 @@ async def test_twelve_sessions_run_at_once_and_every_decision_is_in_its_trace_an
     assert read.skipped == 0
     assert snapshot.stats.decisions == len(read.decisions) > 12
     waits = [r["waited_s"] for r in read.decisions]
-    assert min(waits) == 7.0 and max(waits) > 7.0  # others waited while the oldest was decided
+    # each item waits 7 s per decision made while it was pending (how many depends on scheduling)
+    assert all(w >= 7.0 and w % 7.0 == 0 for w in waits)
     assert (snapshot.stats.median_s, snapshot.stats.worst_s) == (statistics.median(waits), max(waits))
     in_traces = 0
     for row in snapshot.rows:
