@@ -20,7 +20,7 @@ from console.widgets.desk_format import duration
 def counts(snapshot: DeskSnapshot) -> Counter[str]:
     by_phase = Counter(r.phase for r in snapshot.rows)
     return Counter({
-        "running": by_phase[RowPhase.RUNNING] + by_phase[RowPhase.PAUSED] + by_phase[RowPhase.QUEUED],
+        "running": by_phase[RowPhase.RUNNING] + by_phase[RowPhase.PAUSED], "queued": by_phase[RowPhase.QUEUED],
         "waiting": by_phase[RowPhase.WAITING], "ended": by_phase[RowPhase.ENDED],
         "failed": by_phase[RowPhase.FAILED]})
 
@@ -48,6 +48,8 @@ class DeskStatus(Widget):
                         colours.text("success", "bold"))
         else:
             text.append(f" {n['running']} running ", colours.text("success", "bold"))
+            if n["queued"]:  # waiting for a slot (--concurrency), not started yet
+                text.append(f" {n['queued']} queued ")
             text.append(f" {n['waiting']} waiting ", colours.text(OPERATOR, "bold") if n["waiting"] else "")
             text.append(f" {n['ended']} ended ")
             text.append(f" {n['failed']} failed ", colours.text("error", "bold") if n["failed"] else "")
