@@ -428,6 +428,18 @@ class LiveSession:
             planned.plan(data)
         return backend
 
+    async def _open_shielded(self) -> None:
+        """Open, even when cancelled meanwhile: the database's connection thread is then let finish and the
+        database closed, instead of being abandoned half-open (its thread would later call a closed loop)."""
+        opening = asyncio.ensure_future(self.open())
+        try:
+            await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await opening
+            await self.close()
+            raise
+
     async def close(self) -> None:
         """Release the database. Safe to call twice, and while the session task is being cancelled."""
         backend, self.backend = self.backend, None
@@ -465,7 +477,7 @@ class LiveSession:
 
     async def run(self) -> SessionResult:
         if self.session is None:
-            await self.open()
+            await self._open_shielded()
         assert self.session is not None and self.backend is not None
         self.state.phase = Phase.PAUSED if self.pacer.paused else Phase.RUNNING
         self.on_state()

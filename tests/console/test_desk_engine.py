@@ -308,3 +308,22 @@ def test_snapshots_survive_json() -> None:
                                                               asked_at=0.5, asked_when="t", tool="x"),),
                             stats=Desk([]).snapshot().stats, amber_s=1, red_s=2)
     assert DeskSnapshot.from_json(json.loads(json.dumps(snapshot.to_json()))) == snapshot
+
+
+async def test_closing_the_desk_while_sessions_open_leaves_no_half_open_database(tmp_path: Path) -> None:
+    """A session cancelled while its database opens waits for it, closes it and keeps nothing (it never ran)."""
+    clock = Clock()
+    desk = make_desk(tmp_path, every_scenario(SupervisionMode.APPROVE_WRITES), clock, concurrency=12)
+    runner = asyncio.create_task(desk.run())
+    for _ in range(10_000):
+        opening = [s for s in desk.sessions if s.live is not None and s.live.folder is not None
+                   and s.live.backend is None]
+        if opening:
+            break
+        await asyncio.sleep(0)
+    assert opening, "no session was caught opening its database"
+    await desk.close()
+    await runner
+    assert all(s.live is None or s.live.backend is None for s in desk.sessions)  # every database closed
+    for folder in (tmp_path / "sessions").iterdir():  # only sessions that ran left a folder, with their trace
+        assert (folder / "trace.jsonl").stat().st_size > 0, folder
