@@ -8,8 +8,9 @@ a click on a tool result (or `x` for all of them) folds / unfolds it.
 A width change (a layout switch, a terminal resize) re-wraps at once only the entries on screen, so its
 frame costs the same with 30 entries or 5,000; the others are re-wrapped after that frame, a chunk per
 frame, and any of them scrolled into view first is re-wrapped before it is drawn. The screen keeps showing
-the same entry at its top meanwhile (or the tail, when following), and once the catch-up is done the line
-count, and with it the scrollbar, is exactly that of the new width.
+the same entry at its top meanwhile (or the tail, when following). Until the catch-up is done (one frame for
+a short transcript, about one per 200 lines for a long one) the entries not re-wrapped yet still count with
+their old line counts, so the scrollbar is then approximate; after it, it is exactly that of the new width.
 """
 
 from __future__ import annotations
