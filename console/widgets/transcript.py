@@ -257,13 +257,29 @@ class TranscriptPane(ScrollView, can_focus=True):
             self.scroll_to(y=line, animate=False, immediate=True)
 
     def _wrap_shown(self, tail: bool) -> None:
-        """Re-wrap, at the current width, every entry on screen (and MARGIN lines below it), then show the tail
-        again (`tail`) or keep the entry on top on top: the entries above it keep their line counts until the
-        catch-up. Each pass re-wraps at least one entry, and repeats while the new line counts bring more
-        old-width entries on screen (so at most once per entry)."""
+        """Re-wrap, at the current width, every entry on screen (and MARGIN lines more), then show the tail
+        again (`tail`) or keep the entry on top on top.
+
+        At the tail, the entries are taken from the last one up until they fill the screen at the new width.
+        Otherwise from the entry on top down: the entries above it keep their line counts until the catch-up,
+        so it stays on top; each pass re-wraps at least one entry, and repeats while the new line counts bring
+        more old-width entries on screen (so at most once per entry)."""
         if not self.items:
             return
         height = max(self.scrollable_content_region.height, 1) + MARGIN
+        if tail:
+            wrapped: list[int] = []
+            index, lines = len(self.items) - 1, 0
+            while index >= 0 and lines < height:
+                if self._stale(index):
+                    self._wrap(self.items[index])
+                    wrapped.append(index)
+                lines += len(self.items[index].strips)
+                index -= 1
+            if wrapped:
+                self._reflow(wrapped[-1])
+                self._keep_view(None)
+            return
         while True:
             top = self._top()
             last = max(bisect.bisect_right(self._starts, self._starts[top[0]] + top[1] + height - 1) - 1, top[0])
@@ -273,7 +289,7 @@ class TranscriptPane(ScrollView, can_focus=True):
             for i in stale:
                 self._wrap(self.items[i])
             self._reflow(stale[0])
-            self._keep_view(None if tail else top)
+            self._keep_view(top)
 
     def _schedule_catch_up(self) -> None:
         if not self._catch_up_due and any(entry.width != self._width for entry in self.items):
