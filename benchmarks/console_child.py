@@ -92,8 +92,8 @@ def timed_frames(screen: Any) -> tuple[asyncio.Event, list[int], Callable[[bool]
 def layout_shown(app: Any, width: int) -> bool:
     """True when what the compositor holds is the layout for `width` columns, complete: the screen is that
     wide; stacked (< 110): only the front pane is mapped, at the panes' full width; side by side: all three
-    panes are mapped and fill the width together; the transcript's lines are rendered at its new width; and the
-    footer offers the "Next pane" key exactly when stacked (it is hidden side by side)."""
+    panes are mapped and fill the width together; the transcript's lines on screen are wrapped at its new width;
+    and the footer offers the "Next pane" key exactly when stacked (it is hidden side by side)."""
     from textual.widgets._footer import FooterKey
 
     from console.widgets.session_panes import NARROW_WIDTH
@@ -114,7 +114,16 @@ def layout_shown(app: Any, width: int) -> bool:
     if cycle_key != (width < NARROW_WIDTH):
         return False
     transcript = panes.transcript
-    return transcript not in mapped or transcript._width == transcript._content_width()
+    if transcript not in mapped:
+        return True
+    if transcript._width != transcript._content_width():
+        return False
+    # the entries on screen are wrapped at that width (the others may still wait for the catch-up)
+    top = round(transcript.scroll_y)
+    height = transcript.scrollable_content_region.height
+    shown = zip(transcript.items, transcript._starts, strict=True)
+    return all(entry.width == transcript._width for entry, start in shown
+               if start < top + height and start + len(entry.strips) > top)
 
 
 async def layout_switch(samples_wanted: int) -> None:

@@ -90,7 +90,10 @@ class ConsoleFooter(Footer):
                 anchor = widgets[i2] if i2 < len(widgets) else (tail[0] if tail else None)
                 new = [self._make_key(*keys[j]) for j in range(j1, j2)]
                 await (self.mount_all(new, before=anchor) if anchor is not None else self.mount_all(new))
-        self.styles.grid_size_columns = len(wanted)
+        # As `Footer.compose` does, but without the property's repaint of every key: the footer's layout is
+        # horizontal, so the grid size changes nothing on screen, and the keys that stay keep their drawing
+        # (mounting and removing keys already lays the footer out again).
+        self.styles.set_rule("grid_size_columns", len(wanted))
         self._shown = wanted
 
     def _make_key(self, binding: Binding, enabled: bool, tooltip: str) -> FooterKey:

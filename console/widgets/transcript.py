@@ -4,6 +4,13 @@ A line-API widget (like Textual's Log and toolong's log view): every entry is re
 the pane's width, and only the visible lines are drawn. Appending an entry never lays out the others, so
 an event costs the same with 20 entries or 5,000. It follows the tail unless the operator scrolls up;
 a click on a tool result (or `x` for all of them) folds / unfolds it.
+
+A width change (a layout switch, a terminal resize) re-wraps at once only the entries on screen, so its
+frame costs the same with 30 entries or 5,000; the others are re-wrapped after that frame, a chunk per
+frame, and any of them scrolled into view first is re-wrapped before it is drawn. The screen keeps showing
+the same entry at its top meanwhile (or the tail, when following). Until the catch-up is done (one frame for
+a short transcript, about one per 200 lines for a long one) the entries not re-wrapped yet still count with
+their old line counts, so the scrollbar is then approximate; after it, it is exactly that of the new width.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ from core.events import (
 )
 
 MAX_ENTRIES = 5_000  # kept in the pane; the full session is always in trace.jsonl
+MARGIN = 2  # lines re-wrapped beyond the screen on a width change (the rest wait for the catch-up)
+CATCH_UP_LINES = 200  # lines re-wrapped per catch-up chunk (one chunk per frame, after the width change's)
 BAR = {"user": USER, "agent": AGENT, **{f"gate-{v}": role for v, role in VERDICT_ROLE.items()}, "override": OPERATOR,
        "error": "error", "warning": "warning", "intro": INFO}  # the left bar's colour role, per kind of entry
 
@@ -63,6 +72,16 @@ class Entry:
     expanded: bool = False
     gap: bool = False  # a blank line before it (a new speaker)
     strips: list[Strip] = field(default_factory=list)
+    width: int = 0  # the pane width `strips` were wrapped at (another width: they wait to be re-wrapped)
+    _shown: dict[bool, RenderableType] = field(default_factory=dict, repr=False)
+
+    def renderable(self) -> RenderableType:
+        """What the entry shows in its fold state, built once per state: a re-wrap at a new width then only
+        wraps it again (a Markdown body is not parsed again, a quarter of a re-wrap's cost)."""
+        shown = self._shown.get(self.expanded)
+        if shown is None:
+            shown = self._shown[self.expanded] = self.render(self.expanded)
+        return shown
 
 
 @dataclass
@@ -97,19 +116,26 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._line_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(1024)
         self._frame: _Frame | None = None  # set while `render_lines` draws
         self._bar_batched = False  # inside `_one_scrollbar_update`: the scrollbar is judged at its end
+        self._catch_up_due = False  # a catch-up chunk is scheduled (entries still wrapped at an old width)
 
     # ------------------------------------------------------------------------------------ rendering
 
     def _render_entry(self, entry: Entry, width: int) -> list[Strip]:
         console = self.app.console
         options = console.options.update_width(max(width - 2, 10))
-        lines = console.render_lines(entry.render(entry.expanded), options, pad=False)
+        lines = console.render_lines(entry.renderable(), options, pad=False)
         bar = Segment("▌ ", Style.parse(palette_of(self).text(BAR[entry.kind], "bold"))) if entry.kind in BAR \
             else Segment("  ")
         strips = [Strip([bar, *line]) for line in lines] or [Strip.blank(width)]
         if entry.gap:
             strips.insert(0, Strip.blank(width))
         return strips
+
+    def _wrap(self, entry: Entry) -> None:
+        """(Re-)render one entry at the pane's current width."""
+        width = self._width or self._content_width()
+        entry.strips = self._render_entry(entry, width)
+        entry.width = width
 
     def _resize_virtual(self) -> None:
         """Grow the scrollable area without a screen layout pass.
@@ -197,15 +223,114 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._resize_virtual()
 
     def _fit_width(self) -> None:
-        """Re-render the entries if the pane's width changed since they were rendered."""
+        """If the pane's width changed: re-wrap the entries on screen now, the others in later frames."""
         width = self._content_width()
         if width != self._width:
             self._width = width
-            for entry in self.every:
-                entry.strips = self._render_entry(entry, width)
-            self._reflow()
-            if self._follow:
+            self._generation += 1
+            self._wrap_shown(tail=self._follow)
+            if self._follow:  # also when nothing on screen needed a re-wrap (the pane's height may have changed)
                 self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._schedule_catch_up()
+
+    def _stale(self, index: int) -> bool:
+        return self.items[index].width != self._width
+
+    def _at_tail(self) -> bool:
+        """Following the tail and showing it (the operator has not scrolled up since the last entry)."""
+        return self._follow and self.scroll_y >= self.max_scroll_y - 1
+
+    def _top(self) -> tuple[int, int]:
+        """The entry drawn on the first line, and which of its lines that is."""
+        line = min(round(self.scroll_y), max(self._lines - 1, 0))
+        index = max(bisect.bisect_right(self._starts, line) - 1, 0)
+        return index, line - self._starts[index]
+
+    def _keep_view(self, top: tuple[int, int] | None) -> None:
+        """After entries changed their line counts: the tail when following, else the same entry on top."""
+        if top is None:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            return
+        index, offset = top
+        line = self._starts[index] + min(offset, len(self.items[index].strips) - 1)
+        if line != round(self.scroll_y):
+            self.scroll_to(y=line, animate=False, immediate=True)
+
+    def _wrap_shown(self, tail: bool) -> None:
+        """Re-wrap, at the current width, every entry on screen (and MARGIN lines more), then show the tail
+        again (`tail`) or keep the entry on top on top.
+
+        At the tail, the entries are taken from the last one up until they fill the screen at the new width.
+        Otherwise from the entry on top down: the entries above it keep their line counts until the catch-up,
+        so it stays on top; each pass re-wraps at least one entry, and repeats while the new line counts bring
+        more old-width entries on screen (so at most once per entry)."""
+        if not self.items:
+            return
+        height = max(self.scrollable_content_region.height, 1) + MARGIN
+        if tail:
+            wrapped: list[int] = []
+            index, lines = len(self.items) - 1, 0
+            while index >= 0 and lines < height:
+                if self._stale(index):
+                    self._wrap(self.items[index])
+                    wrapped.append(index)
+                lines += len(self.items[index].strips)
+                index -= 1
+            if wrapped:
+                self._reflow(wrapped[-1])
+                self._keep_view(None)
+            return
+        while True:
+            top = self._top()
+            last = max(bisect.bisect_right(self._starts, self._starts[top[0]] + top[1] + height - 1) - 1, top[0])
+            stale = [i for i in range(top[0], last + 1) if self._stale(i)]
+            if not stale:
+                return
+            for i in stale:
+                self._wrap(self.items[i])
+            self._reflow(stale[0])
+            self._keep_view(top)
+
+    def _schedule_catch_up(self) -> None:
+        if not self._catch_up_due and any(entry.width != self._width for entry in self.items):
+            self._catch_up_due = True
+            self.call_after_refresh(self._catch_up)
+
+    def _catch_up(self) -> None:
+        """Re-wrap, after a frame, up to CATCH_UP_LINES lines of the entries still at an old width: the
+        nearest to the screen first (below it, then upwards from it); the view stays where it was."""
+        self._catch_up_due = False
+        if not self.items or not self.is_attached:
+            return
+        top = None if self._at_tail() else self._top()
+        anchor = len(self.items) if top is None else top[0]
+        order = [*range(anchor, len(self.items)), *range(anchor - 1, -1, -1)]
+        done: list[int] = []
+        lines = 0
+        for i in order:
+            if self._stale(i):
+                self._wrap(self.items[i])
+                done.append(i)
+                lines += len(self.items[i].strips)
+                if lines >= CATCH_UP_LINES:
+                    break
+        if done:
+            self._reflow(min(done))
+            self._keep_view(top)
+            self.refresh()
+        self._schedule_catch_up()
+
+    def catch_up(self) -> None:
+        """Re-wrap every entry still at an old width now (for `text()`: what it returns is the pane at its
+        current width)."""
+        if any(entry.width != self._width for entry in self.items):
+            top = None if self._at_tail() else self._top()
+            for entry in self.items:
+                if entry.width != self._width:
+                    self._wrap(entry)
+            self._reflow()
+            self._keep_view(top)
+            self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_width()
@@ -215,11 +340,13 @@ class TranscriptPane(ScrollView, can_focus=True):
         """Draw the visible lines: the scroll offset, width and style are looked up once per frame, not
         once per line (each is a chain of computed properties, and a frame after a scroll draws every line).
 
-        The entries are re-rendered here first if the pane's width changed: the screen's layout pass sizes
-        the pane and draws it in the same frame, before this pane's Resize message is handled, so without it
-        the first frame after a resize (a layout switch included) showed lines wrapped for the old width.
+        The entries on screen are re-wrapped here first if the pane's width changed: the screen's layout pass
+        sizes the pane and draws it in the same frame, before this pane's Resize message is handled, so without
+        it the first frame after a resize (a layout switch included) showed lines wrapped for the old width.
+        An entry still at an old width that a scroll brought on screen is re-wrapped here too, before it shows.
         """
         self._fit_width()
+        self._wrap_shown(tail=self._at_tail())
         scroll_x, scroll_y = self.scroll_offset
         self._frame = _Frame(scroll_x, scroll_y, self.scrollable_content_region.width)
         try:
@@ -263,7 +390,7 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _add(self, entry: Entry) -> None:
         self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
-        entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self._wrap(entry)
         self.every.append(entry)
         if len(self.every) > MAX_ENTRIES:
             del self.every[: len(self.every) - MAX_ENTRIES]
@@ -293,6 +420,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._follow = True
         self._reflow()
         self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._schedule_catch_up()  # entries filtered out during a width change come back at their old width
         self.refresh()
         return len(self.items)
 
@@ -304,7 +432,7 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _toggle(self, entry: Entry) -> None:
         entry.expanded = not entry.expanded
-        entry.strips = self._render_entry(entry, self._width or self._content_width())
+        self._wrap(entry)
         self._reflow(self.items.index(entry))
         self.refresh()
 
@@ -316,15 +444,15 @@ class TranscriptPane(ScrollView, can_focus=True):
     def action_toggle_results(self) -> None:
         foldable = [e for e in self.items if e.foldable]
         expand = not any(e.expanded for e in foldable)
-        width = self._width or self._content_width()
         for entry in foldable:
             entry.expanded = expand
-            entry.strips = self._render_entry(entry, width)
+            self._wrap(entry)
         self._reflow()
         self.refresh()
 
     def text(self) -> str:
-        """Everything in the pane as plain text (tests, copy-paste)."""
+        """Everything in the pane as plain text (tests, copy-paste), at its current width."""
+        self.catch_up()
         return "\n".join(strip.text.rstrip() for entry in self.items for strip in entry.strips)
 
     # ------------------------------------------------------------------------------------ events
