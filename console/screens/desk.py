@@ -15,11 +15,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable
 
 from console.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
 from console.screens.desk_decide import DeskDecisions
 from console.widgets.desk_detail import ItemDetail
+from console.widgets.desk_grid import RowTable
 from console.widgets.desk_inbox import InboxTable
 from console.widgets.desk_sessions import SessionsTable
 from console.widgets.desk_status import DeskStatus
@@ -149,15 +149,15 @@ class DeskScreen(Screen[None]):
             if not quiet:
                 self.decisions.say(str(exc), error=True)
 
-    @on(DataTable.RowHighlighted, "#desk-inbox")
+    @on(RowTable.RowHighlighted, "#desk-inbox")
     async def _inbox_moved(self) -> None:
         if self._mounted:
             self.detail.show(self.selected_item, self.snapshot, self.operator)
             await self._follow_cursor()
 
-    @on(DataTable.RowSelected, "#desk-sessions")
-    def _session_chosen(self, event: DataTable.RowSelected) -> None:
-        self.open_session(str(event.row_key.value))
+    @on(RowTable.RowSelected, "#desk-sessions")
+    def _session_chosen(self, event: RowTable.RowSelected) -> None:
+        self.open_session(event.row_key)
 
     def open_session(self, session_id: str) -> None:
         from console.screens.desk_session import SessionViewScreen
