@@ -185,8 +185,23 @@ class RowTable(ScrollView, can_focus=True):
             self._header = None
         if self._order:
             self.cursor_row = max(0, min(self.cursor_row, len(self._order) - 1))
-        self.virtual_size = Size(sum(w + 2 * PAD for w in self._widths), len(self._order) + 1)
+        self._resize(Size(sum(w + 2 * PAD for w in self._widths), len(self._order) + 1))
         self.refresh()
+
+    def _overflows(self, size: Size) -> tuple[bool, bool]:
+        return size.width > self.size.width, size.height > self.size.height
+
+    def _resize(self, size: Size) -> None:
+        """A new virtual size. Setting `virtual_size` lays the whole screen out (it is a layout reactive); the
+        stylesheet sizes this widget, so only a change in which scrollbars show needs that: otherwise the
+        scrollbars are updated in place."""
+        if size == self.virtual_size:
+            return
+        if not self.size or self._overflows(size) != self._overflows(self.virtual_size):
+            self.virtual_size = size
+            return
+        self.set_reactive(RowTable.virtual_size, size)
+        self._scroll_update(size)
 
     # ------------------------------------------------------------------------------------------ cursor
 
