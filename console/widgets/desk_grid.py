@@ -116,7 +116,7 @@ class RowTable(ScrollView, can_focus=True):
         self._widths = [len(label) for label in self._labels]
         self._order: list[str] = []
         self._cells: dict[str, tuple[Any, ...]] = {}
-        self._strips: dict[str, Strip] = {}
+        self._strips: dict[tuple[str, bool], Strip] = {}  # (row key, under the cursor)
         self._header: Strip | None = None
         self._style_key: tuple[Any, ...] | None = None
         self.cursor_row = 0
@@ -142,14 +142,14 @@ class RowTable(ScrollView, can_focus=True):
         kept = set(order)
         for gone in [k for k in self._cells if k not in kept]:
             del self._cells[gone]
-            self._strips.pop(gone, None)
+            self._forget(gone)
         grew = False
         for key in order:
             values = tuple(map(cell, cells[key]))
             old = self._cells.get(key)
             if old is None or not all(map(same, old, values)):
                 self._cells[key] = values
-                self._strips.pop(key, None)
+                self._forget(key)
                 grew |= self._grow(values)
         self._order = order
         self._after_change(grew)
@@ -164,11 +164,15 @@ class RowTable(ScrollView, can_focus=True):
                 row[self.column_keys.index(column_key)] = cell(value)
                 count += 1
             self._cells[row_key] = tuple(row)
-            self._strips.pop(row_key, None)
+            self._forget(row_key)
             grew |= self._grow(self._cells[row_key])
         if count:
             self._after_change(grew)
         return count
+
+    def _forget(self, key: str) -> None:
+        self._strips.pop((key, False), None)
+        self._strips.pop((key, True), None)
 
     def _grow(self, values: Sequence[Any]) -> bool:
         grew = False
@@ -292,7 +296,8 @@ class RowTable(ScrollView, can_focus=True):
 
     def _check_styles(self, base: Style) -> None:
         """Row strips bake in the widget's base style: a theme or focus change builds them again."""
-        key = (base, self.get_component_rich_style("desk-grid--header"))
+        key = (base, self.get_component_rich_style("desk-grid--header"),
+               self.get_component_rich_style("desk-grid--cursor"))
         if key != self._style_key:
             self._style_key = key
             self._strips.clear()
@@ -311,17 +316,14 @@ class RowTable(ScrollView, can_focus=True):
             index = y - 1 + int(self.scroll_y)
             if not 0 <= index < len(self._order):
                 return Strip.blank(width, base)
-            key = self._order[index]
-            if index == self.cursor_row:
-                strip = self._strip(self._cells[key], base, self.get_component_rich_style("desk-grid--cursor"))
-            else:
-                strip = self._row_strip(key, base)
+            strip = self._row_strip(self._order[index], base, index == self.cursor_row)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
-    def _row_strip(self, key: str, base: Style) -> Strip:
-        strip = self._strips.get(key)
+    def _row_strip(self, key: str, base: Style, under_cursor: bool) -> Strip:
+        strip = self._strips.get((key, under_cursor))
         if strip is None:
-            strip = self._strips[key] = self._strip(self._cells[key], base)
+            cursor = self.get_component_rich_style("desk-grid--cursor") if under_cursor else None
+            strip = self._strips[key, under_cursor] = self._strip(self._cells[key], base, cursor)
             self.strips_built += 1
         return strip
 
