@@ -120,6 +120,7 @@ class RowTable(ScrollView, can_focus=True):
         self._header: Strip | None = None
         self._style_key: tuple[Any, ...] | None = None
         self.cursor_row = 0
+        self._base = Style.null()
         self.strips_built = 0  # row strips built since mount (tests: only a changed row is built again)
 
     # ------------------------------------------------------------------------------------------ content
@@ -143,16 +144,18 @@ class RowTable(ScrollView, can_focus=True):
         for gone in [k for k in self._cells if k not in kept]:
             del self._cells[gone]
             self._forget(gone)
-        grew = False
+        grew, changed = False, set()
         for key in order:
             values = tuple(map(cell, cells[key]))
             old = self._cells.get(key)
             if old is None or not all(map(same, old, values)):
                 self._cells[key] = values
                 self._forget(key)
+                changed.add(key)
                 grew |= self._grow(values)
+        moved = order != self._order
         self._order = order
-        self._after_change(grew)
+        self._after_change(grew, None if moved else changed)
 
     def set_cells(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
         """{row key: {column key: value}}: update those cells in place; returns how many changed."""
@@ -167,7 +170,7 @@ class RowTable(ScrollView, can_focus=True):
             self._forget(row_key)
             grew |= self._grow(self._cells[row_key])
         if count:
-            self._after_change(grew)
+            self._after_change(grew, set(changes))
         return count
 
     def _forget(self, key: str) -> None:
@@ -183,14 +186,23 @@ class RowTable(ScrollView, can_focus=True):
                 grew = True
         return grew
 
-    def _after_change(self, grew: bool) -> None:
-        if grew:  # every row's strip has the old column positions
+    def _after_change(self, grew: bool, rows: set[str] | None) -> None:
+        """Repaint what changed: the lines of the `rows` whose cells changed, or (rows moved, or a column grew
+        and every row's strip has the old column positions) the whole table."""
+        if grew:
             self._strips.clear()
             self._header = None
         if self._order:
             self.cursor_row = max(0, min(self.cursor_row, len(self._order) - 1))
         self._resize(Size(sum(w + 2 * PAD for w in self._widths), len(self._order) + 1))
-        self.refresh()
+        if grew or rows is None:
+            self.refresh()
+            return
+        top, height, width = int(self.scroll_y), self.size.height, self.size.width
+        lines = [i + 1 - top for i, key in enumerate(self._order) if key in rows]
+        regions = [Region(0, y, width, 1) for y in lines if 1 <= y < height]
+        if regions:
+            self.refresh(*regions)
 
     def _overflows(self, size: Size) -> tuple[bool, bool]:
         return size.width > self.size.width, size.height > self.size.height
@@ -303,11 +315,15 @@ class RowTable(ScrollView, can_focus=True):
             self._strips.clear()
             self._header = None
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._base = self.rich_style  # once per paint, not per line (it is recomputed after each refresh)
+        self._check_styles(self._base)
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         scroll_x = int(self.scroll_x)
-        base = self.rich_style
-        self._check_styles(base)
+        base = self._base
         if y == 0:
             if self._header is None:
                 self._header = self._strip(self._labels, base + self.get_component_rich_style("desk-grid--header"))
