@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -180,7 +181,7 @@ class RowTable(ScrollView, can_focus=True):
     def _grow(self, values: Sequence[Any]) -> bool:
         grew = False
         for index, value in enumerate(values):
-            width = value.cell_len if isinstance(value, Text) else len(str(value))
+            width = value.cell_len if isinstance(value, Text) else cell_len(str(value))
             if width > self._widths[index]:
                 self._widths[index] = width
                 grew = True
@@ -296,14 +297,17 @@ class RowTable(ScrollView, can_focus=True):
         segments: list[Segment] = []
         for value, width in zip(values, self._widths, strict=True):
             text, style = _plain_and_style(value)
-            text = text.replace("\n", " ")[:width]
+            text = text.replace("\n", " ")
+            if cell_len(text) > width:
+                text = set_cell_size(text, width)  # terminal cells, not code points: a wide character is two
+            fill = width - cell_len(text)
             if style or cursor is not None:
                 # under the cursor the cursor's text colour wins, a cell's own background (a badge) stays
                 over = row + style + Style(color=cursor.color) if cursor is not None else base + style
                 segments += Segment.simplify([Segment(" " * PAD, row), Segment(text, over),
-                                              Segment(" " * (width - len(text) + PAD), row)])
+                                              Segment(" " * (fill + PAD), row)])
             else:
-                segments.append(Segment(" " * PAD + text + " " * (width - len(text) + PAD), base))
+                segments.append(Segment(" " * PAD + text + " " * (fill + PAD), base))
         return Strip(segments, sum(w + 2 * PAD for w in self._widths))
 
     def _check_styles(self, base: Style) -> None:

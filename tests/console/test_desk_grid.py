@@ -79,3 +79,21 @@ async def test_an_inbox_row_leaving_lays_nothing_out(tmp_path: Path) -> None:
         assert layouts[0] == 0
         await pilot.press("a")
         await until(pilot, lambda: "every session has ended" in screen.status.plain)
+
+
+async def test_a_wide_character_takes_two_cells_and_the_next_column_stays_in_place() -> None:
+    from textual.app import App, ComposeResult
+
+    from console.widgets.desk_grid import RowTable
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RowTable((("name", "name"), ("b", "b")))
+
+    app = One()
+    async with app.run_test(size=(40, 6)) as pilot:
+        table = app.query_one(RowTable)
+        table.set_rows(["r"], {"r": ("山田", "x")})  # 2 characters, 4 terminal cells: as wide as "name"
+        await pilot.pause()
+        assert table.render_line(0).text.rstrip() == " name  b"
+        assert table.render_line(1).text.rstrip() == " 山田  x"
