@@ -3,7 +3,8 @@ desk's status line; the decision keys act on the highlighted inbox item.
 
 The screen holds a `DeskAPI`, never a `Desk`: it renders snapshots and calls the API's async methods, so a
 desk served to browser tabs draws the same. The desk calls its listeners on every event of every session;
-the screen coalesces them into one redraw per refresh (`_schedule`), and a one-second clock tick redraws so
+the screen coalesces them into one redraw after the messages already queued (`_schedule`: not after the next
+refresh, which kept a new inbox item off screen for one frame more), and a one-second clock tick redraws so
 waits and their amber / red move. Highlighting an inbox item claims it for this operator; moving away
 releases it.
 """
@@ -15,11 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable
 
 from console.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
 from console.screens.desk_decide import DeskDecisions
 from console.widgets.desk_detail import ItemDetail
+from console.widgets.desk_grid import RowTable
 from console.widgets.desk_inbox import InboxTable
 from console.widgets.desk_sessions import SessionsTable
 from console.widgets.desk_status import DeskStatus
@@ -91,11 +92,13 @@ class DeskScreen(Screen[None]):
     # ------------------------------------------------------------------------------------------ drawing
 
     def _schedule(self) -> None:
-        """The desk changed: redraw once after the next refresh, however many changes arrive before it."""
+        """The desk changed: redraw once, as soon as the messages already queued are handled, however many
+        changes arrive before it. (The frame it causes is still at most one per refresh interval; redrawing is
+        cheap because the tables repaint only changed rows.)"""
         if self._pending or not self._mounted:
             return
         self._pending = True
-        self.call_after_refresh(self._flush)
+        self.call_later(self._flush)
 
     def _flush(self) -> None:
         self._pending = False
@@ -149,15 +152,15 @@ class DeskScreen(Screen[None]):
             if not quiet:
                 self.decisions.say(str(exc), error=True)
 
-    @on(DataTable.RowHighlighted, "#desk-inbox")
+    @on(RowTable.RowHighlighted, "#desk-inbox")
     async def _inbox_moved(self) -> None:
         if self._mounted:
             self.detail.show(self.selected_item, self.snapshot, self.operator)
             await self._follow_cursor()
 
-    @on(DataTable.RowSelected, "#desk-sessions")
-    def _session_chosen(self, event: DataTable.RowSelected) -> None:
-        self.open_session(str(event.row_key.value))
+    @on(RowTable.RowSelected, "#desk-sessions")
+    def _session_chosen(self, event: RowTable.RowSelected) -> None:
+        self.open_session(event.row_key)
 
     def open_session(self, session_id: str) -> None:
         from console.screens.desk_session import SessionViewScreen

@@ -1,7 +1,8 @@
 """The desk's sessions table: one row per session, updated in place, sortable and filterable.
 
 The desk calls its listeners on every event of every session; the screen coalesces those into at most one
-`show(snapshot)` per refresh, and `show` touches only the cells that changed (`update_cell`). Rows are
+`show(snapshot)` per refresh, and `show` touches only the cells that changed (`set_cells`: a `RowTable` renders
+only the rows whose cells changed, and lays nothing out). Rows are
 rebuilt only when the set or the order of the rows shown changes (a filter, a sort, a session whose sort
 value moved), so fifty busy sessions cost a few cell updates per frame, not a table rebuild.
 """
@@ -17,7 +18,7 @@ from textual.binding import Binding
 from console.desk.view import DeskSnapshot, ItemView, RowView
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import phase_text, waited_text
-from console.widgets.desk_table import InPlaceTable, cell
+from console.widgets.desk_grid import RowTable, same
 
 COLUMNS = (("id", "id"), ("phase", "phase"), ("waited", "waited"), ("pending", "pending"), ("domain", "domain"),
            ("label", "scenario / task"), ("customer", "customer"), ("steps", "step"), ("allow", "ALLOW"),
@@ -42,23 +43,20 @@ def note_of(row: RowView) -> str:
     return row.end_reason or ""
 
 
-class SessionsTable(InPlaceTable):
+class SessionsTable(RowTable):
     BINDINGS = [Binding("s", "cycle_sort", "Sort", id="desk-sort")]
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        super().__init__(COLUMNS, **kwargs)
         self.sort_index = 0
         self.filter_text = ""
-        self._order: list[str] = []
-        self._cells: dict[str, tuple[Any, ...]] = {}
+        self._shown: dict[str, tuple[Any, ...]] = {}
         self._last: DeskSnapshot | None = None
         self._views: dict[str, RowView] = {}
         self.cell_updates = 0  # cells changed in place, and times the rows were rebuilt (tests and benchmarks)
         self.rebuilds = 0
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
         self.border_title = "Sessions"
 
     @property
@@ -91,42 +89,34 @@ class SessionsTable(InPlaceTable):
         rows = self._visible(snapshot)
         order = [r.id for r in rows]
         items = {i.id: i for i in snapshot.items}
-        known, shown = self._views, self._cells
+        known, shown = self._views, self._shown
         # a row whose view did not change and that waits on nothing shows what it showed: its cells are reused
         wanted = {r.id: shown[r.id] if r.pending is None and known.get(r.id) == r and r.id in shown
                   else self.cells(r, snapshot, colours, items) for r in rows}
         self._views = {r.id: r for r in rows}
         if order != self._order:
             selected = self.selected_id
-            self.clear()
-            for row_id in order:
-                self.add_row(*map(cell, wanted[row_id]), key=row_id)
-            self._order, self._cells = order, wanted
+            self.set_rows(order, wanted)
+            self._shown = wanted
             self.rebuilds += 1
             if selected in order:
                 self.move_cursor(row=order.index(selected), animate=False)
             return
         changes: dict[str, dict[str, Any]] = {}
         for row_id, cells in wanted.items():
-            old = self._cells.get(row_id)
+            old = self._shown.get(row_id)
             if cells is old:
                 continue
             for (column, _), value, before in zip(COLUMNS, cells, old or (None,) * len(cells), strict=True):
-                if value != before:
+                if not same(value, before):
                     changes.setdefault(row_id, {})[column] = value
-            self._cells[row_id] = cells
+            self._shown[row_id] = cells
         self.cell_updates += self.set_cells(changes)
 
     @property
     def row_ids(self) -> tuple[str, ...]:
         """The sessions shown, top to bottom (after the filter and the sort)."""
-        return tuple(self._order)
-
-    @property
-    def selected_id(self) -> str | None:
-        if not self._order or not 0 <= self.cursor_row < len(self._order):
-            return None
-        return self._order[self.cursor_row]
+        return self.rows
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text
