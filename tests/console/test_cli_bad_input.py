@@ -12,23 +12,14 @@ import pytest
 
 import console.cli as cli
 from console.cli import main
+from tests.support.cli import cli_home, one_error_line
 
 OK_LINE = json.dumps({"name": "find_user_id_by_email", "arguments": {"email": "nobody@example.com"}})
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "400")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and "Traceback" not in err
-    return lines[0]
+    return cli_home(tmp_path, monkeypatch)
 
 
 def sessions(home: Path) -> list[Path]:

@@ -13,6 +13,7 @@ import pytest
 
 from console.cli import main
 from console.live import SupervisionMode
+from tests.support.cli import cli_home, one_error_line
 from tests.support.desk import ManualClock, make_desk, spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,17 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "400")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ") and "Traceback" not in err
-    return lines[0]
+    return cli_home(tmp_path, monkeypatch)
 
 
 def specs_file(tmp_path: Path, text: str) -> str:

@@ -19,6 +19,7 @@ from console.cli_errors import CliError
 from console.desk.audit import read_audit
 from console.desk.hosting import connect, scenario_specs
 from console.live import SupervisionMode
+from tests.support.cli import one_error_line as one_line
 from tests.support.desk_remote import SCENARIO, socket_folder, until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +39,7 @@ def hosting(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
+    return one_line(result.stderr)
 
 
 @pytest.mark.parametrize("command", ["hosting", "supervise"])

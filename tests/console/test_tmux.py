@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -14,43 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.tmux import Tmux, binary
+
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
-
-
-def binary() -> str:
-    exe = Path(sys.executable).with_name("ledgeragent")
-    return str(exe) if exe.exists() else f"{sys.executable} -m console"
-
-
-class Tmux:
-    def __init__(self, command: str, width: int = 160, height: int = 45) -> None:
-        self.name = f"la-{uuid.uuid4().hex[:8]}"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), command],
-                       check=True)
-        # Detached sessions may still get the server's default size; make the window the size we asked for.
-        subprocess.run(["tmux", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)], check=False)
-
-    def screen(self) -> str:
-        done = subprocess.run(["tmux", "capture-pane", "-t", self.name, "-p"], capture_output=True, text=True)
-        return done.stdout
-
-    def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def wait(self, condition: Callable[[str], bool], timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if condition(text):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"screen never matched; last screen:\n{self.screen()}")
-
-    def alive(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
-
-    def kill(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
 def test_retail_demo_in_a_real_terminal(tmp_path: Path) -> None:

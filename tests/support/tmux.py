@@ -1,7 +1,7 @@
 """Drive the real `ledgeragent` binary in tmux, as a person would: keys in, screen text out.
 
-The same helpers as tests/console/test_tmux.py's (which predate this module and keep their own copy), here so
-other tests import them from tests/support and never from a test module.
+Shared by every tmux test (tests/console/test_tmux.py, test_desk_tmux.py): tests import them from
+tests/support, never from a test module.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ class Tmux:
                 return text
             time.sleep(0.1)
         raise AssertionError(f"screen never matched; last screen:\n{self.screen()}")
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "has-session", "-t", self.name], capture_output=True).returncode == 0
 
     def kill(self) -> None:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
