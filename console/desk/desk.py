@@ -116,7 +116,6 @@ def _rules(decision: GateDecision | None) -> tuple[RuleView, ...]:
 class _DeskSession:
     id: str
     spec: SessionSpec
-    label: str
     live: LiveSession | None = None
     phase: RowPhase = RowPhase.QUEUED
     customer: str = ""
@@ -129,6 +128,11 @@ class _DeskSession:
     item: _Item | None = None
     decided: dict[str, str] = field(default_factory=dict)  # call id -> the item id of its last decision
     task: asyncio.Task[None] | None = None
+
+    @property
+    def label(self) -> str:
+        """What it runs: the scenario, `task <id>`, or free chat."""
+        return self.spec.label or "free chat"
 
     def view(self) -> RowView:
         live = self.live
@@ -145,13 +149,6 @@ class _DeskSession:
             failure=self.failure)
 
 
-def label_of(spec: SessionSpec) -> str:
-    task = getattr(spec, "task", None)
-    if task is not None:
-        return f"task {task}"
-    return spec.scenario or "free chat"
-
-
 class Desk:
     """Many sessions, one inbox. Implements `console.desk.view.DeskAPI` in this process."""
 
@@ -164,7 +161,7 @@ class Desk:
             raise ValueError("concurrency must be at least 1")
         if not 0 <= amber_s <= red_s:
             raise ValueError("the amber threshold must be between 0 and the red one")
-        self.sessions = [_DeskSession(f"s{n:02d}", spec, label_of(spec)) for n, spec in enumerate(specs, 1)]
+        self.sessions = [_DeskSession(f"s{n:02d}", spec) for n, spec in enumerate(specs, 1)]
         self._by_id = {s.id: s for s in self.sessions}
         self.concurrency = concurrency
         self.root = root
