@@ -172,7 +172,6 @@ class Desk:
         self.wall = wall
         self.model_factory = model_factory
         self.audit = AuditLog(audit_path) if audit_path is not None else None
-        self._items: dict[str, _Item] = {}
         self._ids = itertools.count(1)
         self._waits: list[float] = []
         self._listeners: list[DeskListener] = []
@@ -187,6 +186,11 @@ class Desk:
                             items=tuple(i.view(now) for i in items), stats=DeskStats.of(self._waits),
                             amber_s=self.amber_s, red_s=self.red_s,
                             audit_path=str(self.audit.path) if self.audit is not None else "")
+
+    @property
+    def _items(self) -> dict[str, _Item]:
+        """Every pending item by id: each session waits on at most one (`_DeskSession.item`, the one record)."""
+        return {s.item.id: s.item for s in self.sessions if s.item is not None}
 
     def subscribe(self, listener: DeskListener) -> None:
         self._listeners.append(listener)
@@ -341,12 +345,9 @@ class Desk:
     def _add(self, session: _DeskSession, kind: ItemKind, review: PendingReview | None) -> None:
         item = _Item(f"i{next(self._ids)}", session, kind, self.clock(), self.wall(), review)
         session.item = item
-        self._items[item.id] = item
 
     def _drop_item(self, session: _DeskSession) -> None:
-        item, session.item = session.item, None
-        if item is not None:
-            self._items.pop(item.id, None)
+        session.item = None
 
     # ------------------------------------------------------------------------------------------ operators
 
