@@ -320,6 +320,7 @@ class DeskHost:
 
     async def _answer(self, connection: _Connection, line: bytes) -> None:
         request_id: object = None
+        request: object = None
         try:
             request = strict_json.loads(line)
             if not isinstance(request, dict):
@@ -332,6 +333,7 @@ class DeskHost:
         except strict_json.StrictJSONError as exc:
             connection.write({"id": None, "ok": False, "error": f"bad request: {exc.message}"})
         except DeskRefused as exc:
+            self._say_refused(connection, request, exc)
             connection.push_now()
             connection.write({"id": request_id, "ok": False, "error": _one_line(str(exc))})
         except Exception as exc:  # noqa: BLE001 - a desk bug refuses this request (nothing is allowed by it)
@@ -342,6 +344,18 @@ class DeskHost:
         else:
             connection.push_now()  # the change this request made, before its answer (read your own writes)
             connection.write({"id": request_id, "ok": True, "result": result})
+
+    def _say_refused(self, connection: _Connection, request: object, exc: DeskRefused) -> None:
+        """A decision the desk refused (most often: another operator holds the call) goes into the host's log,
+        so that who tried to decide what, and why it did not happen, is on record beside the audit log's
+        decisions. Claims are not logged: a screen asks for one whenever its cursor moves."""
+        if connection.operator is None or not isinstance(request, dict):
+            return
+        op = request.get("op")
+        if op in ("decide", "bulk_approve", "step", "resume"):
+            target = request.get("item", request.get("session", ""))
+            what = f"{op} of {str(target)[:80]}" if isinstance(target, str) and target else str(op)
+            self.log(f"desk: refused {connection.operator}'s {what}: {_one_line(str(exc), 200)}")
 
     async def _run(self, connection: _Connection, request: dict[str, Any]) -> object:
         op = request.get("op")

@@ -87,8 +87,17 @@ class DeskDecisions:
         self.said.append(message)
         self.screen.notify(message, severity="error" if error else "information", timeout=6 if error else 3)
 
+    def selected(self, item: ItemView | None) -> ItemView | None:
+        """The item, or None (said) when nothing is selected. A one-key decision goes to the desk even when this
+        screen shows the item as someone else's: the desk is what holds the claims (this screen's copy may be a
+        push behind), and its refusal, with who holds the item, is what the operator is shown and the host logs."""
+        if item is None:
+            self.say("Nothing selected: the inbox is empty.")
+        return item
+
     def usable(self, item: ItemView | None) -> ItemView | None:
-        """The item if this operator may act on it now; otherwise say why and return None."""
+        """The item if this operator may act on it now; otherwise say why and return None (before a review
+        modal opens, so that no one types a reason for a call another operator is deciding)."""
         if item is None:
             self.say("Nothing selected: the inbox is empty.")
             return None
@@ -108,7 +117,7 @@ class DeskDecisions:
 
     async def approve(self, item: ItemView | None) -> None:
         """`a`: an ALLOW runs; a REVISE/BLOCK is accepted (not run), and said so; a step is taken."""
-        chosen = self.usable(item)
+        chosen = self.selected(item)
         if chosen is None:
             return
         if chosen.kind is ItemKind.STEP:
@@ -120,7 +129,7 @@ class DeskDecisions:
                      f"Accepted the {chosen.verdict} of {chosen.tool} ({chosen.session_id}): not run.")
 
     async def step(self, item: ItemView | None) -> None:
-        chosen = self.usable(item)
+        chosen = self.selected(item)
         if chosen is None:
             return
         if chosen.kind is not ItemKind.STEP:

@@ -62,6 +62,10 @@ async def test_a_claim_blocks_the_other_operator_until_its_connection_closes(fol
             await bob.claim(item, "bob")
         with pytest.raises(DeskRefused, match="claimed by alice"):
             await bob.decide(item, "bob", "accept_verdict")
+        # the refused decision is on the host's record (the refused claim is not: screens claim on every move)
+        refused = [line for line in served.log if "refused" in line]
+        assert len(refused) == 1
+        assert refused[0].startswith(f"desk: refused bob's decide of {item}: item {item} is claimed by alice for ")
         await alice.close()  # her tab closed
         await until(bob, lambda: bob.snapshot().items[0].claimed_by is None, "alice's claim released")
         await bob.claim(item, "bob")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import signal
 import stat
 from pathlib import Path
@@ -191,6 +192,10 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
             await bob.wait_for(FIRST_BYTE, timeout=60)
             server.wait_for_line(r"desk host: desk: bob connected", 60)
             await bob.press("a", "KeyA", 65, text="a")  # refused: alice holds it
+            # The refusal is logged before alice decides: bob's key, travelling behind, must not land on the
+            # call that comes next (that would be a decision this test never meant bob to make).
+            server.wait_for_line(rf"desk host: desk: refused bob's decide of {re.escape(first)}: item "
+                                 rf"{re.escape(first)} is claimed by alice", 60)
             await alice.press("a", "KeyA", 65, text="a")  # REVISE: accepted, the call is not run
             await until(probe, lambda: probe.snapshot().item(first) is None, "the decided call leaves the inbox")
             decisions = read_audit(next((home / "desk").glob("audit-*.jsonl"))).decisions
@@ -198,9 +203,16 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
             # The session goes on to its next write; whoever's cursor is on it claims it. Close that tab.
             await until(probe, lambda: any(i.claimed_by in ("alice", "bob") for i in probe.snapshot().items),
                         "the next call claimed")
-            holder = probe.snapshot().items[0].claimed_by
+            after = next(i for i in probe.snapshot().items if i.claimed_by in ("alice", "bob"))
+            holder = after.claimed_by
             await (alice if holder == "alice" else bob).close()
-            await until(probe, lambda: probe.snapshot().items[0].claimed_by != holder, f"{holder}'s claim released")
+
+            def released() -> bool:
+                item = probe.snapshot().item(after.id)
+                assert item is not None, f"{after.id} left the inbox, but nobody decided it"
+                return item.claimed_by != holder
+
+            await until(probe, released, f"{holder}'s claim released")
             server.wait_for_line(rf"desk host: desk: {holder} disconnected; released 1 claim", 30)
         finally:
             await browser.close()
