@@ -377,7 +377,7 @@ def cancel_basis(call: ToolCall, view: LedgerView, ctx: GateContext, customer: s
     unknown = [s for s in segments if statuses[s.key] is None]
     if unknown:
         return _ask_status(unknown, f"{facts}; it can be cancelled only if the airline cancelled one of its flights")
-    shown = ", ".join(f"{s.flight_number} {s.date}: {statuses[s.key]}" for s in segments)
+    shown = ", ".join(f"{s.flight_number} {s.date}: {statuses[s.key]} ({_status_source(view, s)})" for s in segments)
     return Violation(f"{facts}, and the airline cancelled none of its flights ({shown}); it cannot be cancelled "
                      "outside the 24-hour window")
 

@@ -367,6 +367,9 @@ def test_appendix_b_basic_economy_cancellation_is_blocked_with_its_facts() -> No
     assert decision.verdict is Verdict.BLOCK
     reason = _result(decision, "airline.cancel_basis").reason
     assert "basic_economy" in reason and "2024-05-11T10:30:00" in reason and "no travel insurance" in reason
+    # each flight's status is cited with the ledger path it was read from
+    assert "HAT162 2024-05-16: available (flights.HAT162.2024-05-16.status)" in reason
+    assert "HAT184 2024-05-17: available (flights.HAT184.2024-05-17.status)" in reason
     assert "BLOCK: the action cancel_reservation was NOT executed" in decision.feedback
     assert set(decision.evidence) >= {"user", "reservations.NH62KW", "flights.HAT162.2024-05-16.status"}
 
