@@ -19,7 +19,7 @@ from core.agent import AgentConfig
 from core.llm.base import ChatModel
 from core.llm.offline_agent import OfflineAgent, find_dates, find_emails, find_names
 from core.llm.scripted import ScriptedStep
-from core.scenario import CUSTOMER_LEAVES, list_scenarios, load_scenario
+from core.scenario import list_scenarios, load_scenario
 from core.users import HumanUser, ScriptedUser, UserProxy
 from domains.registry import load_domain, load_offline_reader
 from tests.support.scenario_runs import DECISIONS, SCENARIOS, agent_text, run
@@ -115,14 +115,6 @@ async def test_an_edited_call_the_gate_revises_is_retried_after_the_reads_it_nam
                           ("list_patient_appointments", "ok"), ("schedule_appointment", "ok")]
     assert any("Done: a supervisor changed my request, and I went ahead to book a follow up with "
                "dr_lindqvist_primary on 2025-05-29 at 11:00." in text for text in agent_text(events))
-
-
-async def test_a_customer_whose_script_no_longer_fits_leaves_cleanly(tmp_path: Path) -> None:
-    """The airline customer's next line expects the agent to explain the 24-hour rule; after a veto it did not,
-    so the scripted customer ends the conversation (a clean stop) instead of failing the run."""
-    reason, events, _ = await run("airline", "cancel-outside-window", tmp_path, decision="veto")
-    customer = [e["text"] for e in events if e["type"] == "message" and e["role"] == "user"]
-    assert reason == "user_stop" and customer[-1] == CUSTOMER_LEAVES
 
 
 async def test_without_a_gate_the_agent_relays_the_tools_own_answer(tmp_path: Path) -> None:

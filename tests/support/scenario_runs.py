@@ -27,9 +27,10 @@ DECISIONS = ("approve", "veto", "edit", "force_allow")
 class FirstWriteOverride:
     """A scripted operator: approves everything except the first gated write it can override.
 
-    veto / edit: the first gated write. force_allow: the first write the gate did not ALLOW. The edit replaces
-    the arguments with those of the plan's later call of the same tool (the corrected call, when the scenario
-    has one), else submits them unchanged.
+    veto / edit: the first gated write. force_allow: the first write the gate did not ALLOW. veto_allow: the first
+    write the gate ALLOWed (as the console's tmux test vetoes: usually the plan's corrected call). The edit
+    replaces the arguments with those of the plan's later call of the same tool (the corrected call, when the
+    scenario has one), else submits them unchanged.
     """
 
     def __init__(self, kind: str, scenario: Scenario) -> None:
@@ -40,10 +41,11 @@ class FirstWriteOverride:
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
         if self.used or decision is None or self.kind == "approve":
             return Resolution(Decision.APPROVE)
-        if self.kind == "force_allow" and decision.verdict is Verdict.ALLOW:
+        allowed = decision.verdict is Verdict.ALLOW
+        if (self.kind == "force_allow" and allowed) or (self.kind == "veto_allow" and not allowed):
             return Resolution(Decision.APPROVE)
         self.used = True
-        if self.kind == "veto":
+        if self.kind in ("veto", "veto_allow"):
             return Resolution(Decision.VETO, who="tester", reason="hold on, not this one")
         if self.kind == "force_allow":
             return Resolution(Decision.FORCE_ALLOW, who="tester", reason="the customer is right")
