@@ -26,7 +26,7 @@ import pytest
 from core.scenario import CUSTOMER_LEAVES, Scenario, ScenarioError, list_scenarios, load_scenario
 from core.users import STOP, ScriptedAction, ScriptedTurn, ScriptedUser, Utterance, Variant
 from domains.registry import load_domain
-from tests.support.scenario_runs import SCENARIOS, agent_text, run
+from tests.support.scenario_runs import SCENARIOS, NthWriteOverride, agent_text, run
 
 OVERRIDES = ("veto", "edit", "force_allow", "veto_allow")  # veto_allow: the console's veto of the corrected call
 EXPECTED_PATHS = Path(__file__).parent / "data" / "scenario_expected_paths.json"
@@ -146,15 +146,38 @@ async def test_no_line_written_for_another_outcome_after_an_override(domain: str
     Also, the conversation must read as one: the agent never answers "I did not understand" and the customer
     never has to walk out with CUSTOMER_LEAVES (a variant fitted)."""
     _, expected, _ = await run(domain, name, tmp_path / "expected")
+    _, events, _ = await run(domain, name, tmp_path / "override", decision=decision)
+    assert_in_step(domain, name, expected, events)
+
+
+def assert_in_step(domain: str, name: str, expected: Sequence[dict[str, Any]],
+                   events: Sequence[dict[str, Any]]) -> None:
+    """See `test_no_line_written_for_another_outcome_after_an_override`; `expected`: the approve run's events."""
     context = {said: heard for heard, said in replies(expected)}
     assert set(context) == set(scenario_of(domain, name).customer_lines())  # each line said once, as written
-    _, events, _ = await run(domain, name, tmp_path / "override", decision=decision)
     tail = after_override(events)
     for heard, said in replies(tail):
         if said in context:
             assert heard == context[said], f"{said!r} was written for {context[said]!r}, said after {heard!r}"
         assert said != CUSTOMER_LEAVES, f"no variant fits {heard!r}"
     assert not [text for text in agent_text(tail) if NOT_UNDERSTOOD in text]
+    assert [e["reason"] for e in events if e["type"] == "session_ended"] == ["user_stop"]
+
+
+WRITES = [(domain, name, n) for domain, name in SCENARIOS
+          for n in range(1, len(scenario_of(domain, name).expect.verdicts or []) + 1)]
+
+
+@pytest.mark.parametrize("decision", ("veto", "force_allow"))
+@pytest.mark.parametrize(("domain", "name", "n"), WRITES)
+async def test_a_veto_or_force_allow_of_any_gated_write_keeps_the_customer_in_step(
+        domain: str, name: str, n: int, decision: str, tmp_path: Path) -> None:
+    """The same check when the operator overrides the n-th gated write of the expected path, not only the first
+    (persistent-refund-demand has three BLOCKs; the console's operator may override any of them)."""
+    _, expected, _ = await run(domain, name, tmp_path / "expected")
+    _, events, _ = await run(domain, name, tmp_path / "override", supervisor=NthWriteOverride(decision, n))
+    assert [e["decision"] for e in events if e["type"] == "supervisor_decision"] == [decision]
+    assert_in_step(domain, name, expected, events)
 
 
 # -- the expected path is unchanged ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from core.gate import GateDecision, Verdict
 from core.llm.base import ChatModel
 from core.scenario import Scenario, list_scenarios, load_scenario
 from core.session import Session
-from core.supervisor import Decision, Resolution
+from core.supervisor import Decision, Resolution, Supervisor
 from core.tools import ToolCall
 from core.users import UserProxy
 from domains.registry import DOMAINS, load_domain, load_offline_reader
@@ -55,9 +55,30 @@ class FirstWriteOverride:
                           arguments=later[0] if later else dict(call.arguments))
 
 
+class NthWriteOverride:
+    """A scripted operator who approves every gated write but the `n`-th (1-based), which it vetoes or
+    force-allows: an override at any point of the conversation, not only the first."""
+
+    def __init__(self, kind: str, n: int) -> None:
+        self.kind = kind
+        self.n = n
+        self.seen = 0
+
+    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
+        if decision is None:
+            return Resolution(Decision.APPROVE)
+        self.seen += 1
+        if self.seen != self.n:
+            return Resolution(Decision.APPROVE)
+        if self.kind == "veto":
+            return Resolution(Decision.VETO, who="tester", reason="not now")
+        return Resolution(Decision.FORCE_ALLOW, who="tester", reason="the customer is right")
+
+
 async def run(domain_name: str, scenario_name: str, folder: Path, *, decision: str = "approve",
               model: ChatModel | None = None, user: UserProxy | None = None,
-              config: AgentConfig | None = None) -> tuple[str, list[dict[str, Any]], bytes]:
+              config: AgentConfig | None = None,
+              supervisor: Supervisor | None = None) -> tuple[str, list[dict[str, Any]], bytes]:
     domain = load_domain(domain_name)
     scenario = load_scenario(list_scenarios(domain.scenarios_dir)[scenario_name])
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,8 +87,9 @@ async def run(domain_name: str, scenario_name: str, folder: Path, *, decision: s
         session = Session(domain=domain, backend=backend,
                           model=model or scenario.build_model(load_offline_reader(domain_name)),
                           user=user or scenario.build_user(), config=config,
-                          supervisor=FirstWriteOverride(decision, scenario), trace_path=folder / "trace.jsonl",
-                          scenario=scenario.name, max_steps=scenario.max_steps, clock=lambda: "2026-01-01T00:00:00")
+                          supervisor=supervisor or FirstWriteOverride(decision, scenario),
+                          trace_path=folder / "trace.jsonl", scenario=scenario.name, max_steps=scenario.max_steps,
+                          clock=lambda: "2026-01-01T00:00:00")
         result = await session.run()
     finally:
         await backend.close()
