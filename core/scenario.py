@@ -217,21 +217,79 @@ class ScenarioError(ValueError):
 
 
 def load_scenario(path: Path) -> Scenario:
+    """The scenario in `path`, or a one-line ScenarioError naming the file, the line of the file and the place:
+    `bad.json:14: user.2.variants.0.text (user line 3, variant 1): Field required`."""
+    text = ""
     try:
-        return Scenario.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        return Scenario.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ScenarioError(f"{path}: {_where(first['loc'])}: {_message(first['msg'])}") from exc
+        place = _file_path(first["loc"])
+        line = _line_of(text, place)
+        at = f":{line}" if line is not None else ""
+        raise ScenarioError(f"{path}{at}: {_where(place)}: {_message(first['msg'])}") from exc
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    """An error's place as a dotted path, plus, inside `user`, the customer line (and variant) in words:
-    `user.2.variants.0.text (user line 3, variant 1)`."""
+def _file_path(loc: Sequence[int | str]) -> list[int | str]:
+    """An error's location as keys and indexes of the file: without the kind of a `user` entry (the tag
+    `_user_entry_kind` gives, which the file does not spell)."""
     path = list(loc)
     if len(path) > 2 and path[0] == "user" and path[2] in ("text", "line", "action"):
-        del path[2]  # the kind of entry (`_user_entry_kind`), not a field of the file
+        del path[2]
+    return path
+
+
+def _line_of(text: str, path: Sequence[int | str]) -> int | None:
+    """The line of `text` (a JSON document) where the deepest existing part of `path` starts: the field itself,
+    or, for a missing field, the object that lacks it. None when the text cannot be walked."""
+    decoder = json.JSONDecoder()
+    found = _skip_space(text, 0)
+    try:
+        for key in path:
+            start = _child(text, found, key, decoder)
+            if start is None:
+                break
+            found = start
+    except (ValueError, IndexError):
+        return None
+    return text.count("\n", 0, found) + 1
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _child(text: str, at: int, key: int | str, decoder: json.JSONDecoder) -> int | None:
+    """Where the member `key` of the object (or the element `key` of the array) starting at `at` starts."""
+    opening = text[at]
+    if (opening, isinstance(key, int)) not in (("{", False), ("[", True)):
+        return None
+    closing, index = ("}" if opening == "{" else "]"), 0
+    at = _skip_space(text, at + 1)
+    while text[at] != closing:
+        if opening == "{":
+            name, at = decoder.raw_decode(text, at)
+            at = _skip_space(text, _skip_space(text, at) + 1)  # past the ':'
+            if name == key:
+                return at
+        elif index == key:
+            return at
+        _, at = decoder.raw_decode(text, at)
+        at = _skip_space(text, at)
+        if text[at] == ",":
+            at = _skip_space(text, at + 1)
+        index += 1
+    return None
+
+
+def _where(path: Sequence[int | str]) -> str:
+    """A place in the file as a dotted path, plus, inside `user`, the customer line (and variant) in words:
+    `user.2.variants.0.text (user line 3, variant 1)`."""
     where = ".".join(str(p) for p in path)
     if len(path) >= 2 and path[0] == "user" and isinstance(path[1], int):
         words = f"user line {path[1] + 1}"

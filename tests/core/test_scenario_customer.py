@@ -239,29 +239,30 @@ async def test_with_no_fitting_variant_the_customer_leaves_rather_than_say_a_wro
 
 
 def scenario_file(tmp_path: Path, user: list[Any]) -> Path:
+    """A scenario file laid out as the shipped ones are, one key per line (json indent), so lines can be named."""
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"name": "bad", "title": "Bad", "domain": "retail", "user": user,
-                                "agent": [{"say": "Hello."}]}), encoding="utf-8")
+                                "agent": [{"say": "Hello."}]}, indent=1), encoding="utf-8")
     return path
 
 
 @pytest.mark.parametrize(("line", "error"), [
     ({"text": "Hi.", "variants": [{"when_agent_says": "Done"}]},
-     "bad.json: user.1.variants.0.text (user line 2, variant 1): Field required"),
+     "bad.json:10: user.1.variants.0.text (user line 2, variant 1): Field required"),
     ({"text": "Hi.", "variants": [{"when_agent_says": "  ", "text": "Thanks."}]},
-     "bad.json: user.1.variants.0.when_agent_says (user line 2, variant 1): needs a phrase"),
+     "bad.json:11: user.1.variants.0.when_agent_says (user line 2, variant 1): needs a phrase"),
     ({"text": "Hi.", "variants": [{"when_agent_says": [], "text": "Thanks."}]},
-     "bad.json: user.1.variants.0.when_agent_says (user line 2, variant 1): needs a phrase"),
+     "bad.json:11: user.1.variants.0.when_agent_says (user line 2, variant 1): needs a phrase"),
     ({"text": "Hi.", "variants": [{"when_agent_says": "Done", "text": ""}]},
-     "bad.json: user.1.variants.0.text (user line 2, variant 1): a variant needs something to say"),
+     "bad.json:12: user.1.variants.0.text (user line 2, variant 1): a variant needs something to say"),
     ({"text": "Hi.", "variants": [{"when": "Done", "text": "Thanks."}]},
-     "bad.json: user.1.variants.0.when_agent_says (user line 2, variant 1): Field required"),
+     "bad.json:10: user.1.variants.0.when_agent_says (user line 2, variant 1): Field required"),
     ({"text": "Hi.", "variants": [{"when_agent_says": "Done", "text": "Hi."}]},
-     "bad.json: user.1 (user line 2): variant 1 says the line's own text"),
+     "bad.json:7: user.1 (user line 2): variant 1 says the line's own text"),
     ({"text": "Hi.", "variants": "Thanks."},
-     "bad.json: user.1.variants (user line 2): Input should be a valid list"),
+     "bad.json:9: user.1.variants (user line 2): Input should be a valid list"),
     ({"call": {"name": "check_payment_request"}, "variants": [{"when_agent_says": "stopped", "text": "OK then."}]},
-     "bad.json: user.1 (user line 2): variant 1 of a phone action must end the conversation"),
+     "bad.json:7: user.1 (user line 2): variant 1 of a phone action must end the conversation"),
 ])
 def test_a_malformed_variant_is_refused_in_one_line_naming_the_file_and_the_line(
         line: dict[str, Any], error: str, tmp_path: Path) -> None:
@@ -270,6 +271,27 @@ def test_a_malformed_variant_is_refused_in_one_line_naming_the_file_and_the_line
     message = str(caught.value)
     assert "\n" not in message
     assert error in message, message
+
+
+def test_the_error_names_the_line_of_a_file_laid_out_by_hand(tmp_path: Path) -> None:
+    """The layout of the shipped scenarios (several keys on a line): the line of the variant that lacks its text."""
+    path = tmp_path / "hand.json"
+    path.write_text("""{
+  "name": "hand", "title": "Hand", "domain": "retail",
+  "user": [
+    "Hello.",
+    {"text": "Hi.",
+     "variants": [
+       {"when_agent_says": "went ahead to", "text": "Thanks. ###STOP###"},
+       {"when_agent_says": "Nothing was changed"}
+     ]}
+  ],
+  "agent": [{"say": "Hello."}]
+}
+""", encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"{path}:8: user.1.variants.1.text (user line 2, variant 2): Field required"
 
 
 def test_well_formed_variants_load_and_build(tmp_path: Path) -> None:
