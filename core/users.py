@@ -104,9 +104,34 @@ def _last_agent_message(conversation: Sequence[Utterance]) -> str:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another way to say a scripted line, for when the conversation went elsewhere (an operator vetoed, edited
+    or force-allowed a call, and the agent said so).
+
+    Chosen from what the customer can see, nothing else: the agent's last message contains one of `when` (case
+    does not matter). A script is written for the expected path; its variants let the same customer answer what
+    the agent really said instead of the line written for another outcome.
+    """
+
+    when: tuple[str, ...]
+    text: str
+
+    def fits(self, agent_message: str) -> bool:
+        said = agent_message.lower()
+        return any(needle.lower() in said for needle in self.when)
+
+
+def chosen_variant(variants: Sequence[Variant], conversation: Sequence[Utterance]) -> Variant | None:
+    """The first variant whose condition the agent's last message meets, or None (say the line as written)."""
+    last = _last_agent_message(conversation)
+    return next((v for v in variants if v.fits(last)), None)
+
+
+@dataclass(frozen=True)
 class ScriptedTurn:
     text: str
     expect_agent_contains: str | None = None  # checked against the agent's last message before answering
+    variants: tuple[Variant, ...] = ()  # checked first, in order: the first that fits is said instead
 
 
 @dataclass(frozen=True)
@@ -121,6 +146,7 @@ class ScriptedAction:
     arguments: Mapping[str, Any] = field(default_factory=dict)
     expect_result_contains: tuple[str, ...] = ()
     expect_agent_contains: str | None = None
+    variants: tuple[Variant, ...] = ()  # a line said instead of the action (and of the rest of the script)
 
 
 class ScriptedUser:
@@ -128,6 +154,10 @@ class ScriptedUser:
 
     Phone actions in the script run, in order, before the next line is said; a script that ends with
     actions runs them and then stops.
+
+    A turn's `variants` are read first: when the agent's last message fits one, its text is said instead of the
+    turn (a line's variant takes that line's place and the script goes on; an action's variant is the last
+    thing the customer says, so the rest of the script, written for the action's outcome, is never played).
     """
 
     name = "scripted"
@@ -147,6 +177,11 @@ class ScriptedUser:
         while self.position < len(self.turns):
             turn = self.turns[self.position]
             self.position += 1
+            variant = chosen_variant(turn.variants, conversation)
+            if variant is not None:
+                if isinstance(turn, ScriptedAction):
+                    self.position = len(self.turns)
+                return variant.text
             if turn.expect_agent_contains is not None:
                 last = _last_agent_message(conversation)
                 if turn.expect_agent_contains.lower() not in last.lower():

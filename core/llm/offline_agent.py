@@ -21,7 +21,8 @@ default run is exactly the scripted demo, byte for byte) but reads every tool re
     edited: it reads the record back (the domain's `verify` reads) and tells the customer what the tools now
     show. The rest of the plan assumed a different world, so it is dropped; from then on the agent answers
     from observation only.
-- The customer's words. While every customer message is the scenario's own line, the plan stands. As soon as
+- The customer's words. While every customer message is the scenario's own line (as written, or one of its
+  variants: the scripted customer answering what really happened, see core/scenario.py), the plan stands. As soon as
   one differs (a human typed in the customer seat), the plan is dropped and each message is read by the
   domain's `CustomerReader`: the ids, emails, order / reservation numbers, names and zip codes it recognises
   become reads (and the reads those results call for); a request the reader recognises ("cancel it") becomes
@@ -296,14 +297,18 @@ def _key(proposal: Proposal | Observation) -> str:
 
 
 class OfflineAgent:
-    """See the module docstring. `plan`: the scenario's agent steps; `script`: the customer's scripted lines
-    (None: nothing to compare with, the plan is followed whatever the customer says); `reader`: the domain's
+    """See the module docstring. `plan`: the scenario's agent steps; `script`: the customer's scripted lines, each
+    a text or the texts it may be said with (a scenario line and its variants: a scripted customer answering what
+    really happened is still the script's customer); None: nothing to compare with, the plan is followed
+    whatever the customer says; `reader`: the domain's
     `CustomerReader` (None: plan and generic reactions only, and typed text is never understood)."""
 
-    def __init__(self, plan: Sequence[ScriptedStep], *, script: Sequence[str] | None = None,
+    def __init__(self, plan: Sequence[ScriptedStep], *, script: Sequence[str | Sequence[str]] | None = None,
                  reader: CustomerReader | None = None, name: str = "scripted-demo") -> None:
         self.plan = list(plan)
-        self.script = None if script is None else list(script)
+        # per customer line, the texts the plan was written for: the line, or the line and its variants
+        self.script = None if script is None else [(line,) if isinstance(line, str) else tuple(line)
+                                                   for line in script]
         self.reader = reader
         self.name = name
         self.position = 0  # the next plan step
@@ -329,8 +334,7 @@ class OfflineAgent:
         results = _results(messages)
         self._absorb(results)
         said = _customer_lines(messages)
-        if self.mode == "plan" and self.script is not None and (
-                len(said) > len(self.script) or not all(map(_same_line, said, self.script))):
+        if self.mode == "plan" and self.script is not None and not self._on_script(said):
             self._drop_plan()  # the customer is not the script's customer: listen to what they say
         turn = self._plan_turn(results) if self.mode == "plan" else None
         if turn is not None:
@@ -352,6 +356,13 @@ class OfflineAgent:
         usage = Usage(estimate_tokens(prompt_text), estimate_tokens(completion_text), estimated=True)
         return AssistantTurn(text=say, tool_calls=tool_calls, usage=usage, model=self.name,
                              finish_reason="tool_calls" if tool_calls else "stop")
+
+    def _on_script(self, said: Sequence[str]) -> bool:
+        """Every customer message so far is the script's line at its place, said as written or as a variant."""
+        assert self.script is not None
+        return len(said) <= len(self.script) and all(
+            any(_same_line(line, text) for text in texts) for line, texts in zip(said, self.script[:len(said)],
+                                                                                  strict=True))
 
     def _is_write(self, name: str) -> bool:
         return self.reader is not None and name in self.reader.writes

@@ -9,7 +9,6 @@ write. On the previous agent (`ScriptedChatModel`) every veto, edit and force-al
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,79 +16,18 @@ from typing import Any
 import pytest
 
 from core.agent import AgentConfig
-from core.gate import GateDecision, Verdict
 from core.llm.base import ChatModel
 from core.llm.offline_agent import OfflineAgent, find_dates, find_emails, find_names
 from core.llm.scripted import ScriptedStep
-from core.scenario import CUSTOMER_LEAVES, Scenario, list_scenarios, load_scenario
-from core.session import Session
-from core.supervisor import Decision, Resolution
-from core.tools import ToolCall
+from core.scenario import list_scenarios, load_scenario
 from core.users import HumanUser, ScriptedUser, UserProxy
-from domains.registry import DOMAINS, load_domain, load_offline_reader
-from mock_backends.registry import open_backend
-
-SCENARIOS = [(domain, name) for domain in DOMAINS for name in list_scenarios(load_domain(domain).scenarios_dir)]
-DECISIONS = ("approve", "veto", "edit", "force_allow")
+from domains.registry import load_domain, load_offline_reader
+from tests.support.scenario_runs import DECISIONS, SCENARIOS, agent_text, run
 
 
 def test_twelve_scenarios_three_per_domain() -> None:
     assert len(SCENARIOS) == 12
     assert {domain for domain, _ in SCENARIOS} == {"airline", "retail", "telecom", "telehealth"}
-
-
-class FirstWriteOverride:
-    """A scripted operator: approves everything except the first gated write it can override.
-
-    veto / edit: the first gated write. force_allow: the first write the gate did not ALLOW. The edit replaces
-    the arguments with those of the plan's later call of the same tool (the corrected call, when the scenario
-    has one), else submits them unchanged.
-    """
-
-    def __init__(self, kind: str, scenario: Scenario) -> None:
-        self.kind = kind
-        self.scenario = scenario
-        self.used = False
-
-    async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
-        if self.used or decision is None or self.kind == "approve":
-            return Resolution(Decision.APPROVE)
-        if self.kind == "force_allow" and decision.verdict is Verdict.ALLOW:
-            return Resolution(Decision.APPROVE)
-        self.used = True
-        if self.kind == "veto":
-            return Resolution(Decision.VETO, who="tester", reason="hold on, not this one")
-        if self.kind == "force_allow":
-            return Resolution(Decision.FORCE_ALLOW, who="tester", reason="the customer is right")
-        later = [dict(c.arguments) for step in self.scenario.agent for c in step.calls
-                 if c.name == call.name and dict(c.arguments) != dict(call.arguments)]
-        return Resolution(Decision.EDIT, who="tester", reason="corrected",
-                          arguments=later[0] if later else dict(call.arguments))
-
-
-async def run(domain_name: str, scenario_name: str, folder: Path, *, decision: str = "approve",
-              model: ChatModel | None = None, user: UserProxy | None = None,
-              config: AgentConfig | None = None) -> tuple[str, list[dict[str, Any]], bytes]:
-    domain = load_domain(domain_name)
-    scenario = load_scenario(list_scenarios(domain.scenarios_dir)[scenario_name])
-    folder.mkdir(parents=True, exist_ok=True)
-    backend = await open_backend(domain_name, folder / "db.sqlite")
-    try:
-        session = Session(domain=domain, backend=backend,
-                          model=model or scenario.build_model(load_offline_reader(domain_name)),
-                          user=user or scenario.build_user(), config=config,
-                          supervisor=FirstWriteOverride(decision, scenario), trace_path=folder / "trace.jsonl",
-                          scenario=scenario.name, max_steps=scenario.max_steps, clock=lambda: "2026-01-01T00:00:00")
-        result = await session.run()
-    finally:
-        await backend.close()
-    raw = (folder / "trace.jsonl").read_bytes()
-    return result.reason, [json.loads(line) for line in raw.splitlines()], raw
-
-
-def agent_text(events: Sequence[dict[str, Any]]) -> list[str]:
-    """What the agent said after its greeting, turn by turn."""
-    return [e["text"] for e in events if e["type"] == "assistant_turn" and e["text"]]
 
 
 @pytest.mark.parametrize("decision", DECISIONS)
@@ -177,14 +115,6 @@ async def test_an_edited_call_the_gate_revises_is_retried_after_the_reads_it_nam
                           ("list_patient_appointments", "ok"), ("schedule_appointment", "ok")]
     assert any("Done: a supervisor changed my request, and I went ahead to book a follow up with "
                "dr_lindqvist_primary on 2025-05-29 at 11:00." in text for text in agent_text(events))
-
-
-async def test_a_customer_whose_script_no_longer_fits_leaves_cleanly(tmp_path: Path) -> None:
-    """The airline customer's next line expects the agent to explain the 24-hour rule; after a veto it did not,
-    so the scripted customer ends the conversation (a clean stop) instead of failing the run."""
-    reason, events, _ = await run("airline", "cancel-outside-window", tmp_path, decision="veto")
-    customer = [e["text"] for e in events if e["type"] == "message" and e["role"] == "user"]
-    assert reason == "user_stop" and customer[-1] == CUSTOMER_LEAVES
 
 
 async def test_without_a_gate_the_agent_relays_the_tools_own_answer(tmp_path: Path) -> None:
