@@ -35,6 +35,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
+from core import strict_json
 from core.llm.offline_agent import CustomerReader, OfflineAgent
 from core.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedStep
 from core.users import (
@@ -222,9 +223,11 @@ def load_scenario(path: Path) -> Scenario:
     text = ""
     try:
         text = path.read_text(encoding="utf-8")
-        return Scenario.model_validate(json.loads(text))
+        return Scenario.model_validate(strict_json.check_value(json.loads(text)))
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    except strict_json.StrictJSONError as exc:  # NaN, Infinity, 1e999, a lone surrogate, too deep
+        raise ScenarioError(f"{path}: not strict JSON ({exc.message})") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         place = _file_path(first["loc"])

@@ -6,12 +6,12 @@ module that knows both.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from core import strict_json
 from core.evaluation.results import EvalResults, ResultsError, ResultStore, TrialResult
 from core.evaluation.tau2_format import is_tau2, load_tau2
 
@@ -30,9 +30,9 @@ def load_results(path: Path, kind_of: Callable[[str], str] | None = None) -> Eva
                 raise ResultsError(f"{path}: no results.json and no run.json: not a run folder")
             latest: dict[tuple[str, str, str, int], TrialResult] = {}  # a re-run trial's newer line wins
             for _offset, _length, line in store._lines():
-                try:
-                    trial = TrialResult.model_validate_json(line)
-                except ValidationError:
+                try:  # strict JSON first: pydantic's own parser takes NaN and 1e999 for numbers
+                    trial = TrialResult.model_validate(strict_json.loads(line))
+                except (strict_json.StrictJSONError, ValidationError):
                     continue
                 latest.pop(trial.key, None)
                 latest[trial.key] = trial
@@ -43,13 +43,13 @@ def load_results(path: Path, kind_of: Callable[[str], str] | None = None) -> Eva
         raise ResultsError(f"no such results file: {path}") from exc
     except (UnicodeDecodeError, IsADirectoryError) as exc:
         raise ResultsError(f"{path}: not a results file ({exc})") from exc
+    try:  # strict JSON first: pydantic's own parser takes NaN and 1e999 for numbers
+        raw = strict_json.loads(text)
+    except strict_json.StrictJSONError as exc:
+        raise ResultsError(f"{path}: not a results file ({exc.message})") from exc
     try:
-        return EvalResults.model_validate_json(text)
+        return EvalResults.model_validate(raw)
     except ValidationError as exc:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError:
-            raw = None
         if is_tau2(raw):
             return load_tau2(path, raw, kind_of)
         first = exc.errors()[0]

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core import strict_json
 from core.evaluation.results import EvalResults, ResultsError, RunHeader, TrialResult, TrialStatus
 from core.evaluation.rewards import CheckResult, DBCheck, RewardInfo
 from core.evaluation.tasks import Task
@@ -325,11 +326,11 @@ def _foreign_trial(sim: Tau2Simulation, domain: str, agent: str, model: str, use
 def load_tau2(path: Path, raw: Any | None = None, kind_of: Callable[[str], str] | None = None) -> EvalResults:
     if raw is None:
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = strict_json.loads(path.read_bytes())
         except FileNotFoundError as exc:
             raise ResultsError(f"no such results file: {path}") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ResultsError(f"{path}: not valid JSON ({exc})") from exc
+        except strict_json.StrictJSONError as exc:
+            raise ResultsError(f"{path}: {exc.message}") from exc
     if not is_tau2(raw):
         raise ResultsError(f"{path}: not a tau2 results file (expected \"info\", \"tasks\" and \"simulations\")")
     return from_tau2(raw, path, kind_of)

@@ -301,3 +301,14 @@ def test_well_formed_variants_load_and_build(tmp_path: Path) -> None:
     assert scenario.customer_lines() == ["Hello.", "Hi."]
     assert scenario.customer_alternatives() == [("Hello.",), ("Hi.", "Thanks.")]
     assert scenario.build_user().turns[1] == ScriptedTurn("Hi.", variants=(Variant(("Done", "went ahead"), "Thanks."),))
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "1e999"])
+def test_a_scenario_with_a_number_that_is_not_finite_is_refused(bad: str, tmp_path: Path) -> None:
+    """Python's json reads NaN, Infinity and 1e999 as floats; a scenario file is strict JSON like every input."""
+    path = tmp_path / "nan.json"
+    path.write_text('{"name": "nan", "title": "N", "domain": "retail", "user": ["Hello."], "agent": [{"calls": '
+                    '[{"name": "get_order_details", "arguments": {"amount": ' + bad + '}}]}]}', encoding="utf-8")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: not strict JSON (") and "finite" in str(caught.value)

@@ -162,3 +162,31 @@ async def test_compare_two_runs_per_task_and_pass_k_with_a_confidence_interval(
     assert cell.differences and all(d.b[0] < d.a[0] for d in cell.differences)
     assert f"task {cell.differences[0].task_id}: 2/2 -> " in printed
     assert compare(load_results(tmp_path / "a"), load_results(tmp_path / "b")) == cells  # seeded: stable
+
+
+async def test_a_results_file_with_a_number_that_is_not_finite_is_refused(tmp_path: Path) -> None:
+    """pydantic's own JSON parser reads `NaN` and `1e999` as floats: a reward of NaN would have been a trial that
+    neither passed nor failed. A whole file holding one is refused, in one line; a trial line of a run folder
+    holding one is skipped, as a torn line is."""
+    await offline(tmp_path / "run", "--tasks", "r01")
+    whole = tmp_path / "run" / "results.json"
+    text = whole.read_text(encoding="utf-8")
+    assert '"reward":1.0' in text
+    for bad in ("NaN", "1e999", "-Infinity"):
+        path = tmp_path / "bad.json"
+        path.write_text(text.replace('"reward":1.0', f'"reward":{bad}', 1), encoding="utf-8")
+        with pytest.raises(ResultsError, match=r"bad\.json: not a results file \(.*finite") as caught:
+            load_results(path)
+        assert "\n" not in str(caught.value)
+    tau2 = FIXTURE.read_text(encoding="utf-8")
+    assert '"reward": 1.0' in tau2
+    path = tmp_path / "tau2.json"
+    path.write_text(tau2.replace('"reward": 1.0', '"reward": NaN', 1), encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"tau2\.json: .*NaN is not a JSON number"):
+        load_results(path)
+    whole.unlink()  # the run folder's trial lines are read instead
+    lines = sorted((tmp_path / "run").glob("*.jsonl"))
+    trials = len(load_results(tmp_path / "run").trials)
+    log = next(p for p in lines if '"reward":1.0' in p.read_text(encoding="utf-8"))
+    log.write_text(log.read_text(encoding="utf-8").replace('"reward":1.0', '"reward":NaN', 1), encoding="utf-8")
+    assert len(load_results(tmp_path / "run").trials) == trials - 1
