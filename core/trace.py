@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from core import strict_json
 from core.events import EVENT_ADAPTER, Event
 
 
@@ -47,8 +48,10 @@ def iter_trace(path: Path) -> Iterator[Event | TraceProblem]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                yield EVENT_ADAPTER.validate_json(line)
+            try:  # strict JSON first: pydantic's own parser would take NaN and 1e999 for numbers
+                yield EVENT_ADAPTER.validate_python(strict_json.loads(line))
+            except strict_json.StrictJSONError as exc:
+                yield TraceProblem(number, exc.message)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 yield TraceProblem(number, f"{first.get('msg', 'invalid event')} at {first.get('loc', ())}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -286,6 +287,26 @@ async def test_trace_survives_a_broken_line(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     problems = [item for item in iter_trace(path) if not hasattr(item, "type")]
     assert len(problems) == 1 and problems[0].line == 3  # type: ignore[union-attr]
+
+
+async def test_a_trace_line_with_a_number_that_is_not_finite_is_a_problem_not_an_event(tmp_path: Path) -> None:
+    """pydantic's JSON parser reads NaN and 1e999 as floats; a trace is strict JSON like every other input."""
+    s = session(HAPPY, tmp_path)
+    await s.run()
+    path = tmp_path / "trace.jsonl"
+    lines = path.read_text().splitlines()
+    index = next(n for n, line in enumerate(lines) if '"amount":' in line)
+    whole = len(load_trace(path))
+    for bad in ("NaN", "1e999"):
+        edited = list(lines)
+        edited[index] = re.sub(r'"amount":\s*[0-9.]+', f'"amount": {bad}', edited[index], count=1)
+        assert edited[index] != lines[index]
+        path.write_text("\n".join(edited) + "\n")
+        items = list(iter_trace(path))
+        problems = [item for item in items if not hasattr(item, "type")]
+        assert [p.line for p in problems] == [index + 1]  # type: ignore[union-attr]
+        assert "finite" in problems[0].message or "NaN" in problems[0].message  # type: ignore[union-attr]
+        assert len(items) == whole
 
 
 async def test_pacer_is_awaited_before_every_model_call_and_user_turn(tmp_path: Path) -> None:
