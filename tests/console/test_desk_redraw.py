@@ -21,6 +21,7 @@ def shows(app: SupervisorApp, text: str) -> bool:
     """Whether the screen as drawn holds `text` as one piece (a cell of its own, in the SVG screenshot)."""
     return re.search(CELL.format(re.escape(text)), app.export_screenshot()) is not None
 AUTO = SupervisionMode.AUTOPILOT
+STEP = SupervisionMode.STEP
 
 
 async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path
         await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
         await pilot.press("q")
         confirm = await until_screen(pilot, app, ConfirmScreen)
-        assert "2 session(s) still running" in confirm.question
+        assert "Sessions 2 waiting on the inbox: quitting ends them" in confirm.question
         await pilot.press("n")  # no: the desk goes on
         await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         assert not desk.snapshot().done
@@ -75,6 +76,26 @@ async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path
     for row in snapshot.rows:
         last = trace_of(snapshot, row.id)[-1]
         assert last["type"] == "session_ended" and last["reason"] == "desk_closed", json.dumps(last)
+
+
+async def test_quit_question_tells_waiting_from_queued_and_queued_sessions_never_start(tmp_path: Path) -> None:
+    """Two sessions hold the two slots (one waits on a BLOCK, one paused in step mode: both wait on the inbox);
+    the third is queued. The question says so, and after quitting the queued one has no folder."""
+    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "unobserved-flight", STEP),
+                      spec("airline", "cancel-outside-window", N)], tmp_path, ManualClock(), concurrency=2)
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: [r.phase.value for r in desk.snapshot().rows]
+                    == ["waiting for operator", "paused", "queued"])
+        await pilot.press("q")
+        confirm = await until_screen(pilot, app, ConfirmScreen)
+        assert confirm.question == ("Sessions 2 waiting on the inbox: quitting ends them (their traces are kept). "
+                                    "1 queued, not started: they never will, and leave no folder. Quit?")
+        await pilot.press("y")
+        await until(pilot, lambda: not app.is_running)
+    rows = desk.snapshot().rows
+    assert [bool(r.folder) for r in rows] == [True, True, False]
+    assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == sorted(Path(r.folder).name for r in rows[:2])
 
 
 async def test_help_lists_the_desk_keys_and_bulk_refuses_a_call_with_a_failing_rule(tmp_path: Path) -> None:
