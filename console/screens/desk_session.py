@@ -36,6 +36,7 @@ class SessionViewScreen(Screen[None]):
         Binding("e", "edit", "Edit & re-gate", id="session-edit"),
         Binding("f", "force", "Force-allow", id="session-force"),
         Binding("n", "step", "Step", id="session-step"),
+        Binding("r", "resume", "Resume (leave step mode)", show=False, id="session-resume"),
         Binding("l", "cycle_pane", "Next pane", id="session-cycle-pane"),
     ]
 
@@ -170,6 +171,11 @@ class SessionViewScreen(Screen[None]):
         item = await self._claim_pending()
         if item is not None:
             await self.decisions.step(item)
+
+    async def action_resume(self) -> None:
+        await self.decisions.resume(self.session_id)
+        self.snapshot = self.api.snapshot()
+        self._show_title()
 
     async def _review(self, start: str) -> None:
         item = await self._claim_pending()
