@@ -76,6 +76,7 @@ class DeskScreen(Screen[None]):
         self.query_one("#desk-detail-scroll").border_title = "Item"
         self._mounted = True
         self.api.subscribe(self._schedule)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._schedule())  # recolour what is shown
         self.set_interval(TICK_S, self._tick)
         self.redraw()
         self.inbox.focus()

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
+
+from rich.segment import Segment
 
 from console.desk_app import SupervisorApp
 from console.live import SupervisionMode
 from console.screens.confirm import ConfirmScreen
 from console.screens.desk import DeskScreen
+from console.widgets.desk_grid import RowTable
 from tests.support.desk import ManualClock, make_desk, spec, trace_of, until, until_screen
 
 N = SupervisionMode.APPROVE_NON_ALLOW
@@ -117,3 +121,47 @@ async def test_help_lists_the_desk_keys_and_bulk_refuses_a_call_with_a_failing_r
         assert isinstance(app.screen, DeskScreen) and screen.inbox.item_ids == ("i1",)
         await pilot.press("a")
         await until(pilot, lambda: "every session has ended" in screen.status.plain)
+
+
+def table_lines(table: RowTable) -> list[list[Segment]]:
+    """Every visible line of a row table as drawn: the header and each row, segment by segment (text, style)."""
+    return [list(table.render_line(y)) for y in range(min(table.size.height, table.row_count + 1))]
+
+
+async def test_t_recolours_rows_already_drawn_as_a_desk_drawn_fresh_in_the_new_theme(tmp_path: Path) -> None:
+    """A desk drawn in the dark theme, then `t`: every visible line of the sessions table and the inbox is the
+    one a desk started in the light theme draws (a failed row, which never changes, included). The desk has
+    settled before either is drawn, so both saw the same cells (columns only grow)."""
+    import asyncio
+
+    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "no-such-scenario", N),
+                      spec("airline", "cancel-outside-window", AUTO)], tmp_path, ManualClock())
+    runner = asyncio.create_task(desk.run())
+    for _ in range(60_000):  # a bound on polls, not a time limit
+        if [r.phase.value for r in desk.snapshot().rows] == ["waiting for operator", "failed", "ended"]:
+            break
+        await asyncio.sleep(0.001)
+
+    async def drawn(app: SupervisorApp, pilot: Any) -> tuple[list[list[Segment]], list[list[Segment]]]:
+        screen = app.desk_screen
+        await until(pilot, lambda: screen.inbox.item_ids == ("i1",) and screen.claimed == "i1"
+                    and screen.sessions.row_count == 3)
+        await pilot.pause()
+        return table_lines(screen.sessions), table_lines(screen.inbox)
+
+    fresh = SupervisorApp(desk, operator="alice")
+    fresh.theme = "textual-light"
+    async with fresh.run_test(size=(160, 45)) as pilot:
+        expected = await drawn(fresh, pilot)
+    app = SupervisorApp(desk, operator="alice")
+    async with app.run_test(size=(160, 45)) as pilot:
+        assert await drawn(app, pilot) != expected  # the themes do differ in these rows
+        await pilot.press("t")
+        await until(pilot, lambda: app.theme == "textual-light")
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.desk_screen
+        assert table_lines(screen.sessions) == expected[0]
+        assert table_lines(screen.inbox) == expected[1]
+    await desk.close()
+    await runner
