@@ -67,6 +67,7 @@ class SessionViewScreen(Screen[None]):
         self.title_bar = self.query_one("#session-title", Static)
         self._mounted = True
         self.api.subscribe(self._schedule)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._show_title())  # (the panes: their own)
         self._show_title()
         self.set_interval(1.0, self._tick)
         self._schedule()
