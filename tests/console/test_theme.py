@@ -89,9 +89,8 @@ async def test_t_recolours_what_the_panes_already_show(console_app: Callable[...
     shown: dict[str, dict[str, Any]] = {}
     for theme in ("textual-light", "textual-dark"):
         app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
+        app.theme = theme  # from the start: the only switch is the `t` below
         async with app.run_test(size=(160, 45)) as pilot:
-            app.theme = theme
-            await pilot.pause()
             await pilot.press("space")
             await wait_for_screen(pilot, app, ReviewScreen)
             await pilot.press("a")  # accept the REVISE: the gate row gets the operator's marker
