@@ -8,13 +8,14 @@ this App starts as a worker and whose `close()` it awaits before exiting, so eve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
-from console.desk.view import DeskAPI
+from console.desk.view import DeskAPI, RowPhase, RowView
 from console.screens.desk import DeskScreen
 
 
@@ -82,12 +83,26 @@ class SupervisorApp(App[None]):
             await self.close_desk()
             self.exit()
             return
-        running = sum(1 for r in snapshot.rows if r.phase.value not in ("ended", "failed"))
 
         async def answered(yes: bool | None) -> None:
             if yes:
                 await self.close_desk()
                 self.exit()
 
-        self.push_screen(ConfirmScreen(f"{running} session(s) still running. Quit and end them? (their traces "
-                                       "are kept)"), answered)
+        self.push_screen(ConfirmScreen(quit_question(snapshot.rows)), answered)
+
+
+def quit_question(rows: Sequence[RowView]) -> str:
+    """What quitting ends, from the rows' phases: started sessions are ended (their traces kept); queued ones
+    were never started, so they never will be and leave no folder. A session paused in step mode waits on its
+    step item in the inbox, so it counts as waiting on the inbox."""
+    running = sum(1 for r in rows if r.phase is RowPhase.RUNNING)
+    waiting = sum(1 for r in rows if r.phase in (RowPhase.WAITING, RowPhase.PAUSED))
+    queued = sum(1 for r in rows if r.phase is RowPhase.QUEUED)
+    started = [f"{n} {what}" for n, what in ((running, "running"), (waiting, "waiting on the inbox")) if n]
+    parts = []
+    if started:
+        parts.append(f"Sessions {', '.join(started)}: quitting ends them (their traces are kept).")
+    if queued:
+        parts.append(f"{queued} queued, not started: they never will, and leave no folder.")
+    return " ".join(parts) + " Quit?"

@@ -10,8 +10,9 @@ ones, and both read well.
 - Coloured text uses the theme's `$text-<role>` variables, which Textual derives for legibility on the
   theme's own background.
 
-Rich `Text` in widgets is styled when it is built, so a theme switch colours what is written afterwards;
-rows already shown keep the colours of the theme they were written under.
+Rich `Text` in widgets is styled when it is built, so what is already shown carries the colours of the
+theme it was built under: on the App's `theme_changed_signal` the widgets build it again (the desk's
+tables and status redraw; the session panes' `recolour`: transcript entries, ledger labels, gate rows).
 """
 
 from __future__ import annotations

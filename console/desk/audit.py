@@ -6,6 +6,9 @@ filter by operator, gate verdict and decision (`read_audit`, `ledgeragent audit`
 lines, written when the session's `tool_result` for the decided call arrives: a decision is never read as
 an outcome (a force-allowed write may still fail in the backend).
 
+A resume (a step-mode session let run on) is a decision line on no call (`call_id` null): it has no
+outcome line.
+
 Lines are flushed and fsynced one by one, so a `kill -9` loses at most a line being written; a torn last line
 is skipped (and counted) when reading, never fatal.
 """
@@ -95,7 +98,12 @@ def read_audit(path: Path, keep: AuditFilter | None = None) -> AuditRead:
             read.outcomes[call_key(record)] = record
         elif keep.keeps(record):
             read.decisions.append(record)
+            if record.get("call_id") is None:  # a resume: no call, so no outcome line will ever come
+                read.outcomes[call_key(record)] = NO_CALL
     return read
+
+
+NO_CALL: dict[str, Any] = {"type": "outcome", "no_call": True}  # the outcome of a decision on no call
 
 
 def call_key(record: Mapping[str, Any]) -> str:
@@ -107,6 +115,8 @@ def describe_outcome(outcome: Mapping[str, Any] | None) -> str:
     """An outcome line in words; "not known yet" when the session has not reported it."""
     if outcome is None:
         return "not known yet"
+    if outcome.get("no_call"):
+        return "no call (the session's supervision mode changed)"
     if outcome.get("executed"):
         return "executed" if outcome.get("ok") else f"executed, failed: {outcome.get('content', '')}"[:200]
     return f"not executed ({outcome.get('outcome')})"

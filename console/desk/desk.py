@@ -388,12 +388,30 @@ class Desk:
         live.pacer.step()
 
     async def resume(self, session_id: str, operator: str) -> None:
-        """Take a session out of step mode: it runs on, asking a human for non-ALLOW writes."""
-        check_operator(operator)
-        live = self._session(session_id).live
-        if live is None or self._session(session_id).phase in (RowPhase.ENDED, RowPhase.FAILED):
+        """Take a step-mode session out of step mode: it runs on, asking a human for non-ALLOW writes.
+
+        Only a session in step mode (any other mode would be silently weakened, e.g. 'approve writes' to
+        'approve non-ALLOW'). Its pending step item, if any, is decided by this: it must not be another
+        operator's claim; a pending write stays in the inbox. Recorded in the audit log (with the operator,
+        the time and how long the step waited) before it takes effect; like a step, not counted in the
+        time-to-decision figures (those are calls'). The session's trace has no event for a mode change."""
+        operator = check_operator(operator)
+        session = self._session(session_id)
+        live = session.live
+        if live is None or session.phase in (RowPhase.QUEUED, RowPhase.ENDED, RowPhase.FAILED):
             raise DeskRefused(f"session {session_id} is not running")
+        mode = live.supervisor.mode
+        if mode is not SupervisionMode.STEP:
+            raise DeskRefused(f"session {session_id} is not in step mode (its mode is {mode.value!r})")
+        step = session.item if session.item is not None and session.item.kind is ItemKind.STEP else None
+        item = self._item(step.id, operator) if step is not None else None  # (a pending write stays pending)
+        waited = round(self.clock() - item.asked_at, 3) if item is not None else None
+        if self.audit is not None:  # on disk before it takes effect
+            self.audit.write(self._resume_record(session, item, operator, waited))
+        if item is not None:
+            self._drop_item(session)
         live.set_mode(SupervisionMode.APPROVE_NON_ALLOW)
+        self._changed()
 
     async def decide(self, item_id: str, operator: str, decision: str, *, reason: str = "",
                      arguments: Mapping[str, Any] | None = None) -> None:
@@ -483,6 +501,20 @@ class Desk:
         item.error = message
         self._changed()
         return DeskRefused(message)
+
+    def _resume_record(self, session: _DeskSession, item: _Item | None, operator: str,
+                       waited: float | None) -> dict[str, Any]:
+        """A resume as an audit decision: the same fields as a call's, with no call (`call_id` None)."""
+        return {
+            "type": "decision", "when": self.wall(), "operator": operator, "session": session.id,
+            "domain": session.spec.domain, "label": session.label,
+            "folder": str(session.live.folder) if session.live is not None and session.live.folder else "",
+            "item": item.id if item is not None else None, "call_id": None, "tool": None, "arguments": None,
+            "gate_verdict": None, "failing_rules": [], "decision": "resume",
+            "reason": f"step mode off: runs on in {SupervisionMode.APPROVE_NON_ALLOW.value!r}",
+            "edited_arguments": None, "waited_s": waited,
+            "asked_when": item.asked_when if item is not None else None,
+        }
 
     def _record(self, item: _Item, review: PendingReview, resolution: Resolution) -> dict[str, Any]:
         view = item.view(self.clock())

@@ -38,6 +38,7 @@ class DeskScreen(Screen[None]):
         Binding("e", "edit", "Edit & re-gate", id="desk-edit"),
         Binding("f", "force", "Force-allow", id="desk-force"),
         Binding("n", "step", "Step", id="desk-step"),
+        Binding("r", "resume", "Resume (leave step mode)", show=False, id="desk-resume"),
         Binding("A", "bulk", "Bulk-approve ALLOWs", id="desk-bulk"),
         Binding("i", "focus_inbox", "Inbox", id="desk-inbox"),
         Binding("S", "focus_sessions", "Sessions", show=False, id="desk-sessions"),
@@ -75,6 +76,7 @@ class DeskScreen(Screen[None]):
         self.query_one("#desk-detail-scroll").border_title = "Item"
         self._mounted = True
         self.api.subscribe(self._schedule)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._schedule())  # recolour what is shown
         self.set_interval(TICK_S, self._tick)
         self.redraw()
         self.inbox.focus()
@@ -184,6 +186,16 @@ class DeskScreen(Screen[None]):
 
     async def action_step(self) -> None:
         await self.decisions.step(self.selected_item)
+        self.redraw()
+
+    async def action_resume(self) -> None:
+        """The highlighted session's, when the sessions table has the focus; else the highlighted item's."""
+        if self.sessions.has_focus:
+            session_id = self.sessions.selected_id
+        else:
+            item = self.selected_item
+            session_id = item.session_id if item is not None else None
+        await self.decisions.resume(session_id)
         self.redraw()
 
     def _review(self, start: str) -> None:

@@ -138,6 +138,18 @@ class DeskDecisions:
         if await self.decide(chosen, "step"):
             self.say(f"{chosen.session_id}: one more model call.")
 
+    async def resume(self, session_id: str | None) -> None:
+        """`r`: the session leaves step mode and runs on (asking for non-ALLOW writes); its step item goes."""
+        if session_id is None:
+            self.say("No session selected.")
+            return
+        try:
+            await self.api.resume(session_id, self.operator)
+        except DeskRefused as exc:
+            self.say(f"Refused: {exc}", error=True)
+            return
+        self.say(f"{session_id}: out of step mode, it runs on (non-ALLOW writes still come to the inbox).")
+
     def review(self, item: ItemView | None, start: str, domain: str) -> None:
         """`e`, `v`, `f`: the review modal on this item, its Resolution sent to the desk."""
         chosen = self.usable(item)

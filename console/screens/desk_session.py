@@ -36,6 +36,7 @@ class SessionViewScreen(Screen[None]):
         Binding("e", "edit", "Edit & re-gate", id="session-edit"),
         Binding("f", "force", "Force-allow", id="session-force"),
         Binding("n", "step", "Step", id="session-step"),
+        Binding("r", "resume", "Resume (leave step mode)", show=False, id="session-resume"),
         Binding("l", "cycle_pane", "Next pane", id="session-cycle-pane"),
     ]
 
@@ -66,6 +67,7 @@ class SessionViewScreen(Screen[None]):
         self.title_bar = self.query_one("#session-title", Static)
         self._mounted = True
         self.api.subscribe(self._schedule)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._show_title())  # (the panes: their own)
         self._show_title()
         self.set_interval(1.0, self._tick)
         self._schedule()
@@ -170,6 +172,11 @@ class SessionViewScreen(Screen[None]):
         item = await self._claim_pending()
         if item is not None:
             await self.decisions.step(item)
+
+    async def action_resume(self) -> None:
+        await self.decisions.resume(self.session_id)
+        self.snapshot = self.api.snapshot()
+        self._show_title()
 
     async def _review(self, start: str) -> None:
         item = await self._claim_pending()

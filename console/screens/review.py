@@ -22,6 +22,22 @@ from core.tools import ToolCall, validate_arguments
 EDITING_HINT = "editing: letters are text here; Tab leaves, then e re-gates"
 
 
+class ReasonInput(Input):
+    """The reason box: Enter moves on to the decision buttons, keeping the reason.
+
+    A priority binding, so the App runs it while it routes the Enter key itself, before it routes the next
+    key: focus has moved when that key is dispatched, and it goes where the footer says (a button's screen
+    keys). Input's own Enter (a `Submitted` message handled later, hops up the tree) let a key typed right
+    after Enter land in the box."""
+
+    BINDINGS = [Binding("enter", "leave", "To the buttons", priority=True, show=False)]
+
+    def action_leave(self) -> None:
+        screen = self.screen
+        if isinstance(screen, ReviewScreen):
+            screen.to_buttons()
+
+
 class ReviewScreen(ModalScreen[Resolution]):
     """Shown when the supervision mode wants a human on this write. Always ends with a Resolution."""
 
@@ -60,7 +76,7 @@ class ReviewScreen(ModalScreen[Resolution]):
                 yield TextArea(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False),
                                language="json", id="review-arguments", soft_wrap=True)
                 yield Label("Reason / message to the model (required to veto or force-allow; Enter: to the buttons):")
-                yield Input(placeholder="why?", id="review-reason")
+                yield ReasonInput(placeholder="why?", id="review-reason")
                 yield Static("", id="review-error")
             with Horizontal(id="review-buttons"):
                 approve = "Approve: run it" if verdict in (None, "ALLOW") else f"Accept {verdict}: don't run"
@@ -94,11 +110,10 @@ class ReviewScreen(ModalScreen[Resolution]):
         """On the box's own border, so it shows wherever the body is scrolled to."""
         self.query_one("#review-arguments", TextArea).border_title = EDITING_HINT if editing else None
 
-    @on(Input.Submitted, "#review-reason")
-    def _reason_entered(self) -> None:
-        """Enter in the reason box moves on to the decision buttons (the reason is kept)."""
+    def to_buttons(self) -> None:
+        """From the reason box to the decision it is needed for: veto on an ALLOW, force-allow otherwise."""
         target = "#veto" if self.verdict in (None, "ALLOW") else "#force"
-        self.query_one(target, Button).focus()
+        self.set_focus(self.query_one(target, Button))
 
     def _feedback(self) -> Text:
         if self.decision is None:

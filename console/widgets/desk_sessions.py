@@ -53,6 +53,7 @@ class SessionsTable(RowTable):
         self._shown: dict[str, tuple[Any, ...]] = {}
         self._last: DeskSnapshot | None = None
         self._views: dict[str, RowView] = {}
+        self._colours: Palette | None = None  # the theme's palette the shown cells were coloured with
         self.cell_updates = 0  # cells changed in place, and times the rows were rebuilt (tests and benchmarks)
         self.rebuilds = 0
 
@@ -90,8 +91,11 @@ class SessionsTable(RowTable):
         order = [r.id for r in rows]
         items = {i.id: i for i in snapshot.items}
         known, shown = self._views, self._shown
-        # a row whose view did not change and that waits on nothing shows what it showed: its cells are reused
-        wanted = {r.id: shown[r.id] if r.pending is None and known.get(r.id) == r and r.id in shown
+        # a row whose view did not change and that waits on nothing shows what it showed: its cells are reused,
+        # unless the theme changed since (they carry the old theme's colours)
+        reuse = colours is self._colours
+        self._colours = colours
+        wanted = {r.id: shown[r.id] if reuse and r.pending is None and known.get(r.id) == r and r.id in shown
                   else self.cells(r, snapshot, colours, items) for r in rows}
         self._views = {r.id: r for r in rows}
         if order != self._order:

@@ -108,10 +108,26 @@ class GatePane(Vertical):
         self._by_call[e.call.id] = key
         self.counts[e.verdict] += 1
         if self._matches(row):
-            self.table.add_row(str(e.step), Text(f" {e.verdict} ", style=palette_of(self).badge(e.verdict)),
-                               self._call_cell(row), key=key, height=None)
+            self.table.add_row(str(e.step), self._badge(e.verdict), self._call_cell(row), key=key, height=None)
             self.table.move_cursor(row=self.table.row_count - 1)
         self._subtitle()
+
+    def _badge(self, verdict: str) -> Text:
+        return Text(f" {verdict} ", style=palette_of(self).badge(verdict))
+
+    def recolour(self) -> None:
+        """The theme changed: every row's badge and call cell, and the detail, in the new theme's colours."""
+        table = self.table
+        if not table.row_count:
+            return
+        verdict_column, call_column = table.ordered_columns[1].key, table.ordered_columns[2].key
+        for row_key in list(table.rows):
+            row = self.rows[str(row_key.value)]
+            table.update_cell(row_key, verdict_column, self._badge(row.verdict))
+            table.update_cell(row_key, call_column, self._call_cell(row))
+        key = self._cursor_key()
+        if key is not None:
+            self.query_one("#gate-detail", Static).update(self.detail(key))
 
     def _call_cell(self, row: GateRow) -> Text:
         """Markers first (a narrow column cuts the end of a line): outcome, operator decision, then the tool."""
@@ -200,8 +216,7 @@ class GatePane(Vertical):
         self.table.clear()
         for key, row in self.rows.items():
             if self._matches(row):
-                self.table.add_row(str(row.step), Text(f" {row.verdict} ", style=palette_of(self).badge(row.verdict)),
-                                   self._call_cell(row), key=key, height=None)
+                self.table.add_row(str(row.step), self._badge(row.verdict), self._call_cell(row), key=key, height=None)
 
     @on(DataTable.RowHighlighted, "#gate-table")
     def _row(self, event: DataTable.RowHighlighted) -> None:

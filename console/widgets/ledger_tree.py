@@ -178,6 +178,10 @@ class LedgerTree(Tree[str]):
             if entry is not None and node is not None:
                 node.set_label(self.label_for(entry))
 
+    def recolour(self) -> None:
+        """The theme changed: every entry's label again (its markers are coloured by the theme)."""
+        self._relabel(list(self.shown_versions))
+
     def highlight(self, paths: Iterable[str]) -> None:
         previous = self.highlighted
         self.highlighted = {p for p in paths if p in self.nodes_by_path}
@@ -213,6 +217,14 @@ class LedgerPane(Vertical):
 
     def highlight(self, paths: Iterable[str]) -> None:
         self.ledger_tree.highlight(paths)
+
+    def recolour(self) -> None:
+        """The theme changed: the tree's labels and the entry shown, in the new theme's colours."""
+        tree = self.ledger_tree
+        tree.recolour()
+        node = tree.cursor_node
+        if node is not None and node.data and node.data in tree.shown_versions:
+            self.show_entry(node.data)
 
     def clear(self) -> None:
         """Empty the tree, the detail and the counter (a new session starts with nothing)."""

@@ -46,6 +46,14 @@ class SessionPanes(Horizontal):
     def on_mount(self) -> None:
         self._pane_refs = (self.query_one(TranscriptPane), self.query_one(LedgerPane), self.query_one(GatePane))
         self.set_front(self.front)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.recolour())
+
+    def recolour(self) -> None:
+        """The theme changed: what the panes already show is drawn again in its colours (each pane colours by
+        role when it renders, see console.theme)."""
+        self.transcript.recolour()
+        self.ledger.recolour()
+        self.gate.recolour()
 
     @property
     def transcript(self) -> TranscriptPane:

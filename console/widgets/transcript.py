@@ -83,6 +83,11 @@ class Entry:
             shown = self._shown[self.expanded] = self.render(self.expanded)
         return shown
 
+    def forget_render(self) -> None:
+        """Render it again before it is next drawn (its colours come from the theme when it is rendered)."""
+        self._shown.clear()
+        self.width = -1  # no pane width: stale whatever the pane's width is
+
 
 @dataclass
 class _Frame:
@@ -388,6 +393,17 @@ class TranscriptPane(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False)
         self.refresh()
 
+    def recolour(self) -> None:
+        """The theme changed: every entry is rendered again, so its colours (the bar, badges, error text: all
+        looked up when an entry is rendered) are the new theme's. As after a width change: the entries on
+        screen now, the others in the catch-up (or before a scroll shows them)."""
+        for entry in self.every:
+            entry.forget_render()
+        self._generation += 1
+        self._wrap_shown(tail=self._at_tail())
+        self._schedule_catch_up()
+        self.refresh()
+
     def _add(self, entry: Entry) -> None:
         self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
         self._wrap(entry)
@@ -463,8 +479,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         if description:
             body.append("\n\n" + description)
         body.append("\n\n" + hints, "italic")
-        border = palette_of(self).text(INFO)
-        self._add(Entry("intro", lambda _e: Panel(body, border_style=border), gap=True))
+        self._add(Entry("intro", lambda _e: Panel(body, border_style=palette_of(self).text(INFO)), gap=True))
 
     def add_event(self, event: Event) -> None:
         """One entry (or a few) per event; events the transcript does not show are ignored."""
@@ -513,18 +528,21 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("call", _fixed(Text.assemble(("→ ", "bold"), (shown, "bold")))))
 
     def _show_gate_decision(self, e: GateDecided) -> None:
-        text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", palette_of(self).badge(e.verdict)), " ",
-                             (e.call.name, "bold"))
-        if e.repeated:
-            text.append("  (repeated call)", "dim")
-        if e.escalated:
-            text.append("  (escalated after repeated REVISE)")
-        text.append(f"\n  {verdict_summary(e)}", "dim")
-        for r in e.results:
-            if r.status not in ("pass", "disabled"):
-                text.append(f"\n  {r.predicate_id}: ", "bold")
-                text.append(r.reason)
-        self._add(Entry(f"gate-{e.verdict}", lambda _e: text))
+        def render(_expanded: bool) -> RenderableType:
+            text = Text.assemble(("gate ", "dim"), (f" {e.verdict} ", palette_of(self).badge(e.verdict)), " ",
+                                 (e.call.name, "bold"))
+            if e.repeated:
+                text.append("  (repeated call)", "dim")
+            if e.escalated:
+                text.append("  (escalated after repeated REVISE)")
+            text.append(f"\n  {verdict_summary(e)}", "dim")
+            for r in e.results:
+                if r.status not in ("pass", "disabled"):
+                    text.append(f"\n  {r.predicate_id}: ", "bold")
+                    text.append(r.reason)
+            return text
+
+        self._add(Entry(f"gate-{e.verdict}", render))
 
     def _show_supervisor_decision(self, e: SupervisorDecided) -> None:
         text = Text.assemble(("operator ", "bold"), decision_summary(e))
@@ -551,12 +569,10 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._add(Entry("result", render, foldable=True))
         elif e.outcome in ("rejected", "vetoed"):
             note = f"✗ {e.call.name} {outcome_summary(e)}"
-            style = palette_of(self).text("error", "italic")
-            self._add(Entry("rejected", lambda _e: Text(note, style)))
+            self._add(Entry("rejected", lambda _e: Text(note, palette_of(self).text("error", "italic"))))
         else:
             message = shorten(e.content, 300)
-            style = palette_of(self).text("error")
-            self._add(Entry("error", lambda _e: Text(f"✗ {message}", style)))
+            self._add(Entry("error", lambda _e: Text(f"✗ {message}", palette_of(self).text("error"))))
 
     def _show_ledger_updated(self, e: LedgerUpdated) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]
@@ -573,11 +589,11 @@ class TranscriptPane(ScrollView, can_focus=True):
 
     def _show_model_retry(self, e: ModelRetry) -> None:
         note = f"model {e.kind}: retry {e.attempt} in {e.delay:.1f}s — {e.message}"
-        self._add(_with_detail("warning", note, getattr(e, "detail", ""), palette_of(self).text("warning")))
+        self._add(_with_detail("warning", note, getattr(e, "detail", ""), lambda: palette_of(self).text("warning")))
 
     def _show_model_error(self, e: ModelFailed) -> None:
         note = f"model error ({e.kind}, {e.attempts} attempt(s)): {e.message}"
-        self._add(_with_detail("error", note, getattr(e, "detail", ""), palette_of(self).text("error")))
+        self._add(_with_detail("error", note, getattr(e, "detail", ""), lambda: palette_of(self).text("error")))
 
     def _show_session_ended(self, e: SessionEnded) -> None:
         text = f"— session ended: {words(e.reason)} after {e.steps} steps"
@@ -586,13 +602,14 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._add(Entry("ended", lambda _e: Text(text, "bold"), gap=True))
 
 
-def _with_detail(kind: str, note: str, detail: str, style: str) -> Entry:
-    """A one-line model failure; the server's full answer (when it sent more) unfolds on click or `x`."""
+def _with_detail(kind: str, note: str, detail: str, style: Callable[[], str]) -> Entry:
+    """A one-line model failure; the server's full answer (when it sent more) unfolds on click or `x`.
+    `style` is asked each time the entry is rendered: a theme switch renders it again in the new colours."""
     if not detail or detail == note:
-        return Entry(kind, lambda _e: Text(note, style))
+        return Entry(kind, lambda _e: Text(note, style()))
 
     def render(expanded: bool) -> RenderableType:
-        text = Text(("▼ " if expanded else "▶ ") + note, style)
+        text = Text(("▼ " if expanded else "▶ ") + note, style())
         if expanded:
             text.append("\n" + detail, "dim")
         return text

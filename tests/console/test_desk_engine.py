@@ -275,6 +275,49 @@ async def test_step_mode_sessions_wait_in_the_inbox_for_each_step(tmp_path: Path
     assert steps > 5 and desk.snapshot().rows[0].end_reason == "user_stop"
 
 
+async def test_resume_leaves_step_mode_only_and_is_audited_with_its_operator(tmp_path: Path) -> None:
+    """Resume takes a step-mode session out of step mode (its step item goes; no more step items come) and is
+    on record in the audit log with who, when and how long the step waited; another operator's claim on the
+    step item refuses it; a session in another mode is refused, its mode untouched."""
+    clock = Clock()
+    step = SessionSpec(domain="retail", scenario="refund-to-original-payment", mode=SupervisionMode.STEP)
+    writes = SessionSpec(domain="airline", scenario="cancel-outside-window", mode=SupervisionMode.APPROVE_WRITES)
+    desk = make_desk(tmp_path, [step, writes], clock)
+    runner = asyncio.create_task(desk.run())
+    snapshot = await settle(desk, runner, lambda s: len(s.items) == 2)
+    item = next(i for i in snapshot.items if i.session_id == "s01")
+    assert item.kind is ItemKind.STEP
+    with pytest.raises(DeskRefused, match="not in step mode .*'approve writes'"):
+        await desk.resume("s02", "alice")
+    await desk.claim(item.id, "bob")
+    with pytest.raises(DeskRefused, match="claimed by bob"):
+        await desk.resume("s01", "alice")
+    await desk.release(item.id, "bob")
+    clock.t += 4.0
+    await desk.resume("s01", "alice")
+    assert desk.snapshot().item(item.id) is None
+    with pytest.raises(DeskRefused, match="not in step mode"):
+        await desk.resume("s01", "alice")
+    seen_steps = 0
+    while not runner.done():
+        snapshot = await settle(desk, runner, lambda s: bool(s.items))
+        for pending in snapshot.items:
+            seen_steps += pending.kind is ItemKind.STEP
+            await desk.decide(pending.id, "alice", "step" if pending.kind is ItemKind.STEP else "approve")
+    await runner
+    assert seen_steps == 0
+    rows = desk.snapshot().rows
+    assert [r.end_reason for r in rows] == ["user_stop", "user_stop"] and rows[0].mode == "approve non-ALLOW"
+    assert rows[1].mode == "approve writes"
+    await desk.close()
+    audit = read_audit(tmp_path / "desk" / "audit.jsonl")
+    resumed = [d for d in audit.decisions if d["decision"] == "resume"]
+    assert [(d["operator"], d["session"], d["item"], d["waited_s"], d["when"], d["call_id"]) for d in resumed] == [
+        ("alice", "s01", item.id, 4.0, "2026-12-01T10:00:00+00:00", None)]
+    assert describe_outcome(audit.outcomes.get(call_key(resumed[0]))) == \
+        "no call (the session's supervision mode changed)"
+
+
 async def test_a_crashing_session_shows_failed_and_the_others_finish(tmp_path: Path) -> None:
     def broken(spec: SessionSpec) -> ChatModel:
         raise RuntimeError("no such model server")

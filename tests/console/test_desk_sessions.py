@@ -77,6 +77,52 @@ async def test_enter_opens_the_session_and_its_pending_call_is_decided_there(tmp
         await until(pilot, lambda: "every session has ended" in screen.status.plain)
 
 
+async def test_r_resumes_a_step_mode_session_from_the_desk_and_from_its_view(tmp_path: Path) -> None:
+    """`r` on the desk (on the highlighted step item) and in a session's view takes that session out of step
+    mode; `?` lists the key; each resume is in the audit log with this operator."""
+    from console.desk.audit import read_audit
+    from console.screens.help import HelpScreen
+
+    step = SupervisionMode.STEP
+    desk = make_desk([spec("retail", "refund-to-original-payment", step), spec("airline", "unobserved-flight", step)],
+                     tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+
+    def mode(session: str) -> str:
+        row = desk.snapshot().row(session)
+        return row.mode if row is not None else ""
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.desk_screen
+        await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
+        await pilot.press("question_mark")
+        shown = await until_screen(pilot, app, HelpScreen)
+        assert dict(shown.keys)["r"] == "Resume (leave step mode)"
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
+        first = screen.inbox.item_ids[0]
+        screen.inbox.move_cursor(row=0)
+        await until(pilot, lambda: screen.claimed == first)
+        resumed = desk.snapshot().item(first).session_id  # type: ignore[union-attr]
+        other = "s02" if resumed == "s01" else "s01"
+        await pilot.press("r")
+        await until(pilot, lambda: mode(resumed) == "approve non-ALLOW")
+        assert mode(other) == "step"
+        screen.sessions.focus()
+        screen.sessions.move_cursor(row=screen.sessions.row_ids.index(other))
+        await pilot.press("enter")
+        view = await until_screen(pilot, app, SessionViewScreen)
+        assert view.session_id == other
+        await pilot.press("r")
+        await until(pilot, lambda: mode(other) == "approve non-ALLOW")
+        assert any("out of step mode" in m for m in view.decisions.said)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
+    records = read_audit(tmp_path / "desk" / "audit.jsonl").decisions
+    assert sorted((d["session"], d["operator"]) for d in records if d["decision"] == "resume") == [
+        ("s01", "alice"), ("s02", "alice")]
+
+
 async def test_sort_cycles_and_slash_filters_the_sessions(tmp_path: Path) -> None:
     desk = make_desk([spec("retail", "other-customers-order", SupervisionMode.AUTOPILOT),
                       spec("airline", "cancel-outside-window", SupervisionMode.AUTOPILOT),

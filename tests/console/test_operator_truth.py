@@ -32,7 +32,7 @@ from core.evaluation.results import Failure, TrialResult
 from core.events import SessionEnded, SessionStarted
 from core.trace import load_trace
 from domains.registry import load_domain
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import press_at_once, wait_for, wait_for_screen
 
 SIZE = (160, 45)
 
@@ -347,6 +347,29 @@ async def test_modal_footer_shows_the_modal_keys(console_app: Callable[..., Oper
         reason.focus()
         await pilot.press(*"ok", "enter")  # Enter moves on to the buttons
         assert reason.value == "ok" and app.focused is screen.query_one("#force")
+
+
+async def test_the_key_right_after_enter_in_the_reason_box_goes_to_the_buttons(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """Enter in the reason box hands the keys to the buttons before the next key is routed: `f` typed right
+    after it (one press, no pause) force-allows with the reason as typed, and is not a letter in the box."""
+    app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        screen = await wait_for_screen(pilot, app, ReviewScreen)
+        assert screen.verdict in ("REVISE", "BLOCK")
+        reason = screen.query_one("#review-reason", Input)
+        reason.focus()
+        await press_at_once(pilot, *"ok", "enter", "f")
+        live = app.live
+        assert live is not None
+
+        def decided() -> list[Any]:
+            return [e for e in live.bus.history if e.type == "supervisor_decision"]
+
+        await wait_for(pilot, lambda: bool(decided()) or reason.value not in ("", "o", "ok"))
+        assert reason.value == "ok"  # not "okf": the f was not typed into the box
+        assert [(d.decision, d.reason) for d in decided()] == [("force_allow", "ok")]
 
 
 async def test_quit_mid_session_asks_and_ends_the_trace(console_app: Callable[..., OperatorConsole]) -> None:

@@ -217,10 +217,7 @@ def drive_override(window: Window, kind: str, edited: str) -> None:
                         "the reason request", 30)
             reason = "no, not this one" if kind == "veto" else "the customer is right"
             window.keys(reason, literal=True)
-            window.keys("Tab")  # to the buttons
-            window.wait(lambda s, typed=reason: typed in s and buttons(s), "the reason typed and the buttons focused",
-                        30)
-            window.keys(key)
+            window.keys("Enter", key)  # one write: Enter hands the keys to the buttons before the next is routed
         answered += 1
         window.wait_events(lambda ev, n=answered: len(of_type(ev, "supervisor_decision")) >= n,
                            f"operator decision {answered}")

@@ -27,3 +27,21 @@ async def wait_for_screen(pilot: Any, app: Any, kind: type[Any], timeout: float 
     action returns before it is composed, and on a busy machine a query right after the key press fails."""
     await wait_for(pilot, lambda: isinstance(app.screen, kind) and app.screen.is_mounted, timeout)
     return app.screen
+
+
+async def press_at_once(pilot: Any, *keys: str) -> None:
+    """Send `keys` to the app as one burst: every key event is queued before the app handles the first, as
+    when a terminal delivers keys typed fast or sent together (tmux send-keys). `pilot.press` lets the app go
+    idle between keys, which hides any key routed by a focus that only moves once a message has been handled;
+    here each key is routed by whatever its predecessors did synchronously, the order the app promises.
+
+    Only single printable characters and key names (`enter`, `tab`, ...) as `pilot.press` takes them."""
+    from textual import events
+
+    app = pilot.app
+    for key in keys:
+        char = key if len(key) == 1 else {"enter": "\r", "tab": "\t", "space": " "}.get(key)
+        event = events.Key(key, char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+    await pilot.pause()
