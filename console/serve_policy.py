@@ -30,8 +30,8 @@ Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80
 class DeskServing:
     """`serve --supervise`: the host's argv up to its socket path and after it, and each tab's argv prefix."""
 
-    host_argv: tuple[str, ...]  # `python -m console.desk.hosting listen`: the socket path goes after it
-    host_options: tuple[str, ...]  # the session options, after the socket path
+    host_argv: tuple[str, ...]  # `python -m console supervise --listen`: the socket path goes after it
+    host_options: tuple[str, ...]  # supervise's session options as given to serve, after the socket path
     tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow
 
     def host(self, socket: Path) -> list[str]:
