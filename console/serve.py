@@ -188,15 +188,17 @@ def desk_serving(args: argparse.Namespace) -> DeskServing:
     read off supervise's own declaration (`console.supervise_args.add_session_arguments`, which `serve` uses
     too) and passed on as given; the host applies supervise's defaults. The very argv is parsed by the
     `supervise` parser and checked as `supervise` checks it (`check_session_options`) before the server
-    starts. A mode must ask a human (an autopilot desk has nothing to supervise). `--model`/`--base-url` stay
-    refused: the tabs' environment carries no API key, and the host would need one of its own (README).
+    starts. A mode must ask a human (an autopilot desk has nothing to supervise). A live model stays refused
+    (`--model`/`--base-url`, or a specs line naming one): the host gets the tabs' environment, which carries no
+    API key; it would need one of its own (docs/browser.md).
     """
     from console.cli_common import CliError
 
     if args.mode == "autopilot":
         raise ServeError(f"--supervise needs a --mode that asks a human: one of {', '.join(map(repr, ASKING_MODES))}")
     unsupported = [name for name, given in (("--scenario", args.scenario is not None), ("--model", args.model),
-                                             ("--base-url", args.base_url), ("--db", args.db),
+                                             ("--base-url", args.base_url), ("--user-model", args.user_model),
+                                             ("--db", args.db),
                                              ("--seat", args.seat != "watch"), ("--autostart", args.autostart))
                    if given]
     if unsupported:
@@ -207,9 +209,13 @@ def desk_serving(args: argparse.Namespace) -> DeskServing:
         host_args = _supervise_parser().parse_args(["supervise", "--listen", "desk.sock", *options])
         from console.supervise_cli import check_session_options
 
-        check_session_options(host_args)
+        specs, _ = check_session_options(host_args)
     except CliError as exc:
         raise ServeError(str(exc)) from None
+    live = sorted({spec.label or "chat" for spec in specs if spec.model != "scripted" or spec.user_model})
+    if live:
+        raise ServeError(f"--specs: {', '.join(live[:3])}{' ...' if len(live) > 3 else ''} name a live model: not "
+                         "with --supervise (the desk host gets no API key; run `ledgeragent supervise` for that)")
     return DeskServing(host_argv=(sys.executable, "-m", "console", "supervise", "--listen"),
                        host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"))
 

@@ -73,6 +73,8 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
         build_config(parse("--supervise", "--domain", "retail", "--scenarios", "nope"), env)
     with pytest.raises(ServeError, match="--model: not with --supervise"):
         build_config(parse(*DESK, "--model", "m"), env)
+    with pytest.raises(ServeError, match="--user-model: not with --supervise"):
+        build_config(parse("--supervise", "--domain", "retail", "--tasks", "all", "--user-model", "sim"), env)
     with pytest.raises(ServeError, match="--scenario: not with --supervise .* --scenarios"):
         build_config(parse("--supervise", "--scenario", SCENARIO), env)
     nothing_given = build_config(parse("--supervise"), env)  # supervise's defaults, applied by the host
@@ -97,6 +99,9 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     listed = build_config(parse("--supervise", "--specs", "specs.jsonl"), env)  # the host gets it absolute
     assert listed.desk is not None and listed.desk.host_options[-2:] == ("--specs", str(specs.resolve()))
+    live = tmp_path / "live.jsonl"  # a live model needs the API key, which the desk host never gets
+    live.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}", "model": "m", "base_url": '
+                    '"http://127.0.0.1:9/v1"}\n', encoding="utf-8")
     for argv, error in [
         (("--amber", "50", "--red", "10"), r"--amber \(50 s\) must not be above --red \(10 s\)"),
         (("--domain", "mars"), "unknown domain 'mars'"),
@@ -105,6 +110,7 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
         (("--domain", "retail", "--tasks", "r01,r99"), "--tasks: "),
         (("--specs", str(specs), "--domain", "retail"), "give --specs or --domain/--scenarios/--tasks, not both"),
         (("--specs", str(tmp_path / "none.jsonl")), "no such specs file"),
+        (("--specs", str(live)), "--specs: .* name a live model: not with --supervise"),
     ]:
         with pytest.raises(ServeError, match=error):
             build_config(parse("--supervise", *argv), env)
