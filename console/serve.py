@@ -148,7 +148,7 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
     check_bind(args.host, token, public_url=args.public_url)
     home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
     if getattr(args, "supervise", False):
-        desk = desk_serving(args)
+        desk = desk_serving(args, environ, home.resolve())
         return ServeConfig(command=child_command(list(desk.tab_argv)),
                            environment=child_environment(environ, home=home.resolve(), live_model=False),
                            host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
@@ -181,43 +181,43 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
                        live_model=live, token_source=source)
 
 
-def desk_serving(args: argparse.Namespace) -> DeskServing:
-    """`--supervise`: the desk host's argv and each tab's, checked now (a typo fails here, not in the host).
+def desk_serving(args: argparse.Namespace, environ: Mapping[str, str], home: Path) -> DeskServing:
+    """`--supervise`: the desk host's argv, environment and each tab's argv, checked now (a typo fails here,
+    not in the host).
 
     The host is `python -m console supervise --listen SOCKET <the session options given>`: the options are
     read off supervise's own declaration (`console.supervise_args.add_session_arguments`, which `serve` uses
     too) and passed on as given; the host applies supervise's defaults. The very argv is parsed by the
     `supervise` parser and checked as `supervise` checks it (`check_session_options`) before the server
-    starts. A mode must ask a human (an autopilot desk has nothing to supervise). A live model stays refused
-    (`--model`/`--base-url`, or a specs line naming one): the host gets the tabs' environment, which carries no
-    API key; it would need one of its own (docs/browser.md).
+    starts. A mode must ask a human (an autopilot desk has nothing to supervise).
+
+    A live model (`--model`/`--base-url`/`--user-model`, or a specs line naming one) is the host's alone: it
+    runs the sessions, so it gets the allowlisted environment plus the key (`LIVE_MODEL_ENV_NAMES`, never on a
+    command line); the tabs only decide, and their environment never has it.
     """
     from console.cli_common import CliError
 
     if args.mode == "autopilot":
         raise ServeError(f"--supervise needs a --mode that asks a human: one of {', '.join(map(repr, ASKING_MODES))}")
-    unsupported = [name for name, given in (("--scenario", args.scenario is not None), ("--model", args.model),
-                                             ("--base-url", args.base_url), ("--user-model", args.user_model),
-                                             ("--db", args.db),
+    unsupported = [name for name, given in (("--scenario", args.scenario is not None), ("--db", args.db),
                                              ("--seat", args.seat != "watch"), ("--autostart", args.autostart))
                    if given]
     if unsupported:
-        raise ServeError(f"{', '.join(unsupported)}: not with --supervise (the desk runs scripted scenarios or "
-                         "tasks; choose them with --scenarios, --tasks or --specs, as for supervise)")
-    options = desk_host_options(args)
+        raise ServeError(f"{', '.join(unsupported)}: not with --supervise (the desk's sessions are chosen with "
+                         "--scenarios, --tasks or --specs, as for supervise)")
+    checked = desk_host_options(args, model_options=True)
     try:
-        host_args = _supervise_parser().parse_args(["supervise", "--listen", "desk.sock", *options])
+        host_args = _supervise_parser().parse_args(["supervise", "--listen", "desk.sock", *checked])
         from console.supervise_cli import check_session_options
 
         specs, _ = check_session_options(host_args)
     except CliError as exc:
         raise ServeError(str(exc)) from None
-    live = sorted({spec.label or "chat" for spec in specs if spec.model != "scripted" or spec.user_model})
-    if live:
-        raise ServeError(f"--specs: {', '.join(live[:3])}{' ...' if len(live) > 3 else ''} name a live model: not "
-                         "with --supervise (the desk host gets no API key; run `ledgeragent supervise` for that)")
+    live = any(spec.model not in ("scripted", "operator") or spec.user_model for spec in specs)
+    options = checked if live else desk_host_options(args)  # the model settings only matter to a model
     return DeskServing(host_argv=(sys.executable, "-m", "console", "supervise", "--listen"),
-                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"))
+                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"),
+                       environment=child_environment(environ, home=home, live_model=live), live_model=live)
 
 
 ASKING_MODES = ("approve writes", "approve non-ALLOW", "step")  # supervise's modes that wait for an operator
@@ -229,14 +229,18 @@ DESK_ONLY_OPTIONS = (("--scenarios", "scenarios"), ("--tasks", "tasks"), ("--use
                      ("--amber", "amber"), ("--red", "red"), ("--claim-ttl", "claim_ttl"))
 
 
-def desk_host_options(args: argparse.Namespace) -> list[str]:
+def desk_host_options(args: argparse.Namespace, *, model_options: bool = False) -> list[str]:
     """The session options given to `serve`, as `supervise` reads them: every action of supervise's session
     declaration, in its order, with the value `serve` parsed (none given: left out, so supervise's default);
-    a specs file as an absolute path (the host's cwd need not be ours)."""
+    a specs file as an absolute path (the host's cwd need not be ours). `model_options`: also the live-model
+    settings (`--timeout`, `--retries`, ...: console.model_args, the same declaration in both parsers)."""
+    from console.model_args import add_model_arguments
     from console.supervise_args import add_session_arguments
 
     reference = argparse.ArgumentParser(add_help=False)
     add_session_arguments(reference)
+    if model_options:
+        add_model_arguments(reference)
     words: list[str] = []
     for action in reference._actions:  # as console_argv: argparse keeps no public list
         value = getattr(args, action.dest, None)

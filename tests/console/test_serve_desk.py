@@ -30,6 +30,7 @@ from console.serve import ServeError, build_config, register
 from console.serve_policy import tab_operator
 from tests.support.cli import one_error_line
 from tests.support.desk_remote import SCENARIO, until, until_items
+from tests.support.openai_stub import OpenAIStub
 
 CHROMIUM = find_chromium()
 TOKEN = "t0ken-for-desk-tests-0123456789"
@@ -71,10 +72,6 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
         build_config(parse("--supervise", "--mode", "autopilot"), env)
     with pytest.raises(ServeError, match=r"^unknown scenario\(s\) for retail: nope$"):
         build_config(parse("--supervise", "--domain", "retail", "--scenarios", "nope"), env)
-    with pytest.raises(ServeError, match="--model: not with --supervise"):
-        build_config(parse(*DESK, "--model", "m"), env)
-    with pytest.raises(ServeError, match="--user-model: not with --supervise"):
-        build_config(parse("--supervise", "--domain", "retail", "--tasks", "all", "--user-model", "sim"), env)
     with pytest.raises(ServeError, match="--scenario: not with --supervise .* --scenarios"):
         build_config(parse("--supervise", "--scenario", SCENARIO), env)
     nothing_given = build_config(parse("--supervise"), env)  # supervise's defaults, applied by the host
@@ -99,9 +96,6 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     listed = build_config(parse("--supervise", "--specs", "specs.jsonl"), env)  # the host gets it absolute
     assert listed.desk is not None and listed.desk.host_options[-2:] == ("--specs", str(specs.resolve()))
-    live = tmp_path / "live.jsonl"  # a live model needs the API key, which the desk host never gets
-    live.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}", "model": "m", "base_url": '
-                    '"http://127.0.0.1:9/v1"}\n', encoding="utf-8")
     for argv, error in [
         (("--amber", "50", "--red", "10"), r"--amber \(50 s\) must not be above --red \(10 s\)"),
         (("--domain", "mars"), "unknown domain 'mars'"),
@@ -110,7 +104,8 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
         (("--domain", "retail", "--tasks", "r01,r99"), "--tasks: "),
         (("--specs", str(specs), "--domain", "retail"), "give --specs or --domain/--scenarios/--tasks, not both"),
         (("--specs", str(tmp_path / "none.jsonl")), "no such specs file"),
-        (("--specs", str(live)), "--specs: .* name a live model: not with --supervise"),
+        (("--base-url", "http://127.0.0.1:9/v1"), "--base-url needs --model"),
+        (("--model", "m", "--model-args", "[1]"), "model args must be a JSON object"),
     ]:
         with pytest.raises(ServeError, match=error):
             build_config(parse("--supervise", *argv), env)
@@ -121,6 +116,56 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
             build_config(parse(*argv), env)
     plain = build_config(parse(), env)  # without --supervise: the console's own defaults, as before
     assert "--domain retail " in plain.command and "--mode autopilot " in plain.command
+
+
+def test_a_live_model_key_goes_to_the_desk_host_alone(tmp_path: Path) -> None:
+    """The host runs the sessions, so with a live model it (and only it) gets the key, from the environment
+    allowlist; the tabs only decide and never get it; the key is on no command line."""
+    env = {"LEDGERAGENT_HOME": str(tmp_path), "OPENAI_API_KEY": "sk-desk", "SECRET_X": "no", "PATH": "/bin"}
+    scripted = build_config(parse(*DESK), env)
+    assert scripted.desk is not None and not scripted.desk.live_model
+    assert "OPENAI_API_KEY" not in scripted.desk.environment and "OPENAI_API_KEY" not in scripted.environment
+    live = build_config(parse(*DESK, "--model", "agent-m", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "7"),
+                        env)
+    assert live.desk is not None and live.desk.live_model
+    assert live.desk.environment["OPENAI_API_KEY"] == "sk-desk" and "SECRET_X" not in live.desk.environment
+    assert "OPENAI_API_KEY" not in live.environment and not live.live_model  # the tabs' environment
+    host = live.desk.host(Path("/run/x/desk.sock"))
+    assert ["--model", "agent-m"] == host[host.index("--model"):host.index("--model") + 2]
+    assert ["--timeout", "7.0"] == host[host.index("--timeout"):host.index("--timeout") + 2]
+    words = host + live.desk.tab(Path("/s"), "a")
+    assert not any("sk-desk" in word for word in words) and "sk-desk" not in live.command
+    specs = tmp_path / "live.jsonl"  # a specs line's model counts too
+    specs.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}", "model": "m", "base_url": '
+                     '"http://127.0.0.1:9/v1"}\n', encoding="utf-8")
+    listed = build_config(parse("--supervise", "--specs", str(specs)), env)
+    assert listed.desk is not None and listed.desk.environment.get("OPENAI_API_KEY") == "sk-desk"
+
+
+async def test_a_served_desk_runs_its_sessions_on_a_live_model_with_the_key_from_the_environment(
+        tmp_path: Path) -> None:
+    secrets = {"SECRET_X": "must-not-reach-the-desk", "OPENAI_API_KEY": "sk-desk-key"}
+    with OpenAIStub(model="agent-m") as stub:
+        stub.reply_text("Let me look into that.")  # then the stub has nothing left: the session fails, said
+        with ServedConsole(*DESK, "--model", "agent-m", "--base-url", stub.base_url, "--retries", "0",
+                           "--token", TOKEN, home=tmp_path / "home", env=dict(os.environ) | secrets) as server, \
+                server.log_on_failure():
+            found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
+            server.wait_for_line(r"live model: the desk host gets OPENAI_API_KEY, the tabs \(operators\) never", 5)
+            environ = Path(f"/proc/{found.group(1)}/environ")
+            if environ.exists():
+                entries = dict(e.split(b"=", 1) for e in environ.read_bytes().split(b"\0") if b"=" in e)
+                assert entries.get(b"OPENAI_API_KEY") == b"sk-desk-key" and b"SECRET_X" not in entries
+                assert b"sk-desk-key" not in Path(f"/proc/{found.group(1)}/cmdline").read_bytes()
+            probe = await RemoteDesk.connect(Path(found.group(2)), "probe")
+            try:
+                await until(probe, lambda: probe.snapshot().rows[0].phase.value in ("ended", "failed"),
+                            "the live session's end")
+            finally:
+                await probe.close()
+        assert stub.requests and stub.requests[0]["model"] == "agent-m"
+        headers = {name.lower(): value for name, value in stub.request_headers[0].items()}
+        assert headers.get("authorization") == "Bearer sk-desk-key"  # the key reached the model, from the host
 
 
 def test_a_bad_desk_option_is_one_line_and_exit_2_before_the_server_starts(
