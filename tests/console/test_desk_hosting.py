@@ -101,6 +101,19 @@ def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:
         hosting("listen", str(private / "d.sock"), "--mode", "whenever", home=home))
 
 
+def test_listen_is_headless_it_never_imports_the_desk_screens(folder: Path) -> None:
+    """`supervise --listen` (what `serve --supervise` runs) builds its desk and gets as far as serving without
+    Textual: a path too long for a socket fails at the bind, after the desk is made; nothing imported a screen."""
+    script = ("import sys; from console.cli import main; "
+              "code = main(['supervise', '--listen', sys.argv[1], '--domain', 'retail', '--scenarios', sys.argv[2]]); "
+              "print(code, sorted(m for m in ('console.desk_app', 'textual') if m in sys.modules))")
+    env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
+    done = subprocess.run([sys.executable, "-c", script, str(folder / ("x" * 120)), SCENARIO], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "too long" in one_line(done.stderr)
+    assert done.stdout == "2 []\n"
+
+
 def test_connect_refuses_a_path_with_no_desk_in_one_line(folder: Path) -> None:
     home = folder / "home"
     assert "no desk at" in one_error_line(hosting("connect", str(folder / "none.sock"), "--operator", "a", home=home))
