@@ -154,7 +154,7 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
                            host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                            public_url=args.public_url.rstrip("/") if args.public_url else None,
                            home=home.resolve(), token_source=source, desk=desk)
-    given = [option for option, dest in DESK_ONLY_OPTIONS if getattr(args, dest, None) is not None]
+    given = desk_only_options_given(args)
     if given:
         raise ServeError(f"{', '.join(given)}: only with --supervise (they choose the desk's sessions)")
     if args.domain == "all":
@@ -196,9 +196,11 @@ def desk_serving(args: argparse.Namespace, environ: Mapping[str, str], home: Pat
     command line); the tabs only decide, and their environment never has it.
     """
     from console.cli_common import CliError
+    from console.supervise_args import MODES
 
     if args.mode == "autopilot":
-        raise ServeError(f"--supervise needs a --mode that asks a human: one of {', '.join(map(repr, ASKING_MODES))}")
+        asking = ", ".join(repr(mode) for mode in MODES if mode != "autopilot")
+        raise ServeError(f"--supervise needs a --mode that asks a human: one of {asking}")
     unsupported = [name for name, given in (("--scenario", args.scenario is not None), ("--db", args.db),
                                              ("--seat", args.seat != "watch"), ("--autostart", args.autostart))
                    if given]
@@ -220,13 +222,19 @@ def desk_serving(args: argparse.Namespace, environ: Mapping[str, str], home: Pat
                        environment=child_environment(environ, home=home, live_model=live), live_model=live)
 
 
-ASKING_MODES = ("approve writes", "approve non-ALLOW", "step")  # supervise's modes that wait for an operator
 CONSOLE_DOMAIN = "retail"  # `serve` without --supervise: a tab's console, with `ledgeragent console`'s defaults
 CONSOLE_MODE = "autopilot"
-# Options `serve` has only for the desk (None when not given): refused without --supervise.
-DESK_ONLY_OPTIONS = (("--scenarios", "scenarios"), ("--tasks", "tasks"), ("--user-model", "user_model"),
-                     ("--repeat", "repeat"), ("--concurrency", "concurrency"), ("--specs", "specs"),
-                     ("--amber", "amber"), ("--red", "red"), ("--claim-ttl", "claim_ttl"))
+
+
+def desk_only_options_given(args: argparse.Namespace) -> list[str]:
+    """The options of supervise's session declaration that `serve` has only for the desk and that were given
+    (every one but --domain and --mode, which the console has too; None is "not given" when serving)."""
+    from console.supervise_args import add_session_arguments
+
+    reference = argparse.ArgumentParser(add_help=False)
+    add_session_arguments(reference, serving=True)
+    return [action.option_strings[0] for action in reference._actions
+            if action.dest not in ("domain", "mode") and getattr(args, action.dest, None) is not None]
 
 
 def desk_host_options(args: argparse.Namespace, *, model_options: bool = False) -> list[str]:

@@ -110,7 +110,7 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
         with pytest.raises(ServeError, match=error):
             build_config(parse("--supervise", *argv), env)
     for argv, error in [(("--tasks", "all"), "--tasks: only with --supervise"),
-                        (("--repeat", "2"), "--repeat: only with --supervise"),
+                        (("--repeat", "2", "--claim-ttl", "5"), "--repeat, --claim-ttl: only with --supervise"),
                         (("--domain", "all"), "--domain all: only with --supervise")]:
         with pytest.raises(ServeError, match=error):
             build_config(parse(*argv), env)
