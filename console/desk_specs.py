@@ -8,7 +8,6 @@ with the file's line number), so `ledgeragent supervise` answers one line and ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -63,26 +62,23 @@ def check_scenario(domain: str, scenario: str | None) -> None:
 
 
 def scenario_specs(domain: str, scenarios: str, mode: SupervisionMode, *, pace: float = 0.0,
-                   model: str = "scripted", base_url: str | None = None) -> list[SessionSpec]:
-    """`--domain D|all --scenarios all|name,name` as specs, domain by domain, scenarios in name order."""
-    domains = list(DOMAINS) if domain == "all" else [domain]
+                   model: str = "scripted", base_url: str | None = None, agent: str = "ledger") -> list[SessionSpec]:
+    """`--domain D|all --scenarios all|name,name` as specs: the command-line words read here, the specs built
+    by `console.task_sessions.scenario_specs` (the one builder: domain by domain, scenarios in name order, each
+    named once; with `all`, a name is `domain/name` or one only one domain has). CliError (one line) for an
+    unknown domain, no name, or an unknown or ambiguous scenario."""
+    from console.task_sessions import scenario_specs as build
+
     if domain != "all" and domain not in DOMAINS:
         raise CliError(f"unknown domain {domain!r}; one of all, {', '.join(DOMAINS)}")
-    wanted = None if scenarios.strip() == "all" else [s.strip() for s in scenarios.split(",") if s.strip()]
-    if wanted is not None and not wanted:
+    wanted = "all" if scenarios.strip() == "all" else [s.strip() for s in scenarios.split(",") if s.strip()]
+    if not wanted:
         raise CliError("--scenarios names no scenario (give all, or name,name)")
-    specs: list[SessionSpec] = []
-    found: set[str] = set()
-    for name in domains:
-        available = scenario_names(name)
-        chosen = available if wanted is None else [s for s in wanted if s in available]
-        found.update(chosen)
-        specs += [replace(SessionSpec(), domain=name, scenario=s, mode=mode, pace=pace, model=model,
-                          base_url=base_url) for s in chosen]
-    missing = [s for s in wanted or [] if s not in found]
-    if missing:
-        raise CliError(f"unknown scenario(s) {', '.join(missing)} for {domain}")
-    return specs
+    base = SessionSpec(mode=mode, pace=pace, model=model, base_url=base_url, agent=agent)
+    try:
+        return build(None if domain == "all" else domain, wanted, base)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def load_specs_file(path: Path, default_mode: SupervisionMode) -> list[SessionSpec]:

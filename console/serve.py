@@ -31,7 +31,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from console.serve_policy import LOOPBACK_NAMES as LOOPBACK_NAMES  # re-exported: the policy's names stay here too
@@ -81,9 +81,13 @@ class ServeError(Exception):
 def register(subparsers: Any) -> None:
     """Add the `serve` subcommand (with its handler) to an argparse subparsers object."""
     from console.cli_common import _add_console_arguments
+    from console.supervise_args import add_session_arguments
 
+    # "resolve": the desk's --domain and --mode (supervise's declaration, console.supervise_args) replace the
+    # console's, declared first; their defaults are None, so each mode of `serve` applies its own (build_config).
     parser: argparse.ArgumentParser = subparsers.add_parser("serve", help=HELP, description=DESCRIPTION,
-                                                            formatter_class=argparse.RawDescriptionHelpFormatter)
+                                                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                                                            conflict_handler="resolve")
     web = parser.add_argument_group("web server")
     web.add_argument("--host", default=DEFAULT_HOST,
                      help="address to bind (default: %(default)s; any other address needs --token)")
@@ -99,14 +103,15 @@ def register(subparsers: Any) -> None:
     web.add_argument("--public-url", metavar="URL",
                      help="the address browsers use, when behind a reverse proxy (https://… makes the page use "
                           "wss://); default: derived from the page's own address")
-    desk = parser.add_argument_group("supervision desk (--supervise)")
-    desk.add_argument("--supervise", action="store_true",
-                      help="serve one supervision desk: the domain's scenarios (--scenario: one, default all) "
-                           "run in one headless desk under --mode, and every tab is an operator at it "
-                           "(open /?operator=NAME; default operator-<tab number>)")
-    desk.add_argument("--concurrency", type=_positive_int, default=8, metavar="N",
-                      help="with --supervise: desk sessions running at once (default: %(default)s)")
     _add_console_arguments(parser)  # the same options as `ledgeragent console`: every tab runs that
+    desk = parser.add_argument_group(
+        "supervision desk (--supervise)",
+        "the sessions of `ledgeragent supervise`, with its option names and meanings (also --agent and --pace "
+        "above); the desk runs them headless and every tab is an operator at it")
+    desk.add_argument("--supervise", action="store_true",
+                      help="serve one supervision desk (`supervise --listen`, started with the server); every tab "
+                           "is an operator at it (open /?operator=NAME; default operator-<tab number>)")
+    add_session_arguments(desk, serving=True)
     parser.set_defaults(handler=cmd_serve)
 
 
@@ -141,15 +146,22 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
     if args.public_url is not None and not args.public_url.startswith(("http://", "https://")):
         raise ServeError("--public-url must start with http:// or https://")
     check_bind(args.host, token, public_url=args.public_url)
-    domain = _domain(args.domain)
     home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
     if getattr(args, "supervise", False):
-        desk = desk_serving(args)
+        desk = desk_serving(args, environ, home.resolve())
         return ServeConfig(command=child_command(list(desk.tab_argv)),
                            environment=child_environment(environ, home=home.resolve(), live_model=False),
                            host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                            public_url=args.public_url.rstrip("/") if args.public_url else None,
                            home=home.resolve(), token_source=source, desk=desk)
+    given = desk_only_options_given(args)
+    if given:
+        raise ServeError(f"{', '.join(given)}: only with --supervise (they choose the desk's sessions)")
+    if args.domain == "all":
+        raise ServeError("--domain all: only with --supervise (a tab's console runs one domain)")
+    args.domain = args.domain or CONSOLE_DOMAIN  # the console's defaults: None here is "not given"
+    args.mode = args.mode or CONSOLE_MODE
+    domain = _domain(args.domain)
     if args.scenario is None:  # a domain alone opens its first scenario (as `ledgeragent console` does)
         args.scenario = first_scenario(domain) or "chat"
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
@@ -169,31 +181,97 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
                        live_model=live, token_source=source)
 
 
-def desk_serving(args: argparse.Namespace) -> DeskServing:
-    """`--supervise`: the headless desk's argv and each tab's, checked now (a typo fails here, not in a tab).
+def desk_serving(args: argparse.Namespace, environ: Mapping[str, str], home: Path) -> DeskServing:
+    """`--supervise`: the desk host's argv, environment and each tab's argv, checked now (a typo fails here,
+    not in the host).
 
-    The desk runs the domain's scenarios (`--scenario NAME`: that one; default or `all`: every one) with the
-    scripted model, under `--mode`, which must ask a human (an autopilot desk has nothing to supervise).
+    The host is `python -m console supervise --listen SOCKET <the session options given>`: the options are
+    read off supervise's own declaration (`console.supervise_args.add_session_arguments`, which `serve` uses
+    too) and passed on as given; the host applies supervise's defaults. The very argv is parsed by the
+    `supervise` parser and checked as `supervise` checks it (`check_session_options`) before the server
+    starts. A mode must ask a human (an autopilot desk has nothing to supervise).
+
+    A live model (`--model`/`--base-url`/`--user-model`, or a specs line naming one) is the host's alone: it
+    runs the sessions, so it gets the allowlisted environment plus the key (`LIVE_MODEL_ENV_NAMES`, never on a
+    command line); the tabs only decide, and their environment never has it.
     """
     from console.cli_common import CliError
-    from console.desk.hosting import ASKING_MODES, scenario_specs
-    from console.live import SupervisionMode
+    from console.supervise_args import MODES
 
-    if args.mode not in ASKING_MODES:
-        raise ServeError(f"--supervise needs a --mode that asks a human: one of {', '.join(map(repr, ASKING_MODES))}")
-    unsupported = [name for name, given in (("--model", args.model), ("--db", args.db),
-                                             ("--seat", args.seat != "watch")) if given]
+    if args.mode == "autopilot":
+        asking = ", ".join(repr(mode) for mode in MODES if mode != "autopilot")
+        raise ServeError(f"--supervise needs a --mode that asks a human: one of {asking}")
+    unsupported = [name for name, given in (("--scenario", args.scenario is not None), ("--db", args.db),
+                                             ("--seat", args.seat != "watch"), ("--autostart", args.autostart))
+                   if given]
     if unsupported:
-        raise ServeError(f"{', '.join(unsupported)}: not with --supervise (the desk runs the scripted scenarios)")
-    scenarios = [] if args.scenario in (None, "all") else [args.scenario]
+        raise ServeError(f"{', '.join(unsupported)}: not with --supervise (the desk's sessions are chosen with "
+                         "--scenarios, --tasks or --specs, as for supervise)")
+    checked = desk_host_options(args, model_options=True)
     try:
-        scenario_specs(args.domain, scenarios, SupervisionMode(args.mode), args.agent)
+        host_args = _supervise_parser().parse_args(["supervise", "--listen", "desk.sock", *checked])
+        from console.supervise_cli import check_session_options
+
+        specs, _ = check_session_options(host_args)
     except CliError as exc:
         raise ServeError(str(exc)) from None
-    options = ["--domain", args.domain, "--mode", args.mode, "--agent", args.agent, "--concurrency",
-               str(args.concurrency), "--scenarios", ",".join(scenarios) or "all"]
-    return DeskServing(host_argv=(sys.executable, "-m", "console.desk.hosting", "listen"),
-                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"))
+    live = any(spec.model not in ("scripted", "operator") or spec.user_model for spec in specs)
+    options = checked if live else desk_host_options(args)  # the model settings only matter to a model
+    return DeskServing(host_argv=(sys.executable, "-m", "console", "supervise", "--listen"),
+                       host_options=tuple(options), tab_argv=(sys.executable, "-m", "console.tab", "desk-connect"),
+                       environment=child_environment(environ, home=home, live_model=live), live_model=live)
+
+
+CONSOLE_DOMAIN = "retail"  # `serve` without --supervise: a tab's console, with `ledgeragent console`'s defaults
+CONSOLE_MODE = "autopilot"
+
+
+def desk_only_options_given(args: argparse.Namespace) -> list[str]:
+    """The options of supervise's session declaration that `serve` has only for the desk and that were given
+    (every one but --domain and --mode, which the console has too; None is "not given" when serving)."""
+    from console.supervise_args import add_session_arguments
+
+    reference = argparse.ArgumentParser(add_help=False)
+    add_session_arguments(reference, serving=True)
+    return [action.option_strings[0] for action in reference._actions
+            if action.dest not in ("domain", "mode") and getattr(args, action.dest, None) is not None]
+
+
+def desk_host_options(args: argparse.Namespace, *, model_options: bool = False) -> list[str]:
+    """The session options given to `serve`, as `supervise` reads them: every action of supervise's session
+    declaration, in its order, with the value `serve` parsed (none given: left out, so supervise's default);
+    a specs file as an absolute path (the host's cwd need not be ours). `model_options`: also the live-model
+    settings (`--timeout`, `--retries`, ...: console.model_args, the same declaration in both parsers)."""
+    from console.model_args import add_model_arguments
+    from console.supervise_args import add_session_arguments
+
+    reference = argparse.ArgumentParser(add_help=False)
+    add_session_arguments(reference)
+    if model_options:
+        add_model_arguments(reference)
+    words: list[str] = []
+    for action in reference._actions:  # as console_argv: argparse keeps no public list
+        value = getattr(args, action.dest, None)
+        if action.dest == "specs" and isinstance(value, str):
+            value = str(Path(value).resolve())
+        words += _option_words(action, value)
+    return words
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """argparse whose usage error is a ServeError (one line), not a printed usage and an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ServeError(f"the desk host's options: {message}")
+
+
+def _supervise_parser() -> argparse.ArgumentParser:
+    """The `ledgeragent supervise` parser itself (its one declaration, console.supervise_args)."""
+    from console.supervise_args import register as register_supervise
+
+    parser = _RaisingParser(prog="ledgeragent")
+    register_supervise(parser.add_subparsers(dest="command"))
+    return parser
 
 
 def choose_token(option: str | None, environment: str | None, *, no_token: bool) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ import ipaddress
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,9 +30,11 @@ Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80
 class DeskServing:
     """`serve --supervise`: the host's argv up to its socket path and after it, and each tab's argv prefix."""
 
-    host_argv: tuple[str, ...]  # `python -m console.desk.hosting listen`: the socket path goes after it
-    host_options: tuple[str, ...]  # the session options, after the socket path
+    host_argv: tuple[str, ...]  # `python -m console supervise --listen`: the socket path goes after it
+    host_options: tuple[str, ...]  # supervise's session options as given to serve, after the socket path
     tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow
+    environment: Mapping[str, str] = field(default_factory=dict)  # the host's: the tabs' (+ the key for a model)
+    live_model: bool = False  # the host runs sessions on a live model, so it (and only it) has the key
 
     def host(self, socket: Path) -> list[str]:
         return [*self.host_argv, str(socket), *self.host_options]

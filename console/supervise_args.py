@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.cli_common import _default_operator
+from console.cli_common import AGENT_NAMES, _default_operator
 from console.cli_errors import non_negative_float, positive_float, positive_int
 from console.model_args import add_model_arguments
 
@@ -23,6 +23,7 @@ it takes effect; read it back with `ledgeragent audit FILE`."""
 MODES = ("approve writes", "approve non-ALLOW", "step", "autopilot")
 AUDIT_DECISIONS = ("approve", "accept_verdict", "veto", "edit", "force_allow")
 AUDIT_VERDICTS = ("ALLOW", "REVISE", "BLOCK", "None")
+DEFAULT_MODE = "approve non-ALLOW"
 
 
 def register(subparsers: Any) -> None:
@@ -30,36 +31,10 @@ def register(subparsers: Any) -> None:
     sup: argparse.ArgumentParser = subparsers.add_parser(
         "supervise", help=SUPERVISE_HELP, description=SUPERVISE_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    sup.add_argument("--domain", default="all", help="a domain or 'all' (default: all)")
-    sup.add_argument("--scenarios", metavar="all|NAME,NAME",
-                     help="the domain's scripted scenarios to run (default: all of them, unless --tasks is given)")
-    sup.add_argument("--tasks", metavar="all|ID,ID",
-                     help="evaluation tasks to run as sessions (the domain's tasks file; with --domain all, every "
-                          "domain's): the task's customer, starting data and, without --model, its offline agent")
-    sup.add_argument("--user-model", metavar="NAME",
-                     help="with --tasks: an LLM user simulator plays the customer (same endpoint as --model)")
-    sup.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="run each session spec N times")
-    sup.add_argument("--mode", choices=MODES, default="approve non-ALLOW",
-                     help="when a session asks the desk (default: approve non-ALLOW)")
-    sup.add_argument("--concurrency", type=positive_int, default=8, metavar="N",
-                     help="sessions running at once (default: 8)")
-    sup.add_argument("--model", help="a model name on an OpenAI-compatible endpoint (default: the scripts)")
-    sup.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
-    sup.add_argument("--specs", metavar="FILE",
-                     help="JSON lines, one session spec per line (domain, scenario or task, agent, model, base_url, "
-                          "user_model, mode, max_steps, db, disabled_predicates, pace), instead of "
-                          "--domain/--scenarios/--tasks")
+    add_session_arguments(sup)
     sup.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
-    sup.add_argument("--amber", type=non_negative_float, default=30.0, metavar="SECONDS",
-                     help="a pending call turns amber after this long (default: 30)")
-    sup.add_argument("--red", type=non_negative_float, default=120.0, metavar="SECONDS",
-                     help="and red after this long (default: 120)")
     sup.add_argument("--audit", metavar="PATH",
                      help="the desk's audit log (default: a new desk folder under the data dir, audit.jsonl)")
-    sup.add_argument("--pace", type=non_negative_float, default=0.0, metavar="S",
-                     help="seconds between steps of each session (default: 0)")
-    sup.add_argument("--claim-ttl", type=positive_float, default=60.0, metavar="SECONDS",
-                     help="how long highlighting an inbox item keeps it yours (default: 60)")
     add_model_arguments(sup)
     add_hosting_arguments(sup)
     sup.set_defaults(handler=_cmd_supervise)
@@ -72,6 +47,55 @@ def register(subparsers: Any) -> None:
     audit.add_argument("--decision", choices=AUDIT_DECISIONS, help="only this kind of decision")
     audit.add_argument("--json", action="store_true", help="one JSON object per decision, with its outcome")
     audit.set_defaults(handler=_cmd_audit)
+
+
+def add_session_arguments(parser: argparse._ActionsContainer, *, serving: bool = False) -> None:
+    """The desk's sessions and knobs, declared once: `supervise` and `serve --supervise` (which passes them on
+    to `supervise --listen`, so both read them with this one declaration).
+
+    `serving` is for `serve`, whose parser already has the console's `--agent`, `--pace`, `--model` and
+    `--base-url` (same names, same meanings: not declared twice) and whose `--domain` and `--mode` these
+    replace (its parser resolves the conflict): every default is then None, "not given", so that `serve`
+    without `--supervise` keeps the console's defaults and refuses a desk-only option, and `serve --supervise`
+    passes on only what was given (the host applies supervise's defaults, the ones in the help).
+    """
+    def default(value: object) -> object:
+        return None if serving else value
+
+    parser.add_argument("--domain", default=default("all"), metavar="all|DOMAIN",
+                        help="a domain or 'all' (default: all" + ("; without --supervise: retail)" if serving else ")"))
+    parser.add_argument("--scenarios", metavar="all|NAME,NAME",
+                        help="the domain's scripted scenarios to run (default: all of them, unless --tasks is given); "
+                             "with --domain all, a name is DOMAIN/NAME or one only one domain has")
+    parser.add_argument("--tasks", metavar="all|ID,ID",
+                        help="evaluation tasks to run as sessions (the domain's tasks file; with --domain all, every "
+                             "domain's): the task's customer, starting data and, without --model, its offline agent")
+    parser.add_argument("--user-model", metavar="NAME",
+                        help="with --tasks: an LLM user simulator plays the customer (same endpoint as --model)")
+    parser.add_argument("--repeat", type=positive_int, default=default(1), metavar="N",
+                        help="run each session spec N times (default: 1)")
+    parser.add_argument("--mode", choices=MODES, default=default(DEFAULT_MODE),
+                        help=f"when a session asks the desk (default: {DEFAULT_MODE}"
+                             + ("; without --supervise: autopilot)" if serving else ")"))
+    parser.add_argument("--concurrency", type=positive_int, default=default(8), metavar="N",
+                        help="sessions running at once (default: 8)")
+    if not serving:
+        parser.add_argument("--agent", choices=AGENT_NAMES, default="ledger",
+                            help="the agent of the scenario and task sessions (default: ledger)")
+        parser.add_argument("--model", help="a model name on an OpenAI-compatible endpoint (default: the scripts)")
+        parser.add_argument("--base-url", help="OpenAI-compatible base URL; the key comes from OPENAI_API_KEY")
+        parser.add_argument("--pace", type=non_negative_float, default=0.0, metavar="S",
+                            help="seconds between steps of each session (default: 0)")
+    parser.add_argument("--specs", metavar="FILE",
+                        help="JSON lines, one session spec per line (domain, scenario or task, agent, model, "
+                             "base_url, user_model, mode, max_steps, db, disabled_predicates, pace), instead of "
+                             "--domain/--scenarios/--tasks")
+    parser.add_argument("--amber", type=non_negative_float, default=default(30.0), metavar="SECONDS",
+                        help="a pending call turns amber after this long (default: 30)")
+    parser.add_argument("--red", type=non_negative_float, default=default(120.0), metavar="SECONDS",
+                        help="and red after this long (default: 120)")
+    parser.add_argument("--claim-ttl", type=positive_float, default=default(60.0), metavar="SECONDS",
+                        help="how long highlighting an inbox item keeps it yours (default: 60)")
 
 
 def add_hosting_arguments(parser: argparse.ArgumentParser) -> None:

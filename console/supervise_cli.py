@@ -40,7 +40,7 @@ def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
         specs = []
         if args.scenarios is not None or args.tasks is None:
             specs += scenario_specs(args.domain, args.scenarios or "all", mode, pace=args.pace,
-                                    model=args.model or "scripted", base_url=args.base_url)
+                                    model=args.model or "scripted", base_url=args.base_url, agent=args.agent)
         if args.tasks is not None:
             specs += _task_specs(args, mode)
     if not specs:
@@ -52,7 +52,7 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
     """`--tasks all|id,id` of `--domain` (every domain that ships tasks for `--domain all`)."""
     from console.task_sessions import task_specs
 
-    base = SessionSpec(scenario=None, mode=mode, pace=args.pace, model=args.model or "scripted",
+    base = SessionSpec(scenario=None, mode=mode, agent=args.agent, pace=args.pace, model=args.model or "scripted",
                        base_url=args.base_url, user_model=args.user_model)
     text = args.tasks.strip()
     ids: list[str] | str = "all" if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
@@ -97,27 +97,33 @@ def audit_path(args: argparse.Namespace) -> Path:
     return new_desk_dir() / "audit.jsonl"
 
 
-def cmd_supervise(args: argparse.Namespace) -> int:
-    from console.desk.desk import Desk, check_operator
-    from console.desk.hosting import run_hosting
-    from console.desk.view import DeskRefused
-    from console.desk_app import SupervisorApp
-
-    if args.connect:  # another operator's desk: this process only decides (`--listen` runs it)
-        return run_hosting(args) or 0
+def check_session_options(args: argparse.Namespace) -> tuple[list[SessionSpec], ModelSettings]:
+    """The desk's sessions and model settings from `supervise`'s session options, every one checked, before
+    anything starts: CliError (one line). `serve --supervise` calls this too, on the very argv it hands its
+    host, so a typo fails before the server starts rather than in the host."""
     if args.amber > args.red:
         raise CliError(f"--amber ({args.amber:g} s) must not be above --red ({args.red:g} s)")
-    try:
-        operator = check_operator(args.operator)
-    except DeskRefused as exc:
-        raise CliError(f"--operator: {exc}") from None
     if args.base_url and not args.model:
         raise CliError("--base-url needs --model (without it the sessions run their scripts)")
     try:
         settings: ModelSettings = model_settings(args)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
-    specs = build_specs(args)
+    return build_specs(args), settings
+
+
+def cmd_supervise(args: argparse.Namespace) -> int:
+    from console.desk.desk import Desk, check_operator
+    from console.desk.hosting import run_hosting
+    from console.desk.view import DeskRefused
+
+    if args.connect:  # another operator's desk: this process only decides (`--listen` runs it)
+        return run_hosting(args) or 0
+    try:
+        operator = check_operator(args.operator)
+    except DeskRefused as exc:
+        raise CliError(f"--operator: {exc}") from None
+    specs, settings = check_session_options(args)
     path = audit_path(args)
     try:
         desk = Desk(specs, concurrency=args.concurrency, audit_path=path, amber_s=args.amber, red_s=args.red,
@@ -125,8 +131,10 @@ def cmd_supervise(args: argparse.Namespace) -> int:
                     model_factory=lambda spec: settings.build(spec.model, spec.base_url))
     except OSError as exc:
         raise CliError(f"cannot open the audit log {path}: {exc.strerror or exc}") from None
-    if args.listen:
-        return run_hosting(args, lambda: desk) or 0
+    if args.listen:  # headless: no screen, so the desk screens (and Textual) are never imported
+        return run_hosting(args, lambda: desk, notes=[f"desk: audit log at {path}"]) or 0
+    from console.desk_app import SupervisorApp
+
     app = SupervisorApp(desk, operator=operator, lifecycle=desk)
     app.run()
     return app.return_code or 0

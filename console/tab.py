@@ -1,5 +1,6 @@
 """One browser tab's console process: `python -m console.tab <console options>`, what `ledgeragent serve` runs
-(`python -m console.tab desk-connect SOCKET --operator NAME` under `serve --supervise`: an operator at the desk).
+(`python -m console.tab desk-connect SOCKET --operator NAME` under `serve --supervise`: an operator at the desk,
+that is `ledgeragent supervise --connect SOCKET --operator NAME`).
 
 It is `ledgeragent console <options>`, with stderr kept out of the web server. textual-serve pipes a console's
 stderr to the server (and its own code copied whatever came to the server's stdout), so a crash traceback, with
@@ -50,9 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from console.cli import main as console_main
 
         if argv[:1] == ["desk-connect"]:  # serve --supervise: this tab is an operator at the one desk
-            from console.desk.hosting import main as desk_main
-
-            status = desk_main(["connect", *argv[1:]])
+            status = console_main(["supervise", "--connect", *argv[1:]])
         else:
             status = console_main(["console", *argv])
     except SystemExit as exc:  # argparse: its message is already in the log

@@ -432,7 +432,7 @@ class ConsoleServer(Server):
         """
         if self.config.desk is not None and self._desk is None:
             desk = self.config.desk
-            self._desk = DeskProcess(desk.host, self.config.environment, log=log.info)
+            self._desk = DeskProcess(desk.host, desk.environment, log=log.info)
             self._desk_socket = await self._desk.start()
         runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
@@ -474,6 +474,9 @@ class ConsoleServer(Server):
         if self.config.live_model:
             out.print("live model: each console gets OPENAI_API_KEY; nothing else from this environment",
                       highlight=False)
+        if self.config.desk is not None and self.config.desk.live_model:
+            out.print("live model: the desk host gets OPENAI_API_KEY, the tabs (operators) never; nothing else "
+                      "from this environment", highlight=False)
         out.print("Ctrl+C stops the server and every console", style="dim", highlight=False)
 
     def _reach(self) -> list[str]:

@@ -1,16 +1,17 @@
 """`ledgeragent serve --supervise`: the one headless desk every browser tab's process joins.
 
 Why a child process: the web server runs one console process per tab, and the desk's sessions must run in
-one place all of them reach. So the server starts `python -m console.desk.hosting listen SOCKET …` once,
-with the same clean environment as the tabs, its socket in a folder of its own (mode 0700, made with
-`mkdtemp`), and each tab runs `python -m console.tab desk-connect SOCKET --operator NAME` (the desk screens
-on a `RemoteDesk`, through `console.tab`, which keeps its stderr out of the server's log). The socket is a
-file, never a port: the server's token, Origin and Host checks remain the only way in from the network. The
-host's stderr lines become server log lines; when the server stops, the host gets SIGTERM (its sessions end
-with their traces complete) and the folder is removed.
+one place all of them reach. So the server starts `python -m console supervise --listen SOCKET <session
+options>` once (the one way to host a desk, with supervise's own options), with the same clean environment
+as the tabs, its socket in a folder of its own (mode 0700, made with `mkdtemp`), and each tab runs
+`python -m console.tab desk-connect SOCKET --operator NAME` (`supervise --connect`: the desk screens on a
+`RemoteDesk`, through `console.tab`, which keeps its stderr out of the server's log). The socket is a file,
+never a port: the server's token, Origin and Host checks remain the only way in from the network. The host's
+stderr lines become server log lines; when the server stops, the host gets SIGTERM (its sessions end with
+their traces complete) and the folder is removed.
 
-Pure argv building is in `console.serve` (`desk_host_argv`) and `console.serve_policy` (`tab_operator`); this
-module only runs the process, with asyncio and nothing from aiohttp.
+Pure argv building is in `console.serve` (`desk_serving`, `desk_host_options`) and `console.serve_policy`
+(`DeskServing`, `tab_operator`); this module only runs the process, with asyncio and nothing from aiohttp.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def specs_file(tmp_path: Path, text: str) -> str:
 
 @pytest.mark.parametrize("args, fragment", [
     (["--domain", "nope"], "unknown domain 'nope'"),
-    (["--domain", "retail", "--scenarios", "nope"], "unknown scenario(s) nope for retail"),
+    (["--domain", "retail", "--scenarios", "nope"], "unknown scenario(s) for retail: nope"),
     (["--scenarios", ","], "--scenarios names no scenario"),
     (["--amber", "50", "--red", "10"], "--amber (50 s) must not be above --red (10 s)"),
     (["--amber", "nan"], "argument --amber: must be a finite number"),

@@ -1,6 +1,6 @@
-"""The headless desk (`listen`: what `supervise --listen` and `serve --supervise` run) and the way in to one
-(`connect`): a real child process serving a real socket, operators joining it, and bad paths refused in one
-line with exit status 2."""
+"""The headless desk (`supervise --listen`: what `serve --supervise` runs too) and the way in to one
+(`supervise --connect`): a real child process serving a real socket, operators joining it, and bad paths
+refused in one line with exit status 2."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import pytest
 
 from console.cli_errors import CliError
 from console.desk.audit import read_audit
-from console.desk.hosting import connect, scenario_specs
+from console.desk.hosting import connect
+from console.desk_specs import scenario_specs
 from console.live import SupervisionMode
 from tests.support.cli import one_error_line as one_line
 from tests.support.desk_remote import SCENARIO, socket_folder, until
@@ -32,9 +33,11 @@ def folder() -> Iterator[Path]:
 
 
 def hosting(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`ledgeragent supervise --listen PATH …` / `--connect PATH …` (args: "listen"/"connect", PATH, options)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")} | {"LEDGERAGENT_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "console.desk.hosting", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    which, path, *rest = args
+    return subprocess.run([sys.executable, "-m", "console", "supervise", f"--{which}", path, *rest], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -42,21 +45,19 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return one_line(result.stderr)
 
 
-@pytest.mark.parametrize("command", ["hosting", "supervise"])
-async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path,
-                                                                                      command: str) -> None:
+async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
     path = folder / "sock" / "desk.sock"
     env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
-    sessions = ["--scenarios", f"{SCENARIO},{SCENARIO}", "--audit", str(folder / "audit.jsonl")]
-    argv = ["-m", "console.desk.hosting", "listen", str(path), *sessions] if command == "hosting" else \
-        ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
-         *sessions]
+    argv = ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
+            "--scenarios", SCENARIO, "--repeat", "2", "--audit", str(folder / "audit.jsonl")]
     child = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                                  stderr=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stderr is not None
         line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
         assert line == f"desk: 2 session(s) at {path}\n"
+        said = (await asyncio.wait_for(child.stderr.readline(), 60)).decode()
+        assert said == f"desk: audit log at {folder / 'audit.jsonl'}\n"
         alice = await connect(path, "alice")
         while not alice.snapshot().done:  # approve or accept every call until both sessions ended
             await until(alice, lambda: alice.snapshot().done or bool(alice.snapshot().items), "an item or the end")
@@ -94,10 +95,23 @@ def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:
     (private / "taken").write_text("x")
     assert "exists and is not a socket" in one_error_line(hosting("listen", str(private / "taken"), home=home))
     assert "too long" in one_error_line(hosting("listen", str(private / ("x" * 120)), home=home))
-    assert "unknown scenario(s) nope for retail" in one_error_line(
-        hosting("listen", str(private / "d.sock"), "--scenarios", "nope", home=home))
-    assert "invalid choice: 'autopilot'" in one_error_line(
-        hosting("listen", str(private / "d.sock"), "--mode", "autopilot", home=home))
+    assert "unknown scenario(s) for retail: nope" in one_error_line(
+        hosting("listen", str(private / "d.sock"), "--domain", "retail", "--scenarios", "nope", home=home))
+    assert "argument --mode: invalid choice: 'whenever'" in one_error_line(
+        hosting("listen", str(private / "d.sock"), "--mode", "whenever", home=home))
+
+
+def test_listen_is_headless_it_never_imports_the_desk_screens(folder: Path) -> None:
+    """`supervise --listen` (what `serve --supervise` runs) builds its desk and gets as far as serving without
+    Textual: a path too long for a socket fails at the bind, after the desk is made; nothing imported a screen."""
+    script = ("import sys; from console.cli import main; "
+              "code = main(['supervise', '--listen', sys.argv[1], '--domain', 'retail', '--scenarios', sys.argv[2]]); "
+              "print(code, sorted(m for m in ('console.desk_app', 'textual') if m in sys.modules))")
+    env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
+    done = subprocess.run([sys.executable, "-c", script, str(folder / ("x" * 120)), SCENARIO], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "too long" in one_line(done.stderr)
+    assert done.stdout == "2 []\n"
 
 
 def test_connect_refuses_a_path_with_no_desk_in_one_line(folder: Path) -> None:
@@ -121,8 +135,20 @@ async def test_connect_gives_a_cli_error_not_a_desk_refusal(folder: Path) -> Non
 
 
 def test_scenario_specs_take_all_of_a_domain_or_the_named_ones() -> None:
-    every = scenario_specs("airline", [], SupervisionMode.STEP, "ledger")
+    every = scenario_specs("airline", "all", SupervisionMode.STEP)
     assert [s.scenario for s in every] == sorted(s.scenario or "" for s in every) and len(every) == 3
     assert {s.mode for s in every} == {SupervisionMode.STEP}
-    assert [s.scenario for s in scenario_specs("retail", [SCENARIO], SupervisionMode.APPROVE_WRITES, "fc")] \
-        == [SCENARIO]
+    named = scenario_specs("retail", f"{SCENARIO}, {SCENARIO}", SupervisionMode.APPROVE_WRITES, agent="fc")
+    assert [(s.scenario, s.agent) for s in named] == [(SCENARIO, "fc")]  # each once: --repeat runs it again
+
+
+def test_supervise_names_a_scenario_as_the_one_builder_does() -> None:
+    """`--scenarios` strings go through console.task_sessions.scenario_specs: `domain/name` with `--domain all`,
+    an ambiguous or unknown name refused in that builder's words."""
+    picked = scenario_specs("all", "retail/other-customers-order,roaming-abroad", SupervisionMode.STEP, pace=0.5)
+    assert [(s.domain, s.scenario, s.pace) for s in picked] == [("retail", "other-customers-order", 0.5),
+                                                                ("telecom", "roaming-abroad", 0.5)]
+    with pytest.raises(CliError, match=r"^unknown scenario\(s\) for any domain: airline/roaming-abroad$"):
+        scenario_specs("all", "airline/roaming-abroad", SupervisionMode.STEP)
+    with pytest.raises(CliError, match=r"^unknown scenario\(s\) for telecom: nope$"):
+        scenario_specs("telecom", "roaming-abroad,nope", SupervisionMode.STEP)

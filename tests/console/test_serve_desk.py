@@ -1,6 +1,7 @@
-"""`ledgeragent serve --supervise` (issue 15 item 5): one headless desk host, started and ended with the real
-server (`python -m console.serve --port 0`), its socket in a private folder; operators named by the page's
-`?operator=` (checked), each tab's console started to join the desk as that operator.
+"""`ledgeragent serve --supervise` (issue 15 item 5): one headless desk host (`supervise --listen`, with
+supervise's session options), started and ended with the real server (`python -m console.serve --port 0`), its
+socket in a private folder; operators named by the page's `?operator=` (checked), each tab's console started to
+join the desk as that operator (`supervise --connect`).
 
 The desk screens a tab shows (`console.desk_app`) are built on another branch: here the desk
 is driven over its socket with `RemoteDesk`, as the tabs' processes will drive it.
@@ -21,16 +22,19 @@ import pytest
 
 from benchmarks.browser import Chromium, DevToolsError, find_chromium
 from benchmarks.serve import ServedConsole, Tab
+from console.cli import main
 from console.desk.audit import read_audit
 from console.desk.remote import RemoteDesk
 from console.desk.view import DeskRefused
 from console.serve import ServeError, build_config, register
 from console.serve_policy import tab_operator
+from tests.support.cli import one_error_line
 from tests.support.desk_remote import SCENARIO, until, until_items
+from tests.support.openai_stub import OpenAIStub
 
 CHROMIUM = find_chromium()
 TOKEN = "t0ken-for-desk-tests-0123456789"
-DESK = ("--supervise", "--mode", "approve writes", "--scenario", SCENARIO)
+DESK = ("--supervise", "--mode", "approve writes", "--domain", "retail", "--scenarios", SCENARIO)
 
 
 @pytest.fixture(autouse=True)
@@ -58,20 +62,123 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     assert config.desk is not None
     socket = Path("/run/x/desk.sock")
     host = config.desk.host(socket)
-    assert host[1:5] == ["-m", "console.desk.hosting", "listen", str(socket)]
-    assert host[5:] == ["--domain", "retail", "--mode", "approve writes", "--agent", "ledger", "--concurrency", "3",
-                        "--scenarios", SCENARIO]
+    assert host[1:6] == ["-m", "console", "supervise", "--listen", str(socket)]  # the one way to host a desk
+    assert host[6:] == ["--domain", "retail", "--scenarios", SCENARIO, "--mode", "approve writes",
+                        "--concurrency", "3", "--agent", "ledger"]
     assert config.desk.tab(socket, "alice")[1:] == ["-m", "console.tab", "desk-connect", str(socket),
                                                      "--operator", "alice"]
     assert config.desk.tab_command(socket, "bob").endswith(f"desk-connect {socket} --operator bob")
     with pytest.raises(ServeError, match="needs a --mode that asks a human"):
-        build_config(parse("--supervise"), env)
-    with pytest.raises(ServeError, match=r"unknown scenario\(s\) nope for retail"):
-        build_config(parse("--supervise", "--mode", "step", "--scenario", "nope"), env)
-    with pytest.raises(ServeError, match="--model: not with --supervise"):
-        build_config(parse(*DESK, "--model", "m"), env)
-    everything = build_config(parse("--supervise", "--mode", "step", "--domain", "airline"), env)
-    assert everything.desk is not None and everything.desk.host_options[-2:] == ("--scenarios", "all")
+        build_config(parse("--supervise", "--mode", "autopilot"), env)
+    with pytest.raises(ServeError, match=r"^unknown scenario\(s\) for retail: nope$"):
+        build_config(parse("--supervise", "--domain", "retail", "--scenarios", "nope"), env)
+    with pytest.raises(ServeError, match="--scenario: not with --supervise .* --scenarios"):
+        build_config(parse("--supervise", "--scenario", SCENARIO), env)
+    nothing_given = build_config(parse("--supervise"), env)  # supervise's defaults, applied by the host
+    assert nothing_given.desk is not None and nothing_given.desk.host_options == ("--agent", "ledger")
+
+
+def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same option names and meanings as `supervise`, passed on as given, checked as supervise checks them."""
+    env = {"LEDGERAGENT_HOME": str(tmp_path)}
+    config = build_config(parse("--supervise", "--domain", "all", "--scenarios",
+                                "retail/other-customers-order,roaming-abroad", "--repeat", "2", "--mode", "step",
+                                "--amber", "5", "--red", "9", "--claim-ttl", "3"), env)
+    assert config.desk is not None
+    assert config.desk.host_options == ("--domain", "all", "--scenarios", "retail/other-customers-order,roaming-abroad",
+                                        "--repeat", "2", "--mode", "step", "--agent", "ledger", "--amber", "5.0",
+                                        "--red", "9.0", "--claim-ttl", "3.0")
+    tasks = build_config(parse("--supervise", "--domain", "retail", "--tasks", "r01,r02", "--agent", "fc"), env)
+    assert tasks.desk is not None and tasks.desk.host_options == ("--domain", "retail", "--tasks", "r01,r02",
+                                                                  "--agent", "fc")
+    specs = tmp_path / "specs.jsonl"
+    specs.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}"}}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    listed = build_config(parse("--supervise", "--specs", "specs.jsonl"), env)  # the host gets it absolute
+    assert listed.desk is not None and listed.desk.host_options[-2:] == ("--specs", str(specs.resolve()))
+    for argv, error in [
+        (("--amber", "50", "--red", "10"), r"--amber \(50 s\) must not be above --red \(10 s\)"),
+        (("--domain", "mars"), "unknown domain 'mars'"),
+        (("--scenarios", "roaming-abroad,nope"), r"^unknown scenario\(s\) for any domain: nope$"),
+        (("--tasks", "r01"), "--tasks with ids needs one --domain"),
+        (("--domain", "retail", "--tasks", "r01,r99"), "--tasks: "),
+        (("--specs", str(specs), "--domain", "retail"), "give --specs or --domain/--scenarios/--tasks, not both"),
+        (("--specs", str(tmp_path / "none.jsonl")), "no such specs file"),
+        (("--base-url", "http://127.0.0.1:9/v1"), "--base-url needs --model"),
+        (("--model", "m", "--model-args", "[1]"), "model args must be a JSON object"),
+    ]:
+        with pytest.raises(ServeError, match=error):
+            build_config(parse("--supervise", *argv), env)
+    for argv, error in [(("--tasks", "all"), "--tasks: only with --supervise"),
+                        (("--repeat", "2", "--claim-ttl", "5"), "--repeat, --claim-ttl: only with --supervise"),
+                        (("--domain", "all"), "--domain all: only with --supervise")]:
+        with pytest.raises(ServeError, match=error):
+            build_config(parse(*argv), env)
+    plain = build_config(parse(), env)  # without --supervise: the console's own defaults, as before
+    assert "--domain retail " in plain.command and "--mode autopilot " in plain.command
+
+
+def test_a_live_model_key_goes_to_the_desk_host_alone(tmp_path: Path) -> None:
+    """The host runs the sessions, so with a live model it (and only it) gets the key, from the environment
+    allowlist; the tabs only decide and never get it; the key is on no command line."""
+    env = {"LEDGERAGENT_HOME": str(tmp_path), "OPENAI_API_KEY": "sk-desk", "SECRET_X": "no", "PATH": "/bin"}
+    scripted = build_config(parse(*DESK), env)
+    assert scripted.desk is not None and not scripted.desk.live_model
+    assert "OPENAI_API_KEY" not in scripted.desk.environment and "OPENAI_API_KEY" not in scripted.environment
+    live = build_config(parse(*DESK, "--model", "agent-m", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "7"),
+                        env)
+    assert live.desk is not None and live.desk.live_model
+    assert live.desk.environment["OPENAI_API_KEY"] == "sk-desk" and "SECRET_X" not in live.desk.environment
+    assert "OPENAI_API_KEY" not in live.environment and not live.live_model  # the tabs' environment
+    host = live.desk.host(Path("/run/x/desk.sock"))
+    assert ["--model", "agent-m"] == host[host.index("--model"):host.index("--model") + 2]
+    assert ["--timeout", "7.0"] == host[host.index("--timeout"):host.index("--timeout") + 2]
+    words = host + live.desk.tab(Path("/s"), "a")
+    assert not any("sk-desk" in word for word in words) and "sk-desk" not in live.command
+    specs = tmp_path / "live.jsonl"  # a specs line's model counts too
+    specs.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}", "model": "m", "base_url": '
+                     '"http://127.0.0.1:9/v1"}\n', encoding="utf-8")
+    listed = build_config(parse("--supervise", "--specs", str(specs)), env)
+    assert listed.desk is not None and listed.desk.environment.get("OPENAI_API_KEY") == "sk-desk"
+
+
+async def test_a_served_desk_runs_its_sessions_on_a_live_model_with_the_key_from_the_environment(
+        tmp_path: Path) -> None:
+    secrets = {"SECRET_X": "must-not-reach-the-desk", "OPENAI_API_KEY": "sk-desk-key"}
+    with OpenAIStub(model="agent-m") as stub:
+        stub.reply_text("Let me look into that.")  # then the stub has nothing left: the session fails, said
+        with ServedConsole(*DESK, "--model", "agent-m", "--base-url", stub.base_url, "--retries", "0",
+                           "--token", TOKEN, home=tmp_path / "home", env=dict(os.environ) | secrets) as server, \
+                server.log_on_failure():
+            found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
+            server.wait_for_line(r"live model: the desk host gets OPENAI_API_KEY, the tabs \(operators\) never", 5)
+            environ = Path(f"/proc/{found.group(1)}/environ")
+            if environ.exists():
+                entries = dict(e.split(b"=", 1) for e in environ.read_bytes().split(b"\0") if b"=" in e)
+                assert entries.get(b"OPENAI_API_KEY") == b"sk-desk-key" and b"SECRET_X" not in entries
+                assert b"sk-desk-key" not in Path(f"/proc/{found.group(1)}/cmdline").read_bytes()
+            probe = await RemoteDesk.connect(Path(found.group(2)), "probe")
+            try:
+                await until(probe, lambda: probe.snapshot().rows[0].phase.value in ("ended", "failed"),
+                            "the live session's end")
+            finally:
+                await probe.close()
+        assert stub.requests and stub.requests[0]["model"] == "agent-m"
+        headers = {name.lower(): value for name, value in stub.request_headers[0].items()}
+        assert headers.get("authorization") == "Bearer sk-desk-key"  # the key reached the model, from the host
+
+
+def test_a_bad_desk_option_is_one_line_and_exit_2_before_the_server_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["serve", "--supervise", "--domain", "retail", "--scenarios", "nope", "--port", "1"]) == 2
+    assert one_error_line(capsys.readouterr().err) == "error: unknown scenario(s) for retail: nope"
+    with pytest.raises(SystemExit) as refused:  # argparse's own check, on supervise's declaration
+        main(["serve", "--supervise", "--claim-ttl", "0", "--port", "1"])
+    assert refused.value.code == 2
+    assert "argument --claim-ttl: must be a finite number above 0" in one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "home").exists()  # nothing started: no desk folder, no session
 
 
 async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_server(tmp_path: Path) -> None:
@@ -85,6 +192,10 @@ async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_se
         if environ.exists():  # the host gets the tabs' allowlisted environment, not the server's
             names = {entry.split(b"=", 1)[0].decode() for entry in environ.read_bytes().split(b"\0") if entry}
             assert not names & set(secrets) and "LEDGERAGENT_HOME" in names
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert words[1:6] == [b"-m", b"console", b"supervise", b"--listen", os.fsencode(socket)]
+        audit = Path(server.wait_for_line(r"desk host: desk: audit log at (\S+)", 30).group(1))
+        assert (home / "desks") in audit.parents  # supervise's own default, under the server's data dir
         assert stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE(socket.stat().st_mode) == 0o600
         assert home not in socket.parents  # a private folder of its own, not the data dir
@@ -97,6 +208,7 @@ async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_se
         await until(bob, lambda: bob.snapshot().items[0].claimed_by == "alice", "bob sees alice's claim")
         await alice.decide(item, "alice", "accept_verdict")
         await until(bob, lambda: bob.snapshot().item(item) is None, "the decided call leaves bob's inbox")
+        assert [(d["item"], d["operator"]) for d in read_audit(audit).decisions] == [(item, "alice")]
         await alice.close()
         server.wait_for_line(r"desk host: desk: alice disconnected; released 0 claim", 30)
         await bob.close()
@@ -174,6 +286,7 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
     home = tmp_path / "home"
     with ServedConsole(*DESK, home=home) as server, server.log_on_failure():
         socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
+        audit = Path(server.wait_for_line(r"desk host: desk: audit log at (\S+)", 30).group(1))
         probe = await RemoteDesk.connect(socket, "probe")
         await until_items(probe)
         first = probe.snapshot().items[0].id
@@ -198,7 +311,7 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
                                  rf"{re.escape(first)} is claimed by alice", 60)
             await alice.press("a", "KeyA", 65, text="a")  # REVISE: accepted, the call is not run
             await until(probe, lambda: probe.snapshot().item(first) is None, "the decided call leaves the inbox")
-            decisions = read_audit(next((home / "desk").glob("audit-*.jsonl"))).decisions
+            decisions = read_audit(audit).decisions
             assert [(d["item"], d["operator"]) for d in decisions] == [(first, "alice")]
             # The session goes on to its next write; whoever's cursor is on it claims it. Close that tab.
             await until(probe, lambda: any(i.claimed_by in ("alice", "bob") for i in probe.snapshot().items),
