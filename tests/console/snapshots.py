@@ -32,14 +32,25 @@ def normalise(svg: str) -> str:
     return _VOLATILE.sub("terminal", svg)
 
 
+def resized(app: App[Any]) -> bool:
+    """Whether the screen has its terminal's size. A resize reaches the App at once but its screen only when
+    a timer fires (Textual debounces resizes, 1/120 s): on a busy machine two pauses can pass before it does,
+    and two equal screenshots of the old layout at the new size were taken for a settled screen."""
+    return app.screen.size == app.size
+
+
 async def stable_screenshot(pilot: Any, app: App[Any]) -> str:
-    """The screen once it has stopped changing (two equal screenshots with app work in between)."""
+    """The screen once it has stopped changing (two equal screenshots with app work in between, both taken
+    after the screen has its terminal's size)."""
     await pilot.wait_for_scheduled_animations()
-    previous = normalise(app.export_screenshot())
+    previous = normalise(app.export_screenshot()) if resized(app) else None
     for _ in range(STABLE_ROUNDS):
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
+        if not resized(app):
+            previous = None
+            continue
         current = normalise(app.export_screenshot())
         if current == previous:
             return current

@@ -7,11 +7,14 @@ import base64
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.console.snapshots import compare
+from console.app import OperatorConsole
+from tests.console.snapshots import compare, stable_screenshot
 
 REPO = Path(__file__).resolve().parents[2]
 OLD = '<svg xmlns="http://www.w3.org/2000/svg"><text>old</text></svg>'
@@ -58,3 +61,37 @@ def test_the_snapshot_update_option_rewrites_the_baseline(tmp_path: Path) -> Non
     updated = _pytest(tmp_path, "--snapshot-update")
     assert updated.returncode == 0, updated.stdout + updated.stderr
     assert (baselines / "screen.svg").read_text(encoding="utf-8") == NEW
+
+
+async def test_a_screenshot_waits_for_a_resize_the_screen_has_not_had_yet(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """On a busy machine the App's resize timer (Textual debounces resizes) can fire after two pauses: the
+    helper must not take the old layout at the new size for a settled screen. Here the timer is held back for
+    a few rounds, as such a machine would, and the picture must still be the stacked 80x24 layout."""
+    app = console_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        check_resize, export = app._check_resize, app.export_screenshot
+        taken = {"shots": 0, "rounds": 0}
+
+        def counted(*args: Any, **kwargs: Any) -> str:
+            taken["shots"] += 1
+            return export(*args, **kwargs)
+
+        def late() -> None:
+            """Held until two screenshots were taken meanwhile (or 50 timer rounds): a machine that busy."""
+            taken["rounds"] += 1
+            if taken["shots"] < 2 and taken["rounds"] < 50:
+                app._resize_timer = app.set_timer(1 / 120, late)
+                return
+            check_resize()
+
+        app._check_resize = late  # type: ignore[method-assign]
+        app.export_screenshot = counted  # type: ignore[method-assign]
+        await pilot.resize_terminal(80, 24)
+        svg = await stable_screenshot(pilot, app)
+        assert app.main.panes.narrow
+        fresh = console_app()
+        async with fresh.run_test(size=(80, 24)) as other:
+            assert fresh.main.panes.narrow
+            assert svg == await stable_screenshot(other, fresh)
