@@ -446,6 +446,12 @@ class DocumentStore:
                     raise
                 try:
                     await self._db.execute("COMMIT")
+                except asyncio.CancelledError:
+                    # The COMMIT is on the database's thread already and runs whatever happens here. A
+                    # ROLLBACK queued behind it would fail ("no transaction is active") and that error would
+                    # replace the cancellation: the caller would take a committed write for a failed one and
+                    # carry on instead of stopping.
+                    raise
                 except BaseException:
                     if self._db.in_transaction:
                         await self._db.execute("ROLLBACK")
