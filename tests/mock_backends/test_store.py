@@ -242,8 +242,22 @@ async def test_memory_database(tmp_path: Path) -> None:
         assert await mem.get("things", "k") == {"v": 1}
 
 
-async def test_a_write_cancelled_while_it_commits_stays_cancelled(store: DocumentStore,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+
+async def _write(store: DocumentStore) -> None:
+    async with store.transaction() as tx:
+        await tx.put("orders", "o7", {"total": 7})
+
+
+async def _load(store: DocumentStore) -> None:
+    await store.load({"orders": {"o7": {"total": 7}}})
+
+
+COMMITTING = {"write": _write, "load": _load}
+
+
+@pytest.mark.parametrize("operation", ["write", "load", "restore"])
+async def test_an_operation_cancelled_while_it_commits_stays_cancelled(store: DocumentStore, operation: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A session stopped (quit, new session) while its write commits: the COMMIT is already on the database's
     thread and runs anyway. Before, the store then queued a ROLLBACK behind it, whose "no transaction is
     active" error replaced the cancellation: the agent took it for a failed tool call ("nothing was changed",
@@ -251,10 +265,20 @@ async def test_a_write_cancelled_while_it_commits_stays_cancelled(store: Documen
 
     The database thread is held (a SQL function waiting on an event) so that the cancellation lands while the
     COMMIT is queued but not yet run, as it does on a busy machine; nothing here depends on timing."""
+    if operation == "restore":
+        before = await store.snapshot()
+        await _write(store)
+
+        async def run() -> None:
+            await store.restore(before)
+    else:
+        async def run() -> None:
+            await COMMITTING[operation](store)
     db = store._db  # noqa: SLF001 - the connection whose thread the test holds
     held = threading.Event()
     await db.create_function("hold_thread", 0, lambda: held.wait(60))
     real_execute = db.execute
+    holding: list[asyncio.Future[Any]] = []
 
     async def execute(sql: str, *args: Any, **kwargs: Any) -> Any:
         if sql == "ROLLBACK":
@@ -267,20 +291,14 @@ async def test_a_write_cancelled_while_it_commits_stays_cancelled(store: Documen
             task.cancel()  # the session is stopped now: at the COMMIT's await
         return await real_execute(sql, *args, **kwargs)
 
-    holding: list[asyncio.Future[Any]] = []
     monkeypatch.setattr(db, "execute", execute)
-
-    async def write() -> None:
-        async with store.transaction() as tx:
-            await tx.put("orders", "o7", {"total": 7})
-
-    writing = asyncio.ensure_future(write())
-    outcome = await asyncio.gather(writing, return_exceptions=True)
+    outcome = await asyncio.gather(asyncio.ensure_future(run()), return_exceptions=True)
     held.set()
     await holding[0]
     monkeypatch.setattr(db, "execute", real_execute)
     assert isinstance(outcome[0], asyncio.CancelledError), outcome[0]  # not an OperationalError
-    assert await store.get("orders", "o7") == {"total": 7}  # the COMMIT ran: the write is there
+    committed = None if operation == "restore" else {"total": 7}
+    assert await store.get("orders", "o7") == committed  # the COMMIT ran
     async with store.transaction() as tx:  # and the store takes the next write
         await tx.put("orders", "o8", {"total": 8})
-    assert await store.keys("orders") == ["o2", "o1", "o7", "o8"]
+    assert await store.get("orders", "o8") == {"total": 8}
