@@ -413,6 +413,23 @@ class DocumentStore:
 
     # ----------------------------------------------------------------------------------- writes
 
+    async def _commit(self) -> None:
+        """COMMIT the open transaction; if that fails, roll it back.
+
+        A cancellation that lands here is not a failure: the COMMIT is on the database's thread already and
+        runs whatever happens here. A ROLLBACK queued behind it would fail ("no transaction is active") and
+        that error would replace the cancellation: the caller would take a committed write for a failed one
+        ("nothing was changed") and carry on instead of stopping (a console then waited forever on quit).
+        """
+        try:
+            await self._db.execute("COMMIT")
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            if self._db.in_transaction:
+                await self._db.execute("ROLLBACK")
+            raise
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
         """All-or-nothing writes: any exception inside rolls everything back and propagates.
@@ -444,12 +461,7 @@ class DocumentStore:
                 except BaseException:
                     await self._db.execute("ROLLBACK")
                     raise
-                try:
-                    await self._db.execute("COMMIT")
-                except BaseException:
-                    if self._db.in_transaction:
-                        await self._db.execute("ROLLBACK")
-                    raise
+                await self._commit()
             finally:
                 tx.active = False
                 self._owner = None
@@ -473,11 +485,13 @@ class DocumentStore:
                         [(key, start + n, _encode(doc)) for n, (key, doc) in enumerate(docs.items())],
                     )
                 await self._db.execute("DELETE FROM temp._undo")
-                await self._db.execute("COMMIT")
             except BaseException:
                 await self._db.execute("ROLLBACK")
                 raise
-            self._restores.append(-1)
+            try:
+                await self._commit()
+            finally:  # (also when cancelled while committing: the COMMIT still runs)
+                self._restores.append(-1)
 
     # ----------------------------------------------------------------------------------- time travel
 
@@ -524,11 +538,13 @@ class DocumentStore:
                     await self._db.executemany(self._stmts[coll].upsert_exact, docs)
                 # Also drops the entries the restore itself just logged.
                 await self._db.execute("DELETE FROM temp._undo WHERE seq > ?", (snapshot.seq,))
-                await self._db.execute("COMMIT")
             except BaseException:
                 await self._db.execute("ROLLBACK")
                 raise
-            self._restores.append(snapshot.seq)
+            try:
+                await self._commit()
+            finally:  # (also when cancelled while committing: the COMMIT still runs)
+                self._restores.append(snapshot.seq)
 
     async def discard_history(self) -> None:
         """Forget the undo log (memory) and invalidate every snapshot: for long runs that never go back."""

@@ -13,7 +13,9 @@ is sent from another port of the same host), and `--no-token` (only the Origin c
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -100,6 +102,18 @@ async def browser() -> AsyncIterator[Chromium]:
         await chromium.close()
 
 
+async def logged(server: ServedConsole, fragment: str, count: int, timeout: float = 60.0) -> list[str]:
+    """The server's log lines holding `fragment`, once there are `count` of them. The server logs a tab or a
+    refusal as it answers, but its lines are read here by a thread of their own: one may land a moment after
+    the page has seen the answer, so a test that counts lines waits for them (the deadline only bounds it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [line for line in list(server.lines) if fragment in line]
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.05)
+
+
 async def result_of(page: Page, url: str) -> str:
     await page.goto(url)
     return str(await page.wait_for("window.__result", timeout=20))
@@ -115,6 +129,7 @@ async def test_pages_of_another_origin_cannot_open_a_console(options: tuple[str,
         operator = await browser.new_page(1000, 600)
         await operator.goto(server.open_url)
         await operator.wait_for("!!document.body && document.body.classList.contains('-first-byte')", timeout=60)
+        await logged(server, "tab opened", 1)  # logged once the tab has its first bytes: it may come after them
         consoles = len(server.console_pids())
         assert consoles == 1
 
@@ -129,7 +144,7 @@ async def test_pages_of_another_origin_cannot_open_a_console(options: tuple[str,
             }
         assert all(result.startswith("refused") for result in results.values()), results
         assert len(server.console_pids()) == consoles  # no console was started for any of them
-        refusals = [line for line in server.lines if "refused GET /ws" in line]
+        refusals = await logged(server, "refused GET /ws", 3)
         assert len(refusals) == 3 and all("403 Forbidden" in line for line in refusals), refusals
         assert any("Origin 'null'" in line for line in refusals)
         assert await operator.evaluate("!document.body.classList.contains('-closed')")  # still working

@@ -118,6 +118,9 @@ async def test_a_session_waiting_on_the_inbox_pauses_only_itself(tmp_path: Path)
              SessionSpec(domain="airline", scenario="unobserved-flight", mode=SupervisionMode.AUTOPILOT)]
     desk = make_desk(tmp_path, specs, clock)
     runner = asyncio.create_task(desk.run())
+    # The retail session first waits on its item; only then is the airline one's end proof that a waiting
+    # session holds up nobody (the two run side by side: which gets where first is the scheduler's choice).
+    await settle(desk, runner, lambda s: s.rows[0].phase is RowPhase.WAITING)
     snapshot = await settle(desk, runner, lambda s: s.rows[1].phase is RowPhase.ENDED)
     assert snapshot.rows[0].phase is RowPhase.WAITING and snapshot.rows[0].pending == snapshot.items[0].id
     assert snapshot.rows[1].end_reason == "user_stop"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,65 @@ async def test_memory_database(tmp_path: Path) -> None:
             await tx.put("things", "k", {"v": 2})
         await mem.restore(snap)
         assert await mem.get("things", "k") == {"v": 1}
+
+
+
+async def _write(store: DocumentStore) -> None:
+    async with store.transaction() as tx:
+        await tx.put("orders", "o7", {"total": 7})
+
+
+async def _load(store: DocumentStore) -> None:
+    await store.load({"orders": {"o7": {"total": 7}}})
+
+
+COMMITTING = {"write": _write, "load": _load}
+
+
+@pytest.mark.parametrize("operation", ["write", "load", "restore"])
+async def test_an_operation_cancelled_while_it_commits_stays_cancelled(store: DocumentStore, operation: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session stopped (quit, new session) while its write commits: the COMMIT is already on the database's
+    thread and runs anyway. Before, the store then queued a ROLLBACK behind it, whose "no transaction is
+    active" error replaced the cancellation: the agent took it for a failed tool call ("nothing was changed",
+    though the write had committed), the session went on, and the console waited for it forever on quit.
+
+    The database thread is held (a SQL function waiting on an event) so that the cancellation lands while the
+    COMMIT is queued but not yet run, as it does on a busy machine; nothing here depends on timing."""
+    if operation == "restore":
+        before = await store.snapshot()
+        await _write(store)
+
+        async def run() -> None:
+            await store.restore(before)
+    else:
+        async def run() -> None:
+            await COMMITTING[operation](store)
+    db = store._db  # noqa: SLF001 - the connection whose thread the test holds
+    held = threading.Event()
+    await db.create_function("hold_thread", 0, lambda: held.wait(60))
+    real_execute = db.execute
+    holding: list[asyncio.Future[Any]] = []
+
+    async def execute(sql: str, *args: Any, **kwargs: Any) -> Any:
+        if sql == "ROLLBACK":
+            held.set()  # (the old code's path: let the thread run the COMMIT, then this ROLLBACK)
+        if sql == "COMMIT":
+            holding.append(asyncio.ensure_future(real_execute("SELECT hold_thread()")))
+            await asyncio.sleep(0)  # the hold is queued on the database thread before the COMMIT
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()  # the session is stopped now: at the COMMIT's await
+        return await real_execute(sql, *args, **kwargs)
+
+    monkeypatch.setattr(db, "execute", execute)
+    outcome = await asyncio.gather(asyncio.ensure_future(run()), return_exceptions=True)
+    held.set()
+    await holding[0]
+    monkeypatch.setattr(db, "execute", real_execute)
+    assert isinstance(outcome[0], asyncio.CancelledError), outcome[0]  # not an OperationalError
+    committed = None if operation == "restore" else {"total": 7}
+    assert await store.get("orders", "o7") == committed  # the COMMIT ran
+    async with store.transaction() as tx:  # and the store takes the next write
+        await tx.put("orders", "o8", {"total": 8})
+    assert await store.get("orders", "o8") == {"total": 8}

@@ -48,6 +48,31 @@ class Served:
     host: DeskHost
     path: Path
     log: list[str] = field(default_factory=list)
+    logged: asyncio.Event = field(default_factory=asyncio.Event)  # set on every line the host logs
+
+    def say(self, line: str) -> None:
+        """The host's log callback: keep the line and wake whoever waits on the log."""
+        self.log.append(line)
+        self.logged.set()
+
+    async def until_logged(self, fragment: str, timeout: float = 60.0) -> str:
+        """The first line the host logged that contains `fragment`, waiting for it if need be.
+
+        Why: some things the host does change nothing on the desk (a connection closing while its operator is
+        still connected elsewhere), so no push comes that a client could wait on; the log line is the only
+        event that proves the host has handled it. The timeout only bounds the wait.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    found = next((line for line in self.log if fragment in line), None)
+                    if found is not None:
+                        return found
+                    self.logged.clear()
+                    await self.logged.wait()
+        except TimeoutError:
+            raise AssertionError(f"the host never logged {fragment!r} within {timeout} s; its log: "
+                                 f"{self.log}") from None
 
 
 @contextlib.asynccontextmanager
@@ -57,8 +82,8 @@ async def served_desk(folder: Path, sessions: Sequence[SessionSpec], *, clock: C
     extra = {} if clock is None else {"clock": clock}
     desk = Desk(sessions, root=folder / "home", audit_path=folder / "audit.jsonl", claim_ttl=claim_ttl, **extra)
     path = folder / "sock" / "desk.sock"
-    log: list[str] = []
-    served = Served(desk, DeskHost(desk, path, log=log.append), path, log)
+    served = Served(desk, DeskHost(desk, path), path)
+    served.host.log = served.say
     await served.host.start()
     runner = asyncio.create_task(desk.run())
     try:
