@@ -79,7 +79,12 @@ class ConsoleFooter(Footer):
 
     async def _patch(self, shown: tuple[Key, ...], wanted: tuple[Key, ...], keys: list[tuple[Binding, bool, str]],
                      widgets: list[FooterKey]) -> None:
-        """Turn the keys on screen (`widgets`, showing `shown`) into `wanted` by removing and mounting keys."""
+        """Turn the keys on screen (`widgets`, showing `shown`) into `wanted` by removing and mounting keys.
+
+        `_shown` is `wanted` from the start: a bindings signal that comes while this awaits the mounts (a focus
+        moved by the same resize) then sees the keys it would show already on their way, instead of the old
+        ones, and does not queue a rebuild of every key behind this patch."""
+        self._shown = wanted
         tail = [w for w in self.children if isinstance(w, FooterKey) and w.has_class("-command-palette")]
         for tag, i1, i2, j1, j2 in SequenceMatcher(a=shown, b=wanted, autojunk=False).get_opcodes():
             if tag == "equal":
@@ -94,7 +99,6 @@ class ConsoleFooter(Footer):
         # horizontal, so the grid size changes nothing on screen, and the keys that stay keep their drawing
         # (mounting and removing keys already lays the footer out again).
         self.styles.set_rule("grid_size_columns", len(wanted))
-        self._shown = wanted
 
     def _make_key(self, binding: Binding, enabled: bool, tooltip: str) -> FooterKey:
         """A key exactly as `Footer.compose` makes an ungrouped one, with the footer's `compact` preset."""

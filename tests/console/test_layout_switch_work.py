@@ -48,3 +48,29 @@ async def test_footer_keys_that_stay_are_not_redrawn_when_the_layout_switches(
             assert any(key.action == "cycle_pane" for key in footer.query(FooterKey)) == stacked
             assert len(kept) >= 10, [key.action for key in kept]
             assert [key.action for key in kept if counts[key]] == []
+
+
+async def test_a_bindings_signal_during_the_footer_patch_does_not_rebuild_every_key(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """A resize that changes the keys patches the footer (awaiting the mount of "Next pane"); a bindings signal
+    that comes meanwhile (the same resize moved the focus) used to see the old keys as still shown, and
+    queued a rebuild of all of them behind the patch. Here the signal is sent at that very await."""
+    app = console_app()
+    async with app.run_test(size=(120, 35)) as pilot:
+        await pilot.pause()
+        footer = app.main.query_one(ConsoleFooter)
+        mount_all = footer.mount_all
+
+        def signalled(*args: Any, **kwargs: Any) -> Any:
+            footer.bindings_changed(footer.screen)
+            return mount_all(*args, **kwargs)
+
+        footer.mount_all = signalled  # type: ignore[method-assign]
+        before = set(footer.query(FooterKey))
+        await pilot.resize_terminal(100, 35)
+        await wait_for(pilot, lambda: app.main.panes.narrow)
+        for _ in range(5):
+            await pilot.pause()
+        after = list(footer.query(FooterKey))
+        assert any(key.action == "cycle_pane" for key in after)
+        assert len([key for key in after if key in before]) == len(after) - 1  # only "Next pane" is new
