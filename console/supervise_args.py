@@ -21,7 +21,7 @@ desk: a sessions table and an approval inbox of every call that waits for a huma
 gate's verdict, failing rules and evidence. Every decision is written to the desk's audit log (JSONL) before
 it takes effect; read it back with `ledgeragent audit FILE`."""
 MODES = ("approve writes", "approve non-ALLOW", "step", "autopilot")
-AUDIT_DECISIONS = ("approve", "accept_verdict", "veto", "edit", "force_allow")
+AUDIT_DECISIONS = ("approve", "accept_verdict", "veto", "edit", "force_allow", "step", "resume")
 AUDIT_VERDICTS = ("ALLOW", "REVISE", "BLOCK", "None")
 DEFAULT_MODE = "approve non-ALLOW"
 

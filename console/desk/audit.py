@@ -98,16 +98,21 @@ def read_audit(path: Path, keep: AuditFilter | None = None) -> AuditRead:
             read.outcomes[call_key(record)] = record
         elif keep.keeps(record):
             read.decisions.append(record)
-            if record.get("call_id") is None:  # a resume: no call, so no outcome line will ever come
-                read.outcomes[call_key(record)] = NO_CALL
+            if record.get("call_id") is None:  # a step or a resume: no call, so no outcome line will ever come
+                read.outcomes[call_key(record)] = {**NO_CALL, "decision": record.get("decision")}
     return read
 
 
 NO_CALL: dict[str, Any] = {"type": "outcome", "no_call": True}  # the outcome of a decision on no call
+NO_CALL_WORDS = {"step": "no call (the session took one more step)",
+                 "resume": "no call (the session's supervision mode changed)"}
 
 
 def call_key(record: Mapping[str, Any]) -> str:
-    """Which call a decision or outcome line is about: every decision of one call shares its outcome."""
+    """Which call a decision or outcome line is about: every decision of one call shares its outcome. A
+    decision on no call (a step, a resume) is its own: keyed by its item and time, not by a call id."""
+    if record.get("type") == "decision" and record.get("call_id") is None:
+        return f"{record.get('session')}/-/{record.get('decision')}/{record.get('item')}/{record.get('when')}"
     return f"{record.get('session')}/{record.get('call_id')}"
 
 
@@ -116,7 +121,7 @@ def describe_outcome(outcome: Mapping[str, Any] | None) -> str:
     if outcome is None:
         return "not known yet"
     if outcome.get("no_call"):
-        return "no call (the session's supervision mode changed)"
+        return NO_CALL_WORDS.get(str(outcome.get("decision")), "no call")
     if outcome.get("executed"):
         return "executed" if outcome.get("ok") else f"executed, failed: {outcome.get('content', '')}"[:200]
     return f"not executed ({outcome.get('outcome')})"

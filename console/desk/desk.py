@@ -380,12 +380,26 @@ class Desk:
         self._changed()
 
     async def step(self, session_id: str, operator: str) -> None:
-        """Let a step-mode session make one more model call."""
-        check_operator(operator)
-        live = self._session(session_id).live
+        """Let a step-mode session take one more step (a model call or a customer turn).
+
+        A decision like any other: its step item must not be another operator's claim, and it is in the audit
+        log (operator, time, how long the step waited; no call) before it takes effect."""
+        operator = check_operator(operator)
+        session = self._session(session_id)
+        live = session.live
         if live is None or live.pacer.waiting is None:
             raise DeskRefused(f"session {session_id} is not waiting for a step")
+        step = session.item if session.item is not None and session.item.kind is ItemKind.STEP else None
+        item = self._item(step.id, operator) if step is not None else None
+        waited = round(self.clock() - item.asked_at, 3) if item is not None else None
+        what = "a customer turn" if live.pacer.waiting == "user" else "a model call"
+        if self.audit is not None:  # on disk before it takes effect
+            self.audit.write(self._session_record(session, item, operator, waited, "step",
+                                                  f"one more step: {what}"))
+        if item is not None:
+            self._drop_item(session)
         live.pacer.step()
+        self._changed()
 
     async def resume(self, session_id: str, operator: str) -> None:
         """Take a step-mode session out of step mode: it runs on, asking a human for non-ALLOW writes.
@@ -407,7 +421,9 @@ class Desk:
         item = self._item(step.id, operator) if step is not None else None  # (a pending write stays pending)
         waited = round(self.clock() - item.asked_at, 3) if item is not None else None
         if self.audit is not None:  # on disk before it takes effect
-            self.audit.write(self._resume_record(session, item, operator, waited))
+            self.audit.write(self._session_record(
+                session, item, operator, waited, "resume",
+                f"step mode off: runs on in {SupervisionMode.APPROVE_NON_ALLOW.value!r}"))
         if item is not None:
             self._drop_item(session)
         live.set_mode(SupervisionMode.APPROVE_NON_ALLOW)
@@ -423,9 +439,7 @@ class Desk:
         if item.kind is ItemKind.STEP:
             if decision != "step":
                 raise DeskRefused(f"item {item_id} is a step: the only decision is step")
-            self._drop_item(item.session)
             await self.step(item.session.id, operator)
-            self._changed()
             return
         review = item.review
         assert review is not None
@@ -502,16 +516,16 @@ class Desk:
         self._changed()
         return DeskRefused(message)
 
-    def _resume_record(self, session: _DeskSession, item: _Item | None, operator: str,
-                       waited: float | None) -> dict[str, Any]:
-        """A resume as an audit decision: the same fields as a call's, with no call (`call_id` None)."""
+    def _session_record(self, session: _DeskSession, item: _Item | None, operator: str, waited: float | None,
+                        decision: str, reason: str) -> dict[str, Any]:
+        """A step or a resume as an audit decision: the same fields as a call's, with no call (`call_id`
+        None)."""
         return {
             "type": "decision", "when": self.wall(), "operator": operator, "session": session.id,
             "domain": session.spec.domain, "label": session.label,
             "folder": str(session.live.folder) if session.live is not None and session.live.folder else "",
             "item": item.id if item is not None else None, "call_id": None, "tool": None, "arguments": None,
-            "gate_verdict": None, "failing_rules": [], "decision": "resume",
-            "reason": f"step mode off: runs on in {SupervisionMode.APPROVE_NON_ALLOW.value!r}",
+            "gate_verdict": None, "failing_rules": [], "decision": decision, "reason": reason,
             "edited_arguments": None, "waited_s": waited,
             "asked_when": item.asked_when if item is not None else None,
         }

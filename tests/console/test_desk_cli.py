@@ -130,6 +130,9 @@ async def test_audit_filters_and_shows_outcomes(home: Path, tmp_path: Path, caps
     assert accepted["operator"] == "bob" and accepted["outcome"] == "not executed (rejected)"
     assert run(["audit", path, "--decision", "veto", "--json"]) == 0
     assert capsys.readouterr().out == ""
+    for no_call in ("step", "resume"):  # decisions on no call can be asked for too (none on this desk)
+        assert run(["audit", path, "--decision", no_call, "--json"]) == 0
+        assert capsys.readouterr().out == ""
     assert run(["audit", path]) == 0
     table = capsys.readouterr().out
     assert "2 decision(s)" in table and "force_allow" in table and "spouse, verified by phone" in table

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from textual.widgets import Input, TextArea
 
-from console.desk.audit import read_audit
+from console.desk.audit import call_key, read_audit
 from console.desk.view import ItemKind, ItemView
 from console.desk_app import SupervisorApp
 from console.live import SupervisionMode
@@ -153,13 +153,16 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
         assert outcome(session, "accept_verdict")["executed"] is False
     assert steps >= 3 and len(of_type(traces["s07"], "assistant_turn")) <= steps  # no model call without its step
     assert kinds("s10") == ["accept_verdict", "approve"] and outcome("s10", "approve")["executed"] is True
-    # the desk-wide audit log: every decision of every trace, by alice, each with its outcome
+    # the desk-wide audit log: every decision of every trace, and every step, by alice, each with its outcome
     audit = read_audit(tmp_path / "desk" / "audit.jsonl")
     decided = sum(len(of_type(events, "supervisor_decision")) for events in traces.values())
-    assert len(audit.decisions) == decided and audit.skipped == 0
-    assert {d["decision"] for d in audit.decisions} == {"approve", "accept_verdict", "veto", "edit", "force_allow"}
+    on_calls = [d for d in audit.decisions if d["decision"] != "step"]
+    assert len(on_calls) == decided and audit.skipped == 0
+    assert [d["session"] for d in audit.decisions if d["decision"] == "step"] == ["s07"] * steps
+    assert {d["decision"] for d in on_calls} == {"approve", "accept_verdict", "veto", "edit", "force_allow"}
     assert {d["operator"] for d in audit.decisions} == {"alice"}
-    assert all(f"{d['session']}/{d['call_id']}" in audit.outcomes for d in audit.decisions)
+    assert all(f"{d['session']}/{d['call_id']}" in audit.outcomes for d in on_calls)
+    assert all(call_key(d) in audit.outcomes for d in audit.decisions)
     assert snapshot.stats.decisions == decided and snapshot.stats.worst_s is not None
 
 

@@ -270,12 +270,27 @@ async def test_step_mode_sessions_wait_in_the_inbox_for_each_step(tmp_path: Path
             assert snapshot.rows[0].phase is RowPhase.PAUSED
             with pytest.raises(DeskRefused, match="only decision is step"):
                 await desk.decide(item.id, "alice", "approve")
+            if steps == 0:  # a step is a decision: another operator's claim refuses it
+                await desk.claim(item.id, "bob")
+                with pytest.raises(DeskRefused, match="claimed by bob"):
+                    await desk.decide(item.id, "alice", "step")
+                await desk.release(item.id, "bob")
+                clock.t += 2.0
             await desk.decide(item.id, "alice", "step")
             steps += 1
         else:
             await desk.decide(item.id, "alice", "approve")
     await runner
     assert steps > 5 and desk.snapshot().rows[0].end_reason == "user_stop"
+    await desk.close()
+    # every step is on record, with who, when and how long it waited, and says it was no call
+    audit = read_audit(tmp_path / "desk" / "audit.jsonl", AuditFilter(decision="step"))
+    assert len(audit.decisions) == steps
+    first = audit.decisions[0]
+    assert (first["operator"], first["session"], first["call_id"], first["waited_s"]) == ("alice", "s01", None, 2.0)
+    assert first["reason"] in ("one more step: a model call", "one more step: a customer turn")
+    assert {describe_outcome(audit.outcomes.get(call_key(d))) for d in audit.decisions} == {
+        "no call (the session took one more step)"}
 
 
 async def test_resume_leaves_step_mode_only_and_is_audited_with_its_operator(tmp_path: Path) -> None:
