@@ -28,7 +28,7 @@ class RowPhase(StrEnum):
 
 class ItemKind(StrEnum):
     WRITE = "write"  # a write call the supervision mode wants a human on
-    STEP = "step"  # a step-mode session waits to make its next model call
+    STEP = "step"  # a step-mode session waits to take its next step (a model call or a customer turn)
 
 
 class Service(StrEnum):

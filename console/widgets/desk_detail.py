@@ -30,7 +30,7 @@ def policy_line(policy: str) -> tuple[str, str]:
 
 def keys_line(item: ItemView) -> str:
     if item.kind is ItemKind.STEP:
-        return "n (or a): let this session make its next model call · r resume: leave step mode"
+        return f"n (or a): let this session take its next step ({item.tool}) · r resume: leave step mode"
     if item.verdict in (None, "ALLOW"):
         bulk = " · A approve every rule-free ALLOW of this tool" if item.rule_free else ""
         return f"a approve: it runs · v veto · e edit & re-gate{bulk}"

@@ -103,6 +103,12 @@ async def test_r_resumes_a_step_mode_session_from_the_desk_and_from_its_view(tmp
         first = screen.inbox.item_ids[0]
         screen.inbox.move_cursor(row=0)
         await until(pilot, lambda: screen.claimed == first)
+        # the detail names the step the session waits for, the same in its heading and in its keys line
+        # (it once said "customer turn" above and "next model call" in the keys)
+        what = desk.snapshot().item(first).tool  # type: ignore[union-attr]
+        assert what in ("customer turn", "model call")
+        assert f"waits to make its next {what}" in screen.detail.plain
+        assert f"let this session take its next step ({what})" in screen.detail.plain
         resumed = desk.snapshot().item(first).session_id  # type: ignore[union-attr]
         other = "s02" if resumed == "s01" else "s01"
         await pilot.press("r")
