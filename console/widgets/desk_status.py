@@ -20,8 +20,10 @@ from console.widgets.desk_format import duration
 def counts(snapshot: DeskSnapshot) -> Counter[str]:
     by_phase = Counter(r.phase for r in snapshot.rows)
     return Counter({
-        "running": by_phase[RowPhase.RUNNING] + by_phase[RowPhase.PAUSED], "queued": by_phase[RowPhase.QUEUED],
-        "waiting": by_phase[RowPhase.WAITING], "ended": by_phase[RowPhase.ENDED],
+        # a step-mode pause waits on the inbox (its step item) as much as a call does: counted where the quit
+        # question counts it, never as running
+        "running": by_phase[RowPhase.RUNNING], "queued": by_phase[RowPhase.QUEUED],
+        "waiting": by_phase[RowPhase.WAITING] + by_phase[RowPhase.PAUSED], "ended": by_phase[RowPhase.ENDED],
         "failed": by_phase[RowPhase.FAILED]})
 
 

@@ -1,4 +1,5 @@
-"""The desk's status line counts each phase as itself: a session waiting for a slot is queued, not running."""
+"""The desk's status line counts each phase as itself: a session waiting for a slot is queued, not running; a
+step-mode pause waits on the inbox (as the quit question counts it), not running."""
 
 from __future__ import annotations
 
@@ -15,4 +16,4 @@ def test_queued_sessions_are_not_counted_as_running() -> None:
                                       RowPhase.FAILED]
     snapshot = DeskSnapshot(now=0, rows=tuple(row(n, p) for n, p in enumerate(phases)), items=(),
                             stats=DeskStats(), amber_s=1, red_s=2)
-    assert dict(counts(snapshot)) == {"running": 2, "queued": 3, "waiting": 1, "ended": 1, "failed": 1}
+    assert dict(counts(snapshot)) == {"running": 1, "queued": 3, "waiting": 2, "ended": 1, "failed": 1}
