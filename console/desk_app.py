@@ -102,7 +102,8 @@ def quit_question(rows: Sequence[RowView]) -> str:
     started = [f"{n} {what}" for n, what in ((running, "running"), (waiting, "waiting on the inbox")) if n]
     parts = []
     if started:
-        parts.append(f"Sessions {', '.join(started)}: quitting ends them (their traces are kept).")
+        parts.append(f"{running + waiting} session(s) started ({', '.join(started)}): quitting ends them "
+                     "(their traces are kept).")
     if queued:
         parts.append(f"{queued} queued, not started: they never will, and leave no folder.")
     return " ".join(parts) + " Quit?"

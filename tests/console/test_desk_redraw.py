@@ -68,7 +68,7 @@ async def test_quit_while_sessions_run_asks_then_ends_every_trace(tmp_path: Path
         await until(pilot, lambda: len(screen.inbox.item_ids) == 2)
         await pilot.press("q")
         confirm = await until_screen(pilot, app, ConfirmScreen)
-        assert "Sessions 2 waiting on the inbox: quitting ends them" in confirm.question
+        assert "2 session(s) started (2 waiting on the inbox): quitting ends them" in confirm.question
         await pilot.press("n")  # no: the desk goes on
         await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         assert not desk.snapshot().done
@@ -93,8 +93,9 @@ async def test_quit_question_tells_waiting_from_queued_and_queued_sessions_never
                     == ["waiting for operator", "paused", "queued"])
         await pilot.press("q")
         confirm = await until_screen(pilot, app, ConfirmScreen)
-        assert confirm.question == ("Sessions 2 waiting on the inbox: quitting ends them (their traces are kept). "
-                                    "1 queued, not started: they never will, and leave no folder. Quit?")
+        assert confirm.question == ("2 session(s) started (2 waiting on the inbox): quitting ends them "
+                                    "(their traces are kept). 1 queued, not started: they never will, and leave "
+                                    "no folder. Quit?")
         await pilot.press("y")
         await until(pilot, lambda: not app.is_running)
     rows = desk.snapshot().rows
