@@ -17,6 +17,7 @@ every step (between calls nothing else changes the state). What changed is recor
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -49,6 +50,7 @@ from core.tools import (
 
 OutcomeKind = Literal["ok", "error", "invalid", "rejected", "vetoed"]
 MAX_EDITS = 10
+WRITE_FINISH_S = 10.0  # how long a stopped session waits for a write it had started (see _finish_write)
 
 
 def utc_now() -> str:
@@ -161,14 +163,51 @@ class CallExecutor:
         return decision
 
     async def _run(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None) -> CallOutcome:
-        verdict = "ALLOW" if decision is None else decision.verdict.value
         try:
-            result = await self.backend.call(call.name, call.arguments)
+            if kind is ToolKind.WRITE:
+                result = await self._finish_write(call)
+            else:
+                result = await self.backend.call(call.name, call.arguments)
         except ToolError as exc:
-            content = f"Error: {exc.message}"
-            self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True,
-                                          ok=False, outcome="error", content=content))
-            return CallOutcome(call, kind, "ERROR", True, False, "error", content, None, decision)
+            return self._failed(call, kind, step, decision, exc)
+        except _StoppedAfterWrite as stopped:  # the session was stopped while this write ran; it has finished
+            if isinstance(stopped.result, ToolError):
+                self._failed(call, kind, step, decision, stopped.result)
+            else:
+                self._succeeded(call, kind, step, decision, stopped.result)
+            raise asyncio.CancelledError() from None
+        outcome = self._succeeded(call, kind, step, decision, result)
+        await sync_environment(self.backend, self.bus, step)
+        return outcome
+
+    async def _finish_write(self, call: ToolCall) -> Any:
+        """Run a write to its end even if the session is stopped meanwhile (a quit, a closed desk).
+
+        Once it has started, its commit is on the database's thread and happens anyway: its result is recorded
+        before the stop goes on (`_StoppedAfterWrite`), instead of a trace that ends between the gate's ALLOW
+        and nothing, leaving the operator to guess whether the write ran. A write still running
+        WRITE_FINISH_S after the stop is left to the backend and the stop goes on, its outcome not on record."""
+        running = asyncio.ensure_future(self.backend.call(call.name, call.arguments))
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            try:
+                result: Any = await asyncio.wait_for(asyncio.shield(running), WRITE_FINISH_S)
+            except (TimeoutError, asyncio.CancelledError):
+                raise asyncio.CancelledError() from None
+            except ToolError as exc:
+                result = exc
+            raise _StoppedAfterWrite(result) from None
+
+    def _failed(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
+                exc: ToolError) -> CallOutcome:
+        content = f"Error: {exc.message}"
+        self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True,
+                                      ok=False, outcome="error", content=content))
+        return CallOutcome(call, kind, "ERROR", True, False, "error", content, None, decision)
+
+    def _succeeded(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
+                   result: Any) -> CallOutcome:
         content = format_tool_result(result)
         self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True, ok=True,
                                       outcome="ok", content=content, result=result))
@@ -184,7 +223,7 @@ class CallExecutor:
                 if staled:
                     self.bus.emit(LedgerStaled(step=step, call_id=call.id, tool=call.name, paths=staled,
                                                version=self.ledger.version))
-        await sync_environment(self.backend, self.bus, step)
+        verdict = "ALLOW" if decision is None else decision.verdict.value
         return CallOutcome(call, kind, verdict, True, True, "ok", content, result, decision)
 
     def _refuse(self, call: ToolCall, step: int, kind: ToolKind | None, outcome: OutcomeKind, content: str,
@@ -194,3 +233,12 @@ class CallExecutor:
                                       content=content))
         verdict = "ERROR" if decision is None else decision.verdict.value
         return CallOutcome(call, kind, verdict, False, False, outcome, content, None, decision)
+
+
+class _StoppedAfterWrite(Exception):
+    """A write the session's stop waited for has finished: `result` (or the ToolError it raised) is recorded,
+    then the stop goes on as a CancelledError."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("stopped after a write")
+        self.result = result

@@ -7,6 +7,7 @@ is the case that was found: `amount <= 0` and `amount > cap` are both False for 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -195,3 +196,34 @@ async def test_an_operator_edit_holding_nan_is_refused_and_recorded(tmp_path: Pa
         assert all("NaN" not in line for line in lines)  # nothing non-JSON in the trace
     finally:
         await backend.close()
+
+
+async def test_a_write_running_when_the_session_is_stopped_is_finished_and_recorded(
+        telecom: tuple[Checker, SQLiteToolBackend]) -> None:
+    """A stop (quit, a closed desk, a trial's timeout) that lands while an allowed write runs: the write's commit
+    happens anyway, so it is let finish and its result is on record before the stop goes on; before, the trace
+    ended between the gate's ALLOW and nothing, and nobody could tell whether the refuel was made."""
+    checker, backend = telecom
+    seen: list[Any] = []
+    checker.bus.subscribe(seen.append)
+    started, go_on = asyncio.Event(), asyncio.Event()
+    call = backend.call
+
+    async def held(name: str, arguments: Any) -> Any:
+        if name == "refuel_data":
+            started.set()
+            await go_on.wait()  # the write is under way when the stop comes
+        return await call(name, arguments)
+
+    backend.call = held  # type: ignore[method-assign]
+    before = await backend.state_hash()
+    running = asyncio.create_task(checker.executor.execute(refuel(1.0), 9))
+    await started.wait()
+    running.cancel()
+    await asyncio.sleep(0)  # the stop is delivered while the write is held
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    results = [e for e in seen if e.type == "tool_result" and e.call.name == "refuel_data"]
+    assert [(r.executed, r.ok, r.outcome) for r in results] == [(True, True, "ok")]
+    assert await backend.state_hash() != before  # it did run: and the record says so
