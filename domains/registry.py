@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from core.domain import Domain
@@ -34,15 +35,20 @@ def load_domain(name: str) -> Domain:
 def load_offline_reader(name: str) -> CustomerReader | None:
     """The domain's `CustomerReader` for the offline agent (`domains.<d>.offline.READER`), or None when the
     domain has none (the offline agent then follows its plan and reacts generically, but cannot read typed text)."""
+    reader: CustomerReader | None = getattr(_offline_module(name), "READER", None)
+    return reader
+
+
+def _offline_module(name: str) -> ModuleType | None:
+    """`domains.<name>.offline` (the domain checked first), or None when the domain has none; an import error
+    inside that module is not taken for its absence."""
     load_domain(name)
     try:
-        module = importlib.import_module(f"domains.{name}.offline")
+        return importlib.import_module(f"domains.{name}.offline")
     except ModuleNotFoundError as exc:
         if exc.name != f"domains.{name}.offline":
             raise
         return None
-    reader: CustomerReader | None = getattr(module, "READER", None)
-    return reader
 
 
 def tasks_file(name: str) -> Path | None:
@@ -55,14 +61,7 @@ def tasks_file(name: str) -> Path | None:
 def load_offline_planner(name: str) -> OfflinePlanner:
     """The domain's careful-agent planner for offline task runs (`domains.<d>.offline.PLANNER`), else the
     generic gold planner: what `ledgeragent eval` plays without --model, and a console task session too."""
-    load_domain(name)
-    try:
-        module = importlib.import_module(f"domains.{name}.offline")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"domains.{name}.offline":
-            raise
-        module = None
-    planner: OfflinePlanner | None = getattr(module, "PLANNER", None)
+    planner: OfflinePlanner | None = getattr(_offline_module(name), "PLANNER", None)
     if planner is None:
         from core.evaluation.offline import GoldPlanner
 
