@@ -92,7 +92,9 @@ class RowTable(ScrollView, can_focus=True):
     }
     """
 
-    class RowHighlighted(Message):
+    class _RowMessage(Message):
+        """A row of `table` (its key and where the cursor is); `control` lets `@on(..., "#id")` select it."""
+
         def __init__(self, table: RowTable, row_key: str, cursor_row: int) -> None:
             super().__init__()
             self.table, self.row_key, self.cursor_row = table, row_key, cursor_row
@@ -101,14 +103,11 @@ class RowTable(ScrollView, can_focus=True):
         def control(self) -> RowTable:
             return self.table
 
-    class RowSelected(Message):
-        def __init__(self, table: RowTable, row_key: str, cursor_row: int) -> None:
-            super().__init__()
-            self.table, self.row_key, self.cursor_row = table, row_key, cursor_row
+    class RowHighlighted(_RowMessage):
+        pass
 
-        @property
-        def control(self) -> RowTable:
-            return self.table
+    class RowSelected(_RowMessage):
+        pass
 
     def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
