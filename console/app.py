@@ -12,10 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from console.app_keys import ThemeAndHelpKeys
 from console.live import LiveSession, SessionSpec, SupervisionMode
 from console.rules import LiveRules
 from console.screens.main import MainScreen
@@ -26,7 +27,7 @@ from console.widgets.transcript import TranscriptPane
 from core.llm.base import ChatModel
 
 
-class OperatorConsole(App[None]):
+class OperatorConsole(ThemeAndHelpKeys):
     TITLE = "LedgerAgent Console"
     CSS_PATH = "console.tcss"
     BINDINGS = [
@@ -92,15 +93,6 @@ class OperatorConsole(App[None]):
         self.main.refresh_status()
 
     # ------------------------------------------------------------------------------------------ actions
-
-    def action_toggle_theme(self) -> None:
-        self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
-
-    def action_help(self) -> None:
-        from console.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
 
     async def action_request_quit(self) -> None:
         """Quit; a running session asks first, and its trace always gets its `session_ended`."""

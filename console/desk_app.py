@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
 
+from console.app_keys import ThemeAndHelpKeys
 from console.desk.view import DeskAPI, RowPhase, RowView
 from console.screens.desk import DeskScreen
 
@@ -25,7 +25,7 @@ class DeskLifecycle(Protocol):
     async def close(self) -> None: ...
 
 
-class SupervisorApp(App[None]):
+class SupervisorApp(ThemeAndHelpKeys):
     TITLE = "LedgerAgent Desk"
     CSS_PATH = "console.tcss"
     BINDINGS = [
@@ -64,15 +64,6 @@ class SupervisorApp(App[None]):
 
     async def on_unmount(self) -> None:
         await self.close_desk()
-
-    def action_toggle_theme(self) -> None:
-        self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
-
-    def action_help(self) -> None:
-        from console.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.screen))
 
     async def action_request_quit(self) -> None:
         """Quit; while sessions run it asks first (they are ended, their traces kept)."""
