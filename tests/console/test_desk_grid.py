@@ -11,10 +11,9 @@ from typing import Any
 from console.desk_app import SupervisorApp
 from console.live import SupervisionMode
 from console.screens.desk import DeskScreen
-from tests.support.desk import ManualClock, make_desk, spec, until
+from tests.support.desk import ManualClock, make_desk, one_waiting_two_ended, spec, until
 
 N = SupervisionMode.APPROVE_NON_ALLOW
-AUTO = SupervisionMode.AUTOPILOT
 
 
 def count_layouts(screen: DeskScreen) -> list[int]:
@@ -32,8 +31,7 @@ def count_layouts(screen: DeskScreen) -> list[int]:
 
 async def test_a_changed_cell_renders_its_row_only_and_lays_nothing_out(tmp_path: Path) -> None:
     clock = ManualClock()
-    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "cancel-outside-window", AUTO),
-                      spec("telecom", "roaming-abroad", AUTO)], tmp_path, clock)
+    desk = one_waiting_two_ended(tmp_path, clock)
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen

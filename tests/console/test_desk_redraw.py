@@ -15,7 +15,7 @@ from console.live import SupervisionMode
 from console.screens.confirm import ConfirmScreen
 from console.screens.desk import DeskScreen
 from console.widgets.desk_grid import RowTable
-from tests.support.desk import ManualClock, make_desk, spec, trace_of, until, until_screen
+from tests.support.desk import ManualClock, make_desk, one_waiting_two_ended, spec, trace_of, until, until_screen
 
 N = SupervisionMode.APPROVE_NON_ALLOW
 CELL = r">(?:&#160;)*{}(?:&#160;)*<"
@@ -30,8 +30,7 @@ STEP = SupervisionMode.STEP
 
 async def test_a_burst_of_changes_is_one_redraw_and_cells_change_in_place(tmp_path: Path) -> None:
     clock = ManualClock()
-    desk = make_desk([spec("retail", "other-customers-order", N), spec("airline", "cancel-outside-window", AUTO),
-                      spec("telecom", "roaming-abroad", AUTO)], tmp_path, clock)
+    desk = one_waiting_two_ended(tmp_path, clock)
     app = SupervisorApp(desk, operator="alice", lifecycle=desk)
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen

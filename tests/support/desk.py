@@ -41,6 +41,14 @@ def make_desk(specs: list[SessionSpec], root: Path, clock: ManualClock, *, audit
                 clock=clock, wall=fixed_wall, **kwargs)
 
 
+def one_waiting_two_ended(root: Path, clock: ManualClock) -> Desk:
+    """A retail session that waits on the operator (its BLOCK, approve non-ALLOW) beside an airline and a telecom
+    session that run to their end on autopilot: the desk with one inbox item whose rows stop changing."""
+    return make_desk([spec("retail", "other-customers-order", SupervisionMode.APPROVE_NON_ALLOW),
+                      spec("airline", "cancel-outside-window", SupervisionMode.AUTOPILOT),
+                      spec("telecom", "roaming-abroad", SupervisionMode.AUTOPILOT)], root, clock)
+
+
 def trace_of(snapshot: DeskSnapshot, session_id: str) -> list[dict[str, Any]]:
     """The session's trace file on disk, every line parsed."""
     row = snapshot.row(session_id)
