@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from core import strict_json
-from core.evaluation.results import EvalResults, ResultsError, ResultStore, TrialResult
+from core.evaluation.results import EvalResults, ResultsError, ResultStore, TrialResult, read_trial_line
 from core.evaluation.tau2_format import is_tau2, load_tau2
 
 
@@ -30,9 +30,8 @@ def load_results(path: Path, kind_of: Callable[[str], str] | None = None) -> Eva
                 raise ResultsError(f"{path}: no results.json and no run.json: not a run folder")
             latest: dict[tuple[str, str, str, int], TrialResult] = {}  # a re-run trial's newer line wins
             for _offset, _length, line in store._lines():
-                try:  # strict JSON first: pydantic's own parser takes NaN and 1e999 for numbers
-                    trial = TrialResult.model_validate(strict_json.loads(line))
-                except (strict_json.StrictJSONError, ValidationError):
+                trial = read_trial_line(TrialResult, line)
+                if trial is None:
                     continue
                 latest.pop(trial.key, None)
                 latest[trial.key] = trial

@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core import strict_json
 from core.evaluation.rewards import RewardInfo
 from core.evaluation.tasks import Task
+
+_Line = TypeVar("_Line", bound=BaseModel)
 
 RESULTS_VERSION = 1
 # "infra_error": the trial could not be run (a model endpoint kept failing, the harness crashed) even after
@@ -232,11 +235,9 @@ class ResultStore:
         ended as an infrastructure error is not done: --resume runs it again (the newer line wins)."""
         found: dict[tuple[str, str, str, int], TrialSummary] = {}
         for _offset, _length, line in self._lines():
-            try:
-                summary = TrialSummary.model_validate_json(line)
-            except ValidationError:
-                continue
-            found[summary.key] = summary.light()
+            summary = read_trial_line(TrialSummary, line)
+            if summary is not None:
+                found[summary.key] = summary.light()
         return [s for s in found.values() if not s.infra]
 
     def append(self, result: TrialResult) -> None:
@@ -265,11 +266,9 @@ class ResultStore:
         index: dict[tuple[str, str, str, int], tuple[int, int]] = {}
         order = {(d, t.id): n for d, ts in tasks.items() for n, t in enumerate(ts)}
         for offset, length, line in self._lines():
-            try:
-                summary = TrialSummary.model_validate_json(line)
-            except ValidationError:
-                continue
-            index[summary.key] = (offset, length)
+            summary = read_trial_line(TrialSummary, line)
+            if summary is not None:
+                index[summary.key] = (offset, length)
         keys = sorted(index, key=lambda k: (k[0], order.get((k[0], k[1]), 10**9), k[1], k[2], k[3]))
         tasks_json = {d: [t.model_dump(mode="json", exclude_none=True) for t in ts] for d, ts in tasks.items()}
         with self.results_path.open("w", encoding="utf-8") as out, self.trials_path.open("rb") as source:
@@ -286,3 +285,12 @@ class ResultStore:
 def summaries(trials: Iterable[TrialSummary]) -> list[TrialSummary]:
     """Light summaries (e.g. to recompute metrics from `load_results(...).trials`)."""
     return [t.light() for t in trials]
+
+
+def read_trial_line(model: type[_Line], line: str) -> _Line | None:
+    """One trials.jsonl line as `model`, or None when it is not one: torn, not strict JSON (pydantic's own
+    parser would take NaN and 1e999 for numbers), or not that shape. Every reader of the file skips alike."""
+    try:
+        return model.model_validate(strict_json.loads(line))
+    except (strict_json.StrictJSONError, ValidationError):
+        return None

@@ -15,7 +15,7 @@ import pytest
 from core.evaluation import load_results
 from core.evaluation.compare import compare
 from core.evaluation.metrics import compute_metrics, pass_k
-from core.evaluation.results import ResultsError
+from core.evaluation.results import ResultsError, ResultStore
 from core.evaluation.tau2_format import TAU2_TERMINATIONS, Tau2Results
 from core.events import EVENT_ADAPTER
 from tests.support.eval_domains import run_eval
@@ -190,3 +190,6 @@ async def test_a_results_file_with_a_number_that_is_not_finite_is_refused(tmp_pa
     log = next(p for p in lines if '"reward":1.0' in p.read_text(encoding="utf-8"))
     log.write_text(log.read_text(encoding="utf-8").replace('"reward":1.0', '"reward":NaN', 1), encoding="utf-8")
     assert len(load_results(tmp_path / "run").trials) == trials - 1
+    # the store's own readers skip it alike: --resume runs that trial again, results.json leaves it out
+    store = ResultStore(tmp_path / "run")
+    assert len(store.done()) == trials - 1
