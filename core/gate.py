@@ -267,6 +267,32 @@ def requires_customer(identified_rule: str, customer: Callable[[LedgerView, Gate
 _FAILED = frozenset((Status.VIOLATION, Status.MISSING, Status.ERROR))
 
 
+class RefusalKind(StrEnum):
+    """Why a REVISE sent a call back: the two are told apart everywhere a REVISE is shown or counted.
+
+    NEEDS_READ: every objection is missing or stale evidence; reading the records named makes the call
+    judgeable, and nothing observed says it breaks a rule. BREAKS_RULE: at least one rule found a conflict
+    in the observed state, or crashed (fail closed), so a read alone does not make the call legal."""
+
+    NEEDS_READ = "needs_read"
+    BREAKS_RULE = "breaks_rule"
+
+    @property
+    def label(self) -> str:
+        """The words the screens and reports use."""
+        return "needs a read" if self is RefusalKind.NEEDS_READ else "breaks a rule"
+
+
+def refusal_kind(verdict: Verdict, results: Iterable[PredicateResult]) -> RefusalKind | None:
+    """The kind of a REVISE from its results (None for ALLOW and BLOCK, which are their own kinds)."""
+    if verdict is not Verdict.REVISE:
+        return None
+    failed = [r for r in results if r.failed]
+    if failed and all(r.status is Status.MISSING for r in failed):
+        return RefusalKind.NEEDS_READ
+    return RefusalKind.BREAKS_RULE
+
+
 @dataclass(frozen=True)
 class PredicateResult:
     predicate_id: str
@@ -305,6 +331,11 @@ class GateDecision:
     @property
     def failed(self) -> tuple[PredicateResult, ...]:
         return tuple(r for r in self.results if r.failed)
+
+    @property
+    def refusal(self) -> RefusalKind | None:
+        """NEEDS_READ or BREAKS_RULE for a REVISE; None for ALLOW and BLOCK."""
+        return refusal_kind(self.verdict, self.results)
 
     @property
     def evidence(self) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from core.gate import (
     PolicyGate,
     Predicate,
     PredicateResult,
+    RefusalKind,
     Status,
     Verdict,
     Violation,
@@ -79,6 +80,28 @@ def test_stale_evidence_asks_for_reread() -> None:
     decision = gate().evaluate(transfer(amount=1), ledger, DOMAIN.context(ledger))
     assert decision.verdict is Verdict.REVISE
     assert "may have changed since transfer at step 3" in decision.feedback
+
+
+def test_a_revise_says_whether_it_needs_a_read_or_breaks_a_rule() -> None:
+    nothing_read = ledger_with()
+    needs_read = gate().evaluate(transfer(), nothing_read, DOMAIN.context(nothing_read))
+    assert needs_read.verdict is Verdict.REVISE and needs_read.refusal is RefusalKind.NEEDS_READ
+    assert needs_read.refusal.label == "needs a read"
+
+    stale = ledger_with(ANN)
+    stale.mark_stale(transfer(), 3)
+    assert gate().evaluate(transfer(amount=1), stale, DOMAIN.context(stale)).refusal is RefusalKind.NEEDS_READ
+
+    ledger = ledger_with(ANN)
+    allowed = gate().evaluate(transfer(), ledger, DOMAIN.context(ledger))
+    assert allowed.refusal is None
+
+    @predicate(id="toy.crash", tools=["transfer"], severity=Verdict.REVISE, policy="never crash")
+    def crash(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        raise ZeroDivisionError("boom")
+
+    crashed = PolicyGate([*PREDICATES, crash]).evaluate(transfer(), ledger, DOMAIN.context(ledger))
+    assert crashed.verdict is Verdict.REVISE and crashed.refusal is RefusalKind.BREAKS_RULE
 
 
 def test_crashing_predicate_fails_closed() -> None:
