@@ -1,0 +1,142 @@
+"""The server over stdio (what a desktop client launches): one client, one session, until its input ends.
+
+The SDK's stdio transport is used with our own ends of the pipe, for three reasons it has no options for:
+- a line is read with a bound (`max_line` bytes): a longer one is skipped to its end, never held in memory;
+- a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
+  invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
+  sent it is not left waiting; the lines that are messages go to the SDK as they came;
+- the end of input ends the session at once (a held write is given up, the trace ends), rather than when
+  the requests in flight have finished, which for a held write can be minutes.
+
+As the SDK does by itself, the process's own stdin and stdout are moved off the pipe while serving (stdin
+reads the null device, stdout goes to stderr), so nothing printed by accident can corrupt the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import IO, Any, cast
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from pydantic import ValidationError
+
+MAX_LINE = 4 * 1024 * 1024  # bytes in one message: the HTTP transport's default body limit
+
+
+class Wire:
+    """The two ends of the pipe: bounded lines in, whole lines out (one writer at a time)."""
+
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int = MAX_LINE,
+                 on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.max_line = max_line
+        self.on_eof = on_eof
+        self._lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------------------------------ out
+
+    async def write(self, text: str) -> None:
+        """A whole line (the SDK writes a message and its newline in one call), never torn by another."""
+        data = text.encode("utf-8")
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._send, data)
+
+    def _send(self, data: bytes) -> None:
+        self.writer.write(data)
+        self.writer.flush()
+
+    async def flush(self) -> None:
+        """Each write is flushed already."""
+
+    async def _answer_error(self, request_id: Any, code: int, message: str) -> None:
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+        await self.write(json.dumps(error) + "\n")
+
+    # ------------------------------------------------------------------------------------------ in
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while True:
+            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            if not raw:
+                if self.on_eof is not None:
+                    await self.on_eof()
+                return
+            if len(raw) > self.max_line and not raw.endswith(b"\n"):
+                await self._skip_rest()
+                await self._answer_error(None, types.PARSE_ERROR,
+                                         f"message too large (more than {self.max_line} bytes): not read")
+                continue
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            problem = await self._problem(line)
+            if problem is None:
+                yield line
+
+    async def _skip_rest(self) -> None:
+        while True:
+            chunk = await anyio.to_thread.run_sync(self.reader.readline, 65536, abandon_on_cancel=True)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    async def _problem(self, line: str) -> str | None:
+        """Why `line` is not a JSON-RPC message (answered here), or None to hand it to the SDK."""
+        try:
+            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValidationError as exc:
+            reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
+        else:
+            return None
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            await self._answer_error(None, types.PARSE_ERROR, f"Parse error: {reason}")
+            return reason
+        if isinstance(value, dict) and ("method" not in value or "id" not in value):
+            return reason  # a notification or a client's response: JSON-RPC answers neither, even malformed
+        request_id = value.get("id") if isinstance(value, dict) else None
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            request_id = None
+        await self._answer_error(request_id, types.INVALID_REQUEST, f"Invalid request: {str(reason)[:300]}")
+        return reason
+
+
+@contextlib.contextmanager
+def claimed_pipe() -> Any:
+    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    reader = os.fdopen(wire_in, "rb", buffering=1 << 16)
+    writer = os.fdopen(wire_out, "wb", buffering=0)
+    try:
+        yield reader, writer
+    finally:
+        with contextlib.suppress(OSError):
+            writer.close()
+        os.dup2(2, 1)
+
+
+async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]],
+                      max_line: int = MAX_LINE) -> None:
+    """Serve `server` on this process's stdin/stdout until the client closes its end."""
+    with claimed_pipe() as (reader, writer):
+        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
+        stream = cast(Any, wire)
+        async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
