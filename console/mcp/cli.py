@@ -26,7 +26,7 @@ from console.mcp.manager import McpSessions
 from console.mcp.server import ServerOptions, build_server
 from console.mcp.session import McpLiveSession, McpSessionSpec
 from console.mcp.stdio import serve_stdio
-from console.serve import check_bind, choose_token
+from console.serve import ServeError, check_bind, choose_token
 from console.serve_policy import TOKEN_ENV, allowed_origins
 from console.supervise_cli import audit_path
 from core.domain import Domain
@@ -59,8 +59,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise CliError("; ".join(problems))
     token: str | None = None
     if args.transport == "http":
-        token, source = choose_token(args.token, os.environ.get(TOKEN_ENV) or None, no_token=args.no_token)
-        check_bind(args.host, token)
+        try:
+            token, source = choose_token(args.token, os.environ.get(TOKEN_ENV) or None, no_token=args.no_token)
+            check_bind(args.host, token)
+        except ServeError as exc:  # the same rules as `serve`, in its words
+            raise CliError(str(exc)) from None
         args.token_source = source
     audit = audit_path(args) if args.listen else None
     return asyncio.run(_serve(args, domain, spec, audit, token))
