@@ -231,3 +231,84 @@ def integrity(path: Path) -> str:
 
     with contextlib.closing(sqlite3.connect(path)) as db:
         return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+class RawStdio:
+    """The server on stdio driven line by line, as a client of any quality might: what it writes is read by a
+    thread into a list, and closing stdin is a client that went away (its end of the pipe closed)."""
+
+    HANDSHAKE = ({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "raw", "version": "1"}}},
+                 {"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def __init__(self, domain: str, home: Path, *extra: str) -> None:
+        params = stdio_params(domain, home, *extra)
+        self.process = subprocess.Popen([params.command, *params.args], cwd=ROOT, env=params.env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out: list[dict[str, Any]] = []
+        self.err: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._errors, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            with self._changed:
+                self.out.append(json.loads(raw))
+                self._changed.notify_all()
+
+    def _errors(self) -> None:
+        assert self.process.stderr is not None
+        for raw in self.process.stderr:
+            with self._changed:
+                self.err.append(raw.decode("utf-8", "replace").rstrip())
+                self._changed.notify_all()
+
+    def send_line(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data if data.endswith(b"\n") else data + b"\n")
+        self.process.stdin.flush()
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self.send_line(json.dumps(message).encode("utf-8"))
+
+    def handshake(self) -> None:
+        for message in self.HANDSHAKE:
+            self.send(message)
+        self.answer(0)
+
+    def call(self, request_id: int, name: str, arguments: Any) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}})
+
+    def answer(self, request_id: Any, timeout: float = 60.0) -> dict[str, Any]:
+        """The response with this id (`None`: the next one written with id null)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for message in self.out:
+                    if "id" in message and message["id"] == request_id and ("result" in message or "error" in message):
+                        self.out.remove(message)
+                        return message
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no answer to {request_id!r}; stdout {self.out}, stderr {self.err}")
+                self._changed.wait(min(left, 0.2))
+
+    def close_input(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def wait(self, timeout: float = 60.0) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
