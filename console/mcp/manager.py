@@ -86,11 +86,11 @@ class McpSessions:
         if not made.done():
             raise SessionGone(self._failure(desk_id))
         live = made.result()
-        self._live[key] = live
         self._desk_ids[key] = desk_id
         await asyncio.wait((live.opened, task), return_when=asyncio.FIRST_COMPLETED)
         if not live.opened.done() or live.opened.exception() is not None:
             raise SessionGone(self._failure(desk_id))
+        self._live[key] = live  # only once it serves: a call arriving meanwhile waits on the lock above
         self.on_opened(key, live)
         return live
 
@@ -100,7 +100,8 @@ class McpSessions:
 
     async def end(self, key: str, reason: str) -> None:
         """End the client's session (if it has one) and wait until its trace is complete."""
-        live = self._live.get(key)
+        async with self._opening.setdefault(key, asyncio.Lock()):  # one being opened ends once it serves
+            live = self._live.get(key)
         desk_id = self._desk_ids.get(key)
         if live is None or desk_id is None:
             return
