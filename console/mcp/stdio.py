@@ -31,8 +31,15 @@ from pydantic import ValidationError
 MAX_LINE = 4 * 1024 * 1024  # bytes in one message: the HTTP transport's default body limit
 
 
+OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
+
+
 class Wire:
-    """The two ends of the pipe: bounded lines in, whole lines out (one writer at a time)."""
+    """The two ends of the pipe: bounded lines in, whole lines out (one writer at a time).
+
+    On pipes and sockets (what a client gives its server) both ends are asyncio transports, so a message
+    costs no thread hop; on anything else (a regular file as input, say) they fall back to blocking reads and
+    writes in a worker thread."""
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int = MAX_LINE,
                  on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
@@ -41,6 +48,23 @@ class Wire:
         self.max_line = max_line
         self.on_eof = on_eof
         self._lock = asyncio.Lock()
+        self._stream: asyncio.StreamReader | None = None
+        self._out: asyncio.StreamWriter | None = None
+
+    async def open(self) -> None:
+        """Attach the asyncio transports when the ends allow it (else the thread fallback stays)."""
+        loop = asyncio.get_running_loop()
+        stream = asyncio.StreamReader(limit=self.max_line + 1)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self.reader)
+        except (ValueError, OSError):
+            return
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self.writer)
+        except (ValueError, OSError):
+            return
+        self._stream = stream
+        self._out = asyncio.StreamWriter(transport, protocol, None, loop)
 
     # ------------------------------------------------------------------------------------------ out
 
@@ -48,7 +72,11 @@ class Wire:
         """A whole line (the SDK writes a message and its newline in one call), never torn by another."""
         data = text.encode("utf-8")
         async with self._lock:
-            await anyio.to_thread.run_sync(self._send, data)
+            if self._out is not None:
+                self._out.write(data)
+                await self._out.drain()
+            else:
+                await anyio.to_thread.run_sync(self._send, data)
 
     def _send(self, data: bytes) -> None:
         self.writer.write(data)
@@ -68,16 +96,16 @@ class Wire:
 
     async def _lines(self) -> AsyncIterator[str]:
         while True:
-            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            raw = await self._line()
+            if raw is OVERLONG:
+                await self._answer_error(None, types.PARSE_ERROR,
+                                         f"message too large (more than {self.max_line} bytes): not read")
+                continue
+            assert isinstance(raw, bytes)
             if not raw:
                 if self.on_eof is not None:
                     await self.on_eof()
                 return
-            if len(raw) > self.max_line and not raw.endswith(b"\n"):
-                await self._skip_rest()
-                await self._answer_error(None, types.PARSE_ERROR,
-                                         f"message too large (more than {self.max_line} bytes): not read")
-                continue
             line = raw.decode("utf-8", errors="replace")
             if not line.strip():
                 continue
@@ -85,11 +113,30 @@ class Wire:
             if problem is None:
                 yield line
 
-    async def _skip_rest(self) -> None:
-        while True:
-            chunk = await anyio.to_thread.run_sync(self.reader.readline, 65536, abandon_on_cancel=True)
-            if not chunk or chunk.endswith(b"\n"):
-                return
+    async def _line(self) -> bytes | object:
+        """The next line with its newline, b"" at the end of input, or OVERLONG (and skipped to its end)."""
+        if self._stream is None:
+            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            if len(raw) > self.max_line and not raw.endswith(b"\n"):
+                while (chunk := await anyio.to_thread.run_sync(self.reader.readline, 65536,
+                                                               abandon_on_cancel=True)) and not chunk.endswith(b"\n"):
+                    pass
+                return OVERLONG
+            return raw
+        try:
+            return await self._stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            return end.partial  # the last line had no newline (b"" when there was nothing left)
+        except asyncio.LimitOverrunError as over:
+            await self._stream.readexactly(over.consumed)
+        while True:  # skip the rest of the overlong line, a buffer-full at a time
+            try:
+                await self._stream.readuntil(b"\n")
+                return OVERLONG
+            except asyncio.IncompleteReadError:
+                return OVERLONG
+            except asyncio.LimitOverrunError as over:
+                await self._stream.readexactly(over.consumed)
 
     async def _problem(self, line: str) -> str | None:
         """Why `line` is not a JSON-RPC message (answered here), or None to hand it to the SDK."""
@@ -137,6 +184,7 @@ async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[Non
     """Serve `server` on this process's stdin/stdout until the client closes its end."""
     with claimed_pipe() as (reader, writer):
         wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
+        await wire.open()
         stream = cast(Any, wire)
         async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
