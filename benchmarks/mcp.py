@@ -33,9 +33,10 @@ from benchmarks.timing import MS, Result, summarise
 ROOT = Path(__file__).resolve().parents[1]
 USER = "mia_garcia_4821"
 READ = ("get_user_details", {"user_id": USER})
+NOTE = ("log_message", {"role": "customer", "text": "I moved, please update my address"})
 SESSIONS = 50
 CALLS_PER_CLIENT = 10
-THINK_S = 0.2
+THINK_S = 1.0  # seconds between one agent's calls: a real model takes longer than this per turn
 MIB = 1024 * 1024
 
 
@@ -93,11 +94,12 @@ async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
     return reads, writes
 
 
-async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int]]:
+async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
     from mcp import Client, StdioServerParameters
 
     reads: list[int] = []
     writes: list[int] = []
+    notes: list[int] = []
     with tempfile.TemporaryDirectory() as home:
         params = StdioServerParameters(command=sys.executable, args=["-m", "console", "mcp", "--domain", "retail"],
                                        env=_env(home), cwd=str(ROOT))
@@ -105,21 +107,23 @@ async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
             await client.call_tool("find_user_id_by_name_zip",
                                    {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
             for _ in range(rounds):
-                for (name, arguments), into in ((READ, reads), (write, writes)):
+                for (name, arguments), into in ((READ, reads), (write, writes), (NOTE, notes)):
                     start = time.perf_counter_ns()
                     result = await client.call_tool(name, arguments)
                     into.append(time.perf_counter_ns() - start)
                     facts = result.structured_content or {}
                     if result.is_error or facts.get("verdict") not in (None, "ALLOW"):
                         raise RuntimeError(f"mcp: {name} failed: {result.content}")
-    return reads, writes
+    return reads, writes, notes
 
 
 def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
     write = _write(asyncio.run(_address()))
     check_reads, check_writes = asyncio.run(_check_samples(rounds + warmup, write))
-    mcp_reads, mcp_writes = asyncio.run(_stdio_samples(rounds + warmup, write))
-    rows: list[Result] = []
+    mcp_reads, mcp_writes, mcp_notes = asyncio.run(_stdio_samples(rounds + warmup, write))
+    rows: list[Result] = [summarise(
+        "mcp_stdio_floor", "mcp over stdio: log_message round trip (no database, no gate: the protocol's floor)",
+        mcp_notes[warmup:], note="the SDK client and server, the pipe, one event on the session's trace")]
     for what, via_check, via_mcp in (("read", check_reads, mcp_reads), ("gated write", check_writes, mcp_writes)):
         key = what.replace(" ", "_")
         base = summarise(f"mcp_check_{key}", f"check: one {what} through the executor (the reference)",
