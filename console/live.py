@@ -511,11 +511,15 @@ class LiveSession:
             raise
         finally:
             await self.close()
+        return self._show_end(self.result)
+
+    def _show_end(self, result: SessionResult) -> SessionResult:
+        """The status bar's last word on the session: ended, why, and its error if any."""
         self.state.phase = Phase.ENDED
-        self.state.end_reason = self.result.reason
-        self.state.error = self.result.detail or None
+        self.state.end_reason = result.reason
+        self.state.error = result.detail or None
         self.on_state()
-        return self.result
+        return result
 
     # --------------------------------------------------------------------------------------- operator
 

@@ -156,11 +156,7 @@ class McpLiveSession(LiveSession):
             if not self.opened.done():
                 self.opened.set_exception(SessionGone(self.cancel_reason))
             await self.close()
-        self.state.phase = Phase.ENDED
-        self.state.end_reason = self.result.reason
-        self.state.error = self.result.detail or None
-        self.on_state()
-        return self.result
+        return self._show_end(self.result)
 
     def end(self, reason: str, detail: str = "") -> None:
         """End the session (its client went, the server stops): calls in flight stop, the trace ends."""
