@@ -31,6 +31,7 @@ from benchmarks.desk_remote import bench_desk_remote
 from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
+from benchmarks.mcp import bench_mcp
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
 from benchmarks.serve import bench_serve
@@ -108,6 +109,7 @@ GROUPS: tuple[Group, ...] = (
           "airline gate decision for book_reservation, 10,000-record ledger"),
     Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
     Group("desk_remote", lambda i: bench_desk_remote(), "desk over its socket: item visible, decide, push size"),
+    Group("mcp", lambda i: bench_mcp(), "ledgeragent mcp: stdio round trip vs check, 50 HTTP sessions, memory"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
 )

@@ -25,6 +25,7 @@ from console.cli_common import (  # noqa: F401 - re-exported: the old names stay
 from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
 from console.cli_errors import OneLineParser, positive_int, print_error, run_handler
 from console.eval_args import register as register_eval
+from console.mcp_args import register as register_mcp
 from console.model_args import add_model_arguments, model_settings
 from console.serve import register as register_serve
 from console.storage import claim_session_folder
@@ -270,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_eval(sub)
     register_serve(sub)
     register_supervise(sub)
+    register_mcp(sub)
     return parser
 
 

@@ -29,6 +29,9 @@ END_WORDS = {
     "model_error": "the model failed",
     "cancelled": "stopped by the operator",
     "quit": "the operator quit the console",
+    "client_disconnected": "the MCP client disconnected",
+    "client_idle": "the MCP client went quiet (idle timeout)",
+    "server_stopped": "the MCP server stopped",
 }
 
 OUTCOME_WORDS = {
@@ -37,6 +40,7 @@ OUTCOME_WORDS = {
     "invalid": "not executed: the call was invalid",
     "rejected": "not executed: refused by the gate",
     "vetoed": "not executed: stopped by the operator",
+    "undecided": "not executed: no operator decided in time",
 }
 
 

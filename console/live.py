@@ -25,7 +25,7 @@ from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, 
 from core.llm.openai_model import OpenAIChatModel
 from core.scenario import Scenario, list_scenarios, load_scenario
 from core.session import Session, SessionResult
-from core.supervisor import Decision, Resolution
+from core.supervisor import Decision, Resolution, Undecided
 from core.tools import ToolCall, ToolKind, validate_arguments
 from core.users import HumanUser, UserProxy
 from domains.registry import load_domain, load_offline_reader
@@ -132,18 +132,29 @@ class PendingReview:
     decision: GateDecision | None
     future: asyncio.Future[Resolution]
 
+    @property
+    def open(self) -> bool:
+        """Still waiting: neither decided nor given up on (a supervisor's timeout)."""
+        return not self.future.done()
+
     def resolve(self, resolution: Resolution) -> None:
         if not self.future.done():
             self.future.set_result(resolution)
 
 
 class OperatorSupervisor:
-    """A core Supervisor that asks the operator according to the supervision mode."""
+    """A core Supervisor that asks the operator according to the supervision mode.
 
-    def __init__(self, mode: SupervisionMode, who: str, ask: Callable[[PendingReview], object]) -> None:
+    `timeout` (seconds, None: wait as long as it takes) is for callers that cannot wait forever, such as an
+    external agent's MCP call: when no decision came by then, `review` raises `Undecided` and the call is not
+    run. The timeout resolves the very future a decision would, so exactly one of the two takes effect."""
+
+    def __init__(self, mode: SupervisionMode, who: str, ask: Callable[[PendingReview], object], *,
+                 timeout: float | None = None) -> None:
         self.mode = mode
         self.who = who
         self.ask = ask
+        self.timeout = timeout
         self.pending: PendingReview | None = None
 
     def needs_review(self, decision: GateDecision | None) -> bool:
@@ -156,13 +167,23 @@ class OperatorSupervisor:
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
         if not self.needs_review(decision):
             return Resolution(Decision.APPROVE)
-        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Resolution] = loop.create_future()
         self.pending = PendingReview(call, decision, future)
+        timer = None if self.timeout is None else loop.call_later(self.timeout, _give_up, future, self.timeout)
         self.ask(self.pending)
         try:
             return await future
         finally:
             self.pending = None
+            if timer is not None:
+                timer.cancel()
+
+
+def _give_up(future: asyncio.Future[Resolution], seconds: float) -> None:
+    if not future.done():
+        future.set_exception(Undecided(f"no operator decided within {seconds:g} s; the call did not run and "
+                                       "nothing changed (ask again, or tell the customer it is pending)"))
 
 
 class Pacer:
@@ -490,11 +511,15 @@ class LiveSession:
             raise
         finally:
             await self.close()
+        return self._show_end(self.result)
+
+    def _show_end(self, result: SessionResult) -> SessionResult:
+        """The status bar's last word on the session: ended, why, and its error if any."""
         self.state.phase = Phase.ENDED
-        self.state.end_reason = self.result.reason
-        self.state.error = self.result.detail or None
+        self.state.end_reason = result.reason
+        self.state.error = result.detail or None
         self.on_state()
-        return self.result
+        return result
 
     # --------------------------------------------------------------------------------------- operator
 

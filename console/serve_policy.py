@@ -8,6 +8,7 @@ textual-serve.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
 import shlex
@@ -102,6 +103,37 @@ def origin_allowed(origin: str | None, allowed: frozenset[Origin]) -> bool:
         return True
     parsed = parse_origin(origin)
     return parsed is not None and parsed in allowed
+
+
+def host_name(header: str) -> str:
+    """The lower-case host name a `Host` header names ("" when it is missing or malformed)."""
+    try:
+        return (urlsplit(f"//{header}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def host_allowed(host: str, bind_host: str, public_url: str | None = None) -> bool:
+    """Whether a request naming `host` (see `host_name`) may reach a server bound to `bind_host`.
+
+    Bound to loopback, the server is reached by a loopback name (or its --public-url, through a proxy): any
+    other name in the Host header is a page that rebound its own name to 127.0.0.1 (DNS rebinding). A server
+    bound elsewhere is reached by many names; its token decides."""
+    public_host = (urlsplit(public_url).hostname or "").lower() if public_url else ""
+    return bool(host) and (not is_loopback(bind_host) or is_loopback(host) or host == public_host)
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, for programs (browsers use the cookie)."""
+    scheme, _, value = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None
+
+
+def token_matches(presented: str | None, token: str) -> bool:
+    """A constant-time comparison: how long it takes says nothing about how much of the token was right."""
+    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
 
 
 def terminal_size(width: object, height: object) -> tuple[int, int]:

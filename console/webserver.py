@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import html
 import itertools
 import json
@@ -49,10 +48,14 @@ from console.serve_policy import (
     TOKEN_ENV,
     ServeConfig,
     allowed_origins,
+    bearer_token,
+    host_allowed,
+    host_name,
     is_loopback,
     origin_allowed,
     tab_operator,
     terminal_size,
+    token_matches,
 )
 
 log = logging.getLogger("ledgeragent.serve")
@@ -568,15 +571,10 @@ class ConsoleServer(Server):
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         """Why this request may not go on (a ready error page), or None to let it through."""
-        header = request.headers.get("Host", "")  # not `request.host`: without a header that is our own name
-        try:
-            host = (urlsplit(f"//{header}").hostname or "").lower()
-        except ValueError:
-            host = ""
+        host = host_name(request.headers.get("Host", ""))  # not `request.host`: without a header that is ours
         if not host:
             return self._refuse(request, 400, "Bad request", "The request has no <code>Host</code> header.")
-        public_host = (urlsplit(self.config.public_url).hostname or "").lower() if self.config.public_url else ""
-        if is_loopback(self.host) and not (is_loopback(host) or host == public_host):
+        if not host_allowed(host, self.host, self.config.public_url):
             # Bound to loopback, so reached by a loopback name: a foreign Host header is DNS rebinding.
             return self._refuse(request, 403, "Wrong address", "This console only answers to localhost / "
                                 "127.0.0.1 (and its --public-url). Start the server with --public-url to reach it "
@@ -600,7 +598,7 @@ class ConsoleServer(Server):
         if token is None:
             return None
         presented = request.query.get("token") or request.cookies.get(self.cookie_name) or _bearer(request)
-        if presented is None or not hmac.compare_digest(presented.encode(), token.encode()):
+        if not token_matches(presented, token):
             return self._refuse(request, 401, "Access token needed",
                                 "Open the address that <code>ledgeragent serve</code> printed (it ends in "
                                 "<code>?token=…</code>); your browser then keeps the token in a cookie.")
@@ -882,10 +880,7 @@ def _query_size(request: web.Request) -> tuple[int, int]:
 
 def _bearer(request: web.Request) -> str | None:
     """`Authorization: Bearer <token>`, for scripts and probes (browsers use the cookie)."""
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return value.strip() or None
+    return bearer_token(request.headers.get("Authorization"))
 
 
 def _url_host(host: str) -> str:

@@ -142,7 +142,7 @@ class ToolResultEvent(_Event):
     kind: str  # read | write | generic | unknown
     executed: bool
     ok: bool
-    outcome: Literal["ok", "error", "invalid", "rejected", "vetoed"]
+    outcome: Literal["ok", "error", "invalid", "rejected", "vetoed", "undecided"]
     content: str  # exactly what the model was given
     result: Any = None
 

@@ -37,7 +37,7 @@ from core.events import (
 from core.gate import GateDecision, PolicyGate, Verdict
 from core.ledger import Ledger
 from core.strict_json import value_problem
-from core.supervisor import Autopilot, Decision, Supervisor
+from core.supervisor import Autopilot, Decision, Supervisor, Undecided
 from core.tools import (
     Requestor,
     ToolBackend,
@@ -48,7 +48,7 @@ from core.tools import (
     validate_arguments,
 )
 
-OutcomeKind = Literal["ok", "error", "invalid", "rejected", "vetoed"]
+OutcomeKind = Literal["ok", "error", "invalid", "rejected", "vetoed", "undecided"]
 MAX_EDITS = 10
 WRITE_FINISH_S = 10.0  # how long a stopped session waits for a write it had started (see _finish_write)
 
@@ -116,7 +116,11 @@ class CallExecutor:
     async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
         for _ in range(MAX_EDITS):
             decision = self._judge(call, step)
-            resolution = await self.supervisor.review(call, decision)
+            try:
+                resolution = await self.supervisor.review(call, decision)
+            except Undecided as nobody:  # asked, never answered: not run, and no decision on record
+                return self._refuse(call, step, ToolKind.WRITE, "undecided", f"NOT EXECUTED: {nobody.message}",
+                                    decision)
             unfit = None if resolution.arguments is None else value_problem(dict(resolution.arguments))
             if resolution.is_human:
                 self.bus.emit(SupervisorDecided(

@@ -243,6 +243,8 @@ def _export_call(result: ToolResultEvent, gated: Sequence[GateDecided], human: S
     if last.verdict == "ALLOW":
         if result.outcome == "vetoed":
             return "vetoed by the operator although the gate allowed it; check would run it"
+        if result.outcome == "undecided":
+            return "no operator decided it in time although the gate allowed it; check would run it"
         expect = "ALLOW" if result.ok else "ERROR"
     else:
         expect = last.verdict

@@ -49,6 +49,16 @@ class Resolution:
         return self.who != "autopilot"
 
 
+class Undecided(Exception):
+    """Nobody decided: the supervisor asked a human and no decision came in time (an external agent's call
+    cannot wait forever). Raised by `Supervisor.review`; the executor then does not run the call and records
+    it as not executed ("undecided"), with no operator decision, since none was made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 @runtime_checkable
 class Supervisor(Protocol):
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution: ...

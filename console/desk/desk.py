@@ -128,6 +128,8 @@ class _DeskSession:
     item: _Item | None = None
     decided: dict[str, str] = field(default_factory=dict)  # call id -> the item id of its last decision
     task: asyncio.Task[None] | None = None
+    make: LiveFactory | None = None  # how an added session is built (None: a plain LiveSession of `spec`)
+    bounded: bool = True  # waits for a slot under the desk's concurrency bound
 
     @property
     def label(self) -> str:
@@ -147,6 +149,11 @@ class _DeskSession:
             overridden=self.overridden, pending=item.id if item is not None else None,
             pending_since=item.asked_at if item is not None else None, end_reason=self.end_reason,
             failure=self.failure)
+
+
+# Builds a session the desk runs from its spec and the desk's callbacks (the keyword arguments LiveSession
+# takes: on_event, on_review, on_state, on_model_error, root, model_factory).
+LiveFactory = Callable[..., LiveSession]
 
 
 class Desk:
@@ -231,6 +238,22 @@ class Desk:
         tasks = [s.task for s in self.sessions if s.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def add_session(self, spec: SessionSpec, *, make: LiveFactory | None = None, bounded: bool = True) -> str:
+        """A session that arrives while the desk runs (an external agent connecting): started at once and shown,
+        decided and audited like the others. `make` builds it (default: a `LiveSession` of `spec`); an
+        unbounded one does not wait for a slot (its client is waiting). Returns its id; `live(id)` is the
+        session once it is built."""
+        session = _DeskSession(f"s{len(self.sessions) + 1:02d}", spec, make=make, bounded=bounded)
+        self.sessions.append(session)
+        self._by_id[session.id] = session
+        session.task = asyncio.create_task(self._run_one(session), name=f"desk {session.id}")
+        self._changed()
+        return session.id
+
+    def task_of(self, session_id: str) -> asyncio.Task[None] | None:
+        """The task running the session (done once it ended, whatever the way)."""
+        return self._session(session_id).task
+
     async def close(self) -> None:
         """Stop every session still running (each trace ends with `session_ended`), then close the log."""
         running = [s.task for s in self.sessions if s.task is not None and not s.task.done()]
@@ -246,9 +269,9 @@ class Desk:
             self.audit.close()
 
     async def _run_one(self, session: _DeskSession) -> None:
-        async with self._slots:
+        async with self._slots if session.bounded else contextlib.nullcontext():
             try:
-                live = LiveSession(
+                live = (session.make or LiveSession)(
                     session.spec, root=self.root, model_factory=self.model_factory,
                     on_event=lambda e: self._event(session, e), on_review=lambda r: self._review(session, r),
                     on_state=lambda: self._state(session), on_model_error=lambda e: self._model_failed(session, e))
@@ -290,6 +313,9 @@ class Desk:
             self._find_customer(session)
         elif kind == "tool_result":
             call_id = event.call.id  # type: ignore[union-attr]
+            pending = session.item.review if session.item is not None else None
+            if pending is not None and pending.call.id == call_id:  # it has its outcome: it waits no more
+                self._drop_item(session)
             item_id = session.decided.pop(call_id, None)
             if item_id is not None and self.audit is not None:
                 self.audit.write({"type": "outcome", "when": self.wall(), "session": session.id, "item": item_id,
@@ -353,8 +379,8 @@ class Desk:
 
     def _item(self, item_id: str, operator: str) -> _Item:
         item = self._items.get(item_id)
-        if item is None:
-            raise DeskRefused(f"item {item_id} is no longer waiting (decided, or its session ended)")
+        if item is None or (item.review is not None and not item.review.open):
+            raise DeskRefused(f"item {item_id} is no longer waiting (decided, given up on, or its session ended)")
         now = self.clock()
         if item.claimed_by not in (None, operator) and item.claim_until > now:
             raise DeskRefused(f"item {item_id} is claimed by {item.claimed_by} for {item.claim_until - now:.0f} s more")

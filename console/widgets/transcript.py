@@ -567,7 +567,7 @@ class TranscriptPane(ScrollView, can_focus=True):
                 return head
 
             self._add(Entry("result", render, foldable=True))
-        elif e.outcome in ("rejected", "vetoed"):
+        elif e.outcome in ("rejected", "vetoed", "undecided"):
             note = f"✗ {e.call.name} {outcome_summary(e)}"
             self._add(Entry("rejected", lambda _e: Text(note, palette_of(self).text("error", "italic"))))
         else:

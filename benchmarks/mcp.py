@@ -1,0 +1,249 @@
+"""`ledgeragent mcp` figures: what an external agent pays for the gate over the Model Context Protocol.
+
+- stdio round trip: a read and a gated write, each timed around the `mcp` SDK client's `call_tool` against a
+  real `python -m console mcp --domain retail` child (one session), next to the same calls through `check`'s
+  `Checker` in this process (the executor path with no protocol): the MCP row's target is check's median plus
+  3 ms, so what is measured against it is the protocol's and the session's own cost.
+- 50 concurrent sessions over streamable HTTP, one server process, on this machine's two cores: 50 SDK clients
+  in this process, each its own MCP session, each making `CALLS_PER_CLIENT` reads with a pause between
+  (`THINK_S`, far less than a real model thinks); the p95 client-side round trip over every call, and the
+  server's resident memory per session (its RSS with the 50 sessions open, less its RSS with one, over 50).
+
+The writes alternate with a read of the same profile (a write marks it stale, and the next write is judged
+on a fresh read, as an agent's would be); the write is an address change to the address the customer has, so
+every one is an ALLOW that runs and the database stays the same size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks.timing import MS, Result, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = "mia_garcia_4821"
+READ = ("get_user_details", {"user_id": USER})
+NOTE = ("log_message", {"role": "customer", "text": "I moved, please update my address"})
+SESSIONS = 50
+CALLS_PER_CLIENT = 10
+THINK_S = 1.0  # seconds between one agent's calls: a real model takes longer than this per turn
+MIB = 1024 * 1024
+
+
+def _write(address: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "modify_user_address", {"user_id": USER, **address}
+
+
+def _env(home: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGERAGENT_")}
+    return env | {"LEDGERAGENT_HOME": home, "PYTHONPATH": str(ROOT)}
+
+
+async def _address() -> dict[str, Any]:
+    from domains.registry import load_domain
+    from mock_backends.registry import open_backend
+
+    with tempfile.TemporaryDirectory() as folder:
+        backend = await open_backend(load_domain("retail").name, Path(folder) / "db.sqlite")
+        try:
+            user = await backend.call(*READ)
+        finally:
+            await backend.close()
+    address: dict[str, Any] = dict(user["address"])
+    return address
+
+
+# ------------------------------------------------------------------------------------------ stdio vs check
+
+
+async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int]]:
+    from core.replay import Checker, TrajectoryCall
+    from domains.registry import load_domain
+    from mock_backends.registry import open_backend
+
+    domain = load_domain("retail")
+    reads: list[int] = []
+    writes: list[int] = []
+    with tempfile.TemporaryDirectory() as folder:
+        backend = await open_backend(domain.name, Path(folder) / "db.sqlite")
+        try:
+            checker = Checker(domain, backend)
+            login = TrajectoryCall(0, 0, "find_user_id_by_name_zip",
+                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+            await checker.check(login)
+            for index in range(1, 2 * rounds + 1, 2):
+                for call, into in ((TrajectoryCall(index, index, *READ), reads),
+                                   (TrajectoryCall(index + 1, index + 1, *write), writes)):
+                    start = time.perf_counter_ns()
+                    result = await checker.check(call)
+                    into.append(time.perf_counter_ns() - start)
+                    if result.verdict != "ALLOW":
+                        raise RuntimeError(f"check: {call.name} got {result.verdict}: {result.reason}")
+        finally:
+            await backend.close()
+    return reads, writes
+
+
+async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+    from mcp import Client, StdioServerParameters
+
+    reads: list[int] = []
+    writes: list[int] = []
+    notes: list[int] = []
+    with tempfile.TemporaryDirectory() as home:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "console", "mcp", "--domain", "retail"],
+                                       env=_env(home), cwd=str(ROOT))
+        async with Client(params, read_timeout_seconds=120) as client:
+            await client.call_tool("find_user_id_by_name_zip",
+                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+            for _ in range(rounds):
+                for (name, arguments), into in ((READ, reads), (write, writes), (NOTE, notes)):
+                    start = time.perf_counter_ns()
+                    result = await client.call_tool(name, arguments)
+                    into.append(time.perf_counter_ns() - start)
+                    facts = result.structured_content or {}
+                    if result.is_error or facts.get("verdict") not in (None, "ALLOW"):
+                        raise RuntimeError(f"mcp: {name} failed: {result.content}")
+    return reads, writes, notes
+
+
+def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
+    write = _write(asyncio.run(_address()))
+    check_reads, check_writes = asyncio.run(_check_samples(rounds + warmup, write))
+    mcp_reads, mcp_writes, mcp_notes = asyncio.run(_stdio_samples(rounds + warmup, write))
+    rows: list[Result] = [summarise(
+        "mcp_stdio_floor", "mcp over stdio: log_message round trip (no database, no gate: the protocol's floor)",
+        mcp_notes[warmup:], note="the SDK client and server, the pipe, one event on the session's trace")]
+    for what, via_check, via_mcp in (("read", check_reads, mcp_reads), ("gated write", check_writes, mcp_writes)):
+        key = what.replace(" ", "_")
+        base = summarise(f"mcp_check_{key}", f"check: one {what} through the executor (the reference)",
+                         via_check[warmup:])
+        rows.append(base)
+        rows.append(summarise(
+            f"mcp_stdio_{key}", f"mcp over stdio: one {what}, client-side round trip (SDK client, server child)",
+            via_mcp[warmup:], target_ns=int(base.median_ns + 3 * MS),
+            note=f"target: check's median + 3 ms; {rounds} calls after {warmup} warm-up, retail seed data"))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ 50 over HTTP
+
+
+class _Server:
+    def __init__(self, home: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "console", "mcp", "--domain", "retail", "--transport", "http", "--port", "0",
+             "--no-token", "--rate", "10000", "--max-sessions", str(4 * SESSIONS)],
+            cwd=ROOT, env=_env(home), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)
+        assert self.process.stderr is not None
+        self.url = ""
+        for line in self.process.stderr:
+            found = re.search(r"serving retail at (\S+)", line)
+            if found:
+                self.url = found.group(1)
+                break
+        if not self.url:
+            raise RuntimeError("the mcp server did not start")
+
+    def rss(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextlib.asynccontextmanager
+async def _client(url: str) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as http, \
+            Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
+        yield client
+
+
+async def _concurrent(server: _Server, sessions: int, calls: int) -> tuple[list[int], int, int]:
+    times: list[int] = []
+    opened = asyncio.Event()
+    ready = 0
+    go = asyncio.Event()
+    done = asyncio.Event()
+
+    async def one(number: int) -> None:
+        nonlocal ready
+        async with _client(server.url) as client:
+            await client.call_tool(*READ)  # the session is made on its first call
+            ready += 1
+            if ready == sessions:
+                opened.set()
+            await go.wait()
+            await asyncio.sleep(THINK_S * number / sessions)  # staggered, as independent agents are
+            for _ in range(calls):
+                start = time.perf_counter_ns()
+                result = await client.call_tool(*READ)
+                times.append(time.perf_counter_ns() - start)
+                if result.is_error:
+                    raise RuntimeError(f"mcp: {result.content}")
+                await asyncio.sleep(THINK_S)
+            await done.wait()
+
+    async with _client(server.url) as first:
+        await first.call_tool(*READ)
+        baseline = server.rss()  # the server with one session: its imports, the domain, one database
+        tasks = [asyncio.create_task(one(n)) for n in range(sessions)]
+        await asyncio.wait_for(opened.wait(), 600)
+        during = server.rss()
+        go.set()
+        while len(times) < sessions * calls:
+            await asyncio.sleep(0.05)
+            for task in tasks:
+                if task.done() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        done.set()
+        await asyncio.gather(*tasks)
+    return times, baseline, during
+
+
+def bench_mcp_concurrent(sessions: int = SESSIONS, calls: int = CALLS_PER_CLIENT) -> list[Result]:
+    with tempfile.TemporaryDirectory() as home:
+        server = _Server(home)
+        try:
+            times, baseline, during = asyncio.run(_concurrent(server, sessions, calls))
+        finally:
+            server.stop()
+    per = (during - baseline) / sessions
+    note = (f"{sessions} SDK clients in the benchmark process, each {calls} reads {THINK_S:g} s apart, "
+            f"one server process; 2 cores shared by both")
+    p95 = summarise("mcp_http_concurrent", f"mcp over HTTP: {sessions} sessions at once, round trip of a read",
+                    times, note=note)
+    return [
+        Result("mcp_http_concurrent_p95", f"mcp over HTTP: {sessions} concurrent sessions, p95 round trip",
+               p95.p95_ns, p95.p95_ns, p95.n, target_ns=50 * MS, note=f"median {p95.median_ns / MS:.1f} ms; {note}"),
+        Result("mcp_memory_per_session", f"mcp over HTTP: server resident memory per open session "
+               f"({baseline / MIB:.0f} -> {during / MIB:.0f} MiB with {sessions} more)", per, per, 1,
+               target_ns=5 * MIB, unit="B"),
+    ]
+
+
+def bench_mcp() -> list[Result]:
+    return [*bench_mcp_stdio(), *bench_mcp_concurrent()]

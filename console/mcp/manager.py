@@ -1,0 +1,116 @@
+"""One LedgerAgent session per MCP client, each a session of one supervision desk.
+
+A client is known by a key its transport gives: over stdio the process is the connection (one client, key
+"stdio"); over streamable HTTP the `Mcp-Session-Id` header the SDK's session manager minted for it at the
+handshake (an unguessable id the SDK checks on every request). The session is made on the client's first call
+or read that needs it (listing the tools needs none), so a probe or a health check leaves no folder behind,
+and ended when the client goes (stdio's end of input, HTTP's DELETE or its idle timeout) or the server stops.
+
+The desk is the console's `Desk`: with `--listen` it is also served on a Unix socket, so operators see every
+MCP session in the sessions table and decide its held writes in the inbox (`ledgeragent supervise --connect`).
+Without a socket nobody can decide anything, which is why a mode that asks a human needs one (the command
+refuses the combination).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from console.desk.desk import Desk
+from console.mcp.session import McpLiveSession, McpSessionSpec, SessionGone
+from core.strict_json import printable
+
+MAX_CLIENT_NAME = 64
+
+
+def client_label(name: str | None, version: str | None) -> str:
+    """How a client is named on the desk: its `clientInfo` name and version, printable and short."""
+    text = " ".join(part for part in (name, version) if part) or "client"
+    text = " ".join(printable(text).split())
+    return text[:MAX_CLIENT_NAME] or "client"
+
+
+class McpSessions:
+    """The sessions of one MCP server, by client key, on `desk`."""
+
+    def __init__(self, desk: Desk, spec: McpSessionSpec, *, decision_timeout: float | None,
+                 on_opened: Callable[[str, McpLiveSession], object] = lambda _key, _live: None) -> None:
+        self.desk = desk
+        self.spec = spec
+        self.decision_timeout = decision_timeout
+        self.on_opened = on_opened
+        self._live: dict[str, McpLiveSession] = {}
+        self._desk_ids: dict[str, str] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._closing = False
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self._live)
+
+    def desk_id(self, key: str) -> str | None:
+        return self._desk_ids.get(key)
+
+    async def session(self, key: str, client: str) -> McpLiveSession:
+        """The client's session, made and started on first use. SessionGone if it ended (or cannot start)."""
+        live = self._live.get(key)
+        if live is not None:
+            if live.ended:
+                raise SessionGone("ended")
+            return live
+        lock = self._opening.setdefault(key, asyncio.Lock())
+        async with lock:  # two first calls at once make one session
+            live = self._live.get(key)
+            if live is not None:
+                return await self.session(key, client)
+            if self._closing:
+                raise SessionGone("server_stopped")
+            return await self._open(key, client)
+
+    async def _open(self, key: str, client: str) -> McpLiveSession:
+        made: asyncio.Future[McpLiveSession] = asyncio.get_running_loop().create_future()
+
+        def make(spec: Any, **callbacks: Any) -> McpLiveSession:
+            callbacks.pop("model_factory", None)  # the client is the agent: no model is built
+            live = McpLiveSession(spec, decision_timeout=self.decision_timeout, **callbacks)
+            made.set_result(live)
+            return live
+
+        desk_id = self.desk.add_session(replace(self.spec, client=client), make=make, bounded=False)
+        task = self.desk.task_of(desk_id)
+        assert task is not None
+        await asyncio.wait((made, task), return_when=asyncio.FIRST_COMPLETED)
+        if not made.done():
+            raise SessionGone(self._failure(desk_id))
+        live = made.result()
+        self._desk_ids[key] = desk_id
+        await asyncio.wait((live.opened, task), return_when=asyncio.FIRST_COMPLETED)
+        if not live.opened.done() or live.opened.exception() is not None:
+            raise SessionGone(self._failure(desk_id))
+        self._live[key] = live  # only once it serves: a call arriving meanwhile waits on the lock above
+        self.on_opened(key, live)
+        return live
+
+    def _failure(self, desk_id: str) -> str:
+        row = self.desk.snapshot().row(desk_id)
+        return (row.failure or row.end_reason or "could not start") if row is not None else "could not start"
+
+    async def end(self, key: str, reason: str) -> None:
+        """End the client's session (if it has one) and wait until its trace is complete."""
+        async with self._opening.setdefault(key, asyncio.Lock()):  # one being opened ends once it serves
+            live = self._live.get(key)
+        desk_id = self._desk_ids.get(key)
+        if live is None or desk_id is None:
+            return
+        live.end(reason)
+        task = self.desk.task_of(desk_id)
+        if task is not None:
+            await asyncio.wait({task})  # (its own failure is the desk's to show, not ours to raise)
+
+    async def end_all(self, reason: str) -> None:
+        """The server stops: no new session, every open one ended with `reason`."""
+        self._closing = True
+        await asyncio.gather(*(self.end(key, reason) for key in list(self._live)), return_exceptions=True)

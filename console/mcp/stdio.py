@@ -1,0 +1,190 @@
+"""The server over stdio (what a desktop client launches): one client, one session, until its input ends.
+
+The SDK's stdio transport is used with our own ends of the pipe, for three reasons it has no options for:
+- a line is read with a bound (`max_line` bytes): a longer one is skipped to its end, never held in memory;
+- a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
+  invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
+  sent it is not left waiting; the lines that are messages go to the SDK as they came;
+- the end of input ends the session at once (a held write is given up, the trace ends), rather than when
+  the requests in flight have finished, which for a held write can be minutes.
+
+As the SDK does by itself, the process's own stdin and stdout are moved off the pipe while serving (stdin
+reads the null device, stdout goes to stderr), so nothing printed by accident can corrupt the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import IO, Any, cast
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from pydantic import ValidationError
+
+MAX_LINE = 4 * 1024 * 1024  # bytes in one message: the HTTP transport's default body limit
+
+
+OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
+
+
+class Wire:
+    """The two ends of the pipe: bounded lines in, whole lines out (one writer at a time).
+
+    On pipes and sockets (what a client gives its server) both ends are asyncio transports, so a message
+    costs no thread hop; on anything else (a regular file as input, say) they fall back to blocking reads and
+    writes in a worker thread."""
+
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int = MAX_LINE,
+                 on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.max_line = max_line
+        self.on_eof = on_eof
+        self._lock = asyncio.Lock()
+        self._stream: asyncio.StreamReader | None = None
+        self._out: asyncio.StreamWriter | None = None
+
+    async def open(self) -> None:
+        """Attach the asyncio transports when the ends allow it (else the thread fallback stays)."""
+        loop = asyncio.get_running_loop()
+        stream = asyncio.StreamReader(limit=self.max_line + 1)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self.reader)
+        except (ValueError, OSError):
+            return
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self.writer)
+        except (ValueError, OSError):
+            return
+        self._stream = stream
+        self._out = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    # ------------------------------------------------------------------------------------------ out
+
+    async def write(self, text: str) -> None:
+        """A whole line (the SDK writes a message and its newline in one call), never torn by another."""
+        data = text.encode("utf-8")
+        async with self._lock:
+            if self._out is not None:
+                self._out.write(data)
+                await self._out.drain()
+            else:
+                await anyio.to_thread.run_sync(self._send, data)
+
+    def _send(self, data: bytes) -> None:
+        self.writer.write(data)
+        self.writer.flush()
+
+    async def flush(self) -> None:
+        """Each write is flushed already."""
+
+    async def _answer_error(self, request_id: Any, code: int, message: str) -> None:
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+        await self.write(json.dumps(error) + "\n")
+
+    # ------------------------------------------------------------------------------------------ in
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while True:
+            raw = await self._line()
+            if raw is OVERLONG:
+                await self._answer_error(None, types.PARSE_ERROR,
+                                         f"message too large (more than {self.max_line} bytes): not read")
+                continue
+            assert isinstance(raw, bytes)
+            if not raw:
+                if self.on_eof is not None:
+                    await self.on_eof()
+                return
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            problem = await self._problem(line)
+            if problem is None:
+                yield line
+
+    async def _line(self) -> bytes | object:
+        """The next line with its newline, b"" at the end of input, or OVERLONG (and skipped to its end)."""
+        if self._stream is None:
+            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            if len(raw) > self.max_line and not raw.endswith(b"\n"):
+                while (chunk := await anyio.to_thread.run_sync(self.reader.readline, 65536,
+                                                               abandon_on_cancel=True)) and not chunk.endswith(b"\n"):
+                    pass
+                return OVERLONG
+            return raw
+        try:
+            return await self._stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            return end.partial  # the last line had no newline (b"" when there was nothing left)
+        except asyncio.LimitOverrunError as over:
+            await self._stream.readexactly(over.consumed)
+        while True:  # skip the rest of the overlong line, a buffer-full at a time
+            try:
+                await self._stream.readuntil(b"\n")
+                return OVERLONG
+            except asyncio.IncompleteReadError:
+                return OVERLONG
+            except asyncio.LimitOverrunError as over:
+                await self._stream.readexactly(over.consumed)
+
+    async def _problem(self, line: str) -> str | None:
+        """Why `line` is not a JSON-RPC message (answered here), or None to hand it to the SDK."""
+        try:
+            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValidationError as exc:
+            reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
+        else:
+            return None
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            await self._answer_error(None, types.PARSE_ERROR, f"Parse error: {reason}")
+            return reason
+        if isinstance(value, dict) and ("method" not in value or "id" not in value):
+            return reason  # a notification or a client's response: JSON-RPC answers neither, even malformed
+        request_id = value.get("id") if isinstance(value, dict) else None
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            request_id = None
+        await self._answer_error(request_id, types.INVALID_REQUEST, f"Invalid request: {str(reason)[:300]}")
+        return reason
+
+
+@contextlib.contextmanager
+def claimed_pipe() -> Any:
+    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    os.close(null)
+    reader = os.fdopen(wire_in, "rb", buffering=1 << 16)
+    writer = os.fdopen(wire_out, "wb", buffering=0)
+    try:
+        yield reader, writer
+    finally:
+        with contextlib.suppress(OSError):
+            writer.close()
+        os.dup2(2, 1)
+
+
+async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]],
+                      max_line: int = MAX_LINE) -> None:
+    """Serve `server` on this process's stdin/stdout until the client closes its end."""
+    with claimed_pipe() as (reader, writer):
+        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
+        await wire.open()
+        stream = cast(Any, wire)
+        async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())

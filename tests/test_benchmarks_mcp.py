@@ -1,0 +1,24 @@
+"""The `ledgeragent mcp` figures run and report positive numbers (tiny counts; speed is never asserted in tests,
+`make bench` is where the figures are read)."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.mcp import bench_mcp_concurrent, bench_mcp_stdio
+from benchmarks.timing import MS
+
+
+def test_the_stdio_rows_measure_mcp_against_check() -> None:
+    rows = {r.key: r for r in bench_mcp_stdio(rounds=3, warmup=1)}
+    assert set(rows) == {"mcp_stdio_floor", "mcp_check_read", "mcp_stdio_read", "mcp_check_gated_write",
+                         "mcp_stdio_gated_write"}
+    for key in ("read", "gated_write"):
+        assert rows[f"mcp_stdio_{key}"].target_ns == int(rows[f"mcp_check_{key}"].median_ns + 3 * MS)
+    assert all(r.n == 3 and r.median_ns > 0 and json.dumps(r.to_json()) for r in rows.values())
+
+
+def test_the_concurrent_rows_measure_round_trips_and_memory() -> None:
+    p95, memory = bench_mcp_concurrent(sessions=3, calls=2)
+    assert p95.key == "mcp_http_concurrent_p95" and p95.n == 6 and p95.median_ns > 0 and p95.target_ns == 50 * MS
+    assert memory.unit == "B" and memory.key == "mcp_memory_per_session"
