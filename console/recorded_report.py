@@ -27,6 +27,7 @@ from core.domain import Domain
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_recording
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
+from core.tools import Requestor
 from mock_backends.registry import open_backend
 
 RECORDED_WORDS = {"ok": "ran", "error": "ran: error", "not run": "not run", "no result": "no result",
@@ -53,26 +54,35 @@ def _recorded(call: AuditedCall) -> str:
     return RECORDED_WORDS.get(call.recorded, call.recorded)
 
 
+def _agent_write(call: AuditedCall) -> bool:
+    return call.kind == "write" and call.call.requestor is Requestor.ASSISTANT
+
+
 def _verdict(call: AuditedCall) -> str:
     category = call.category
     if category is None:
+        if call.kind == "write" and not _agent_write(call):
+            return "[dim]the customer's own (never gated)[/]"
         return "[dim]not judged[/]" if call.kind == "write" else f"[dim]{call.kind}[/]"
     shown = f"REVISE: {category}" if category in ("needs a read", "breaks a rule") else category
     return f"[{CATEGORY_STYLE[category]}]{shown}[/]"
 
 
-def _calls_table(title: str) -> Table:
-    return Table("#", "where", "tool", "verdict", "rules", "evidence", "recorded", "reason", box=None,
-                 title=title or None, title_justify="left")
-
-
-def _row(table: Table, call: AuditedCall) -> None:
-    rules = [] if call.decision is None else [r.predicate_id for r in call.decision.failed]
-    evidence = [] if call.decision is None else list(call.decision.evidence)
+def print_call(out: Console, call: AuditedCall) -> None:
+    """One call as a block: position, tool, verdict and what the recording says became of it; then each objecting
+    rule with its reason, the evidence, and how the database's result differs. Lines wrap at any width."""
     staled = f" (stale: {', '.join(call.staled)})" if call.staled else ""
-    table.add_row(str(call.index), escape(call.where.short()), escape(call.call.name), _verdict(call),
-                  escape(", ".join(rules)), escape(", ".join(evidence)[:160]), escape(_recorded(call) + staled),
-                  escape(call.reason[:300]))
+    out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}  "
+              f"{escape(_recorded(call) + staled)}")
+    decision = call.decision
+    for result in decision.failed if decision is not None else ():
+        out.print(f"    {escape(result.predicate_id)}: {escape(result.reason[:400])}")
+    if decision is not None and decision.evidence:
+        out.print(f"    [dim]evidence: {escape(', '.join(decision.evidence))}[/]")
+    if call.problem:
+        out.print(f"    [dim]not judged: {escape(call.problem)}[/]")
+    if call.difference:
+        out.print(f"    [yellow]differs from the database:[/] {escape(call.difference)}")
 
 
 @dataclass
@@ -111,7 +121,7 @@ def summary_table(report: AuditReport, *, database: bool) -> Table:
 async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: bool, show_all: bool,
                   database: str | None) -> AuditReport:
     report = AuditReport()
-    out = Console(highlight=False, soft_wrap=False)
+    out = Console(highlight=False, soft_wrap=True)
     source = recording.source
     for problem in recording.problems:
         print_error(problem.at(source))
@@ -125,20 +135,15 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
         for problem in conversation.problems:
             print_error(problem.at(source))
         report.add(conversation)
-        shown = [c for c in conversation.calls
-                 if show_all or c.kind == "write" or c.difference is not None]
+        shown = [c for c in conversation.calls if show_all or _agent_write(c) or c.difference is not None]
         if json_lines:
             for call in shown:
                 print(json.dumps(call.to_json(source), ensure_ascii=False), flush=True)
             continue
-        table = _calls_table(conversation.label)
+        if conversation.label and shown:
+            out.print(f"[bold]{escape(conversation.label)}[/]")
         for call in shown:
-            _row(table, call)
-        if table.row_count:
-            out.print(table)
-        for call in conversation.differences:
-            out.print(f"  [yellow]differs from the database[/] {escape(call.where.short())} {escape(call.call.name)}:"
-                      f" {escape(call.difference or '')}")
+            print_call(out, call)
     if not json_lines:
         out.print(summary_table(report, database=database is not None))
     return report

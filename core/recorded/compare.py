@@ -57,8 +57,21 @@ def _paths(recorded: Any, database: Any, at: str = "") -> Iterator[str]:
             yield from _paths(a, b, f"{at}[{index}]")
     elif isinstance(recorded, list) and isinstance(database, list):
         yield f"{at or 'the result'}: {len(recorded)} item(s) recorded, {len(database)} in the database"
+    elif isinstance(recorded, str) and isinstance(database, str) and "\n" in recorded + database:
+        yield from _lines(recorded, database, at)
     elif recorded != database:
         yield f"{at or 'the result'}: recorded {_shown(recorded)}, database {_shown(database)}"
+
+
+def _lines(recorded: str, database: str, at: str) -> Iterator[str]:
+    """Text over several lines (a phone's status screen): the first line that differs, not the common start."""
+    mine, theirs = recorded.splitlines(), database.splitlines()
+    for number, (a, b) in enumerate(zip(mine, theirs, strict=False), start=1):
+        if a != b:
+            yield f"{at or 'the result'} line {number}: recorded {_shown(a)}, database {_shown(b)}"
+            return
+    if len(mine) != len(theirs):
+        yield f"{at or 'the result'}: {len(mine)} line(s) recorded, {len(theirs)} in the database"
 
 
 def _message(text: str) -> str:

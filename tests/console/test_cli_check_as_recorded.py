@@ -18,10 +18,12 @@ from console.cli import main
 from mock_backends.registry import open_backend
 from tests.support.cli import cli_home, one_error_line
 from tests.support.recorded import (
+    ANOTHER_ADDRESS,
     MIA,
     SWAP,
     SWAP_THEN_ADDRESS,
     Exchange,
+    call,
     check_lines,
     openai_messages,
     record_on_seed,
@@ -38,7 +40,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def exchanges(tmp_path: Path, script: list[Exchange] = SWAP_THEN_ADDRESS) -> list[Exchange]:
-    return asyncio.run(record_on_seed("retail", tmp_path / "recording.sqlite", script))
+    folder = tmp_path / f"recording-{len(list(tmp_path.glob('recording-*')))}"
+    folder.mkdir()
+    return asyncio.run(record_on_seed("retail", folder / "db.sqlite", script))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -81,15 +85,25 @@ def test_json_is_one_object_per_write(home: Path, tmp_path: Path, capsys: pytest
 
 def test_a_tau2_file_names_its_domain_and_each_simulation_is_a_row(home: Path, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    recorded = exchanges(tmp_path)
+    """The README's example: the swap as recorded without reads, then recorded with them and the order re-read."""
+    careful = [*MIA, call("get_product_details", product_id="1000000002"), SWAP,
+               call("get_order_details", order_id="#W4821002"), *ANOTHER_ADDRESS]
     path = tmp_path / "retail-gpt.json"
-    path.write_text(json.dumps(tau2_results("retail", [recorded, recorded[:5]]), indent=2))
+    path.write_text(json.dumps(tau2_results("retail", [exchanges(tmp_path), exchanges(tmp_path, careful)]),
+                               indent=2))
     code, out, err = run(capsys, str(path), "--as-recorded")
     assert (code, err) == (0, "")
-    lines = [line.split() for line in out.splitlines()]
-    assert ["simulations[0]", "(task", "0,", "trial", "0)", "2", "0", "2", "0", "0", "0"] in lines
-    assert ["simulations[1]", "(task", "1,", "trial", "0)", "1", "0", "1", "0", "0", "0"] in lines
-    assert ["total", "3", "0", "3", "0", "0", "0"] in lines
+    lines = out.splitlines()
+    at = lines.index("simulations[1].messages[15].tool_calls[0]  modify_pending_order_address  BLOCK  ran (stale: "
+                     "orders.#W4821002)")
+    assert lines[at + 1].startswith("    retail.items_modified_once: the items of order #W4821002 were already "
+                                    "modified (orders.#W4821002.status is 'pending (item modified)')")
+    assert lines[at + 2] == "    evidence: auth.user_id, orders.#W4821002"
+    assert [line.split() for line in lines[-4:]] == [
+        "conversation writes ALLOW needs a read breaks a rule BLOCK problems".split(),
+        ["simulations[0]", "(task", "0,", "trial", "0)", "2", "0", "2", "0", "0", "0"],
+        ["simulations[1]", "(task", "1,", "trial", "0)", "2", "1", "0", "0", "1", "0"],
+        ["total", "4", "1", "2", "0", "1", "0"]]
     code, _, err = run(capsys, str(path), "--as-recorded", "--domain", "airline")
     assert code == 2
     assert one_error_line(err) == f"error: {path} is a recording of the retail domain, not airline"
@@ -136,8 +150,9 @@ def test_with_db_each_result_that_differs_is_reported(home: Path, tmp_path: Path
     asyncio.run(seed())
     code, out, err = run(capsys, str(path), "--as-recorded", "--db", str(db), "--out", str(tmp_path / "o"))
     assert (code, err) == (0, "")
-    assert ('differs from the database [6].tool_calls[0] get_order_details: status: recorded "processed", database '
-            '"pending"') in out
+    lines = out.splitlines()
+    at = lines.index("[6].tool_calls[0]  get_order_details  read  ran")
+    assert lines[at + 1] == '    differs from the database: status: recorded "processed", database "pending"'
     assert "every call re-executed on" in out
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
     assert total.split() == ["total", "1", "0", "0", "0", "1", "1", "0"]  # the processed order: BLOCK; 1 differs

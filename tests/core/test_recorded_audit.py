@@ -154,6 +154,35 @@ async def test_a_trace_is_audited_with_its_own_outcomes(refund_trace: Path) -> N
     assert audits[0].writes[1].staled == ("orders.#W4821001",)
 
 
+@pytest.fixture
+def roaming_trace(tmp_path: Path) -> Path:
+    """A real dual-control session: telecom's roaming scenario, the customer's phone actions included."""
+    from console.cli import main
+
+    assert main(["run", "--domain", "telecom", "--scenario", "roaming-abroad", "--out", str(tmp_path / "t")]) == 0
+    return tmp_path / "t" / "trace.jsonl"
+
+
+async def test_a_dual_control_trace_re_executed_on_its_starting_data_differs_nowhere(tmp_path: Path,
+                                                                                   roaming_trace: Path) -> None:
+    from domains.telecom import DOMAIN as TELECOM
+    from mock_backends.registry import open_backend
+
+    database = await open_backend("telecom", tmp_path / "seed.sqlite")
+    try:
+        (conversation,) = [a async for a in RecordedAudit(TELECOM, database).run(read_recording(roaming_trace))]
+    finally:
+        await database.close()
+    assert conversation.differences == [] and conversation.problems == []
+    assert writes([conversation]) == [("enable_roaming", "needs a read", "not run", False),
+                                      ("enable_roaming", "ALLOW", "ok", True)]
+    phone = [c for c in conversation.calls if c.call.requestor.value == "user"]
+    assert phone and all(c.taken and c.decision is None for c in phone)  # the customer's own: run, never gated
+    assert "environment_synced" in [e.type for e in conversation.events]  # the phone and the line kept in step
+    ledger = LedgerTimeline.build(conversation.events, TELECOM.path_map).final
+    assert any(path.startswith("device.") for path in ledger.paths())
+
+
 async def test_the_events_replay_the_audit_exactly(tmp_path: Path) -> None:
     """What the console's replay shows: the rebuilt ledger agrees with every ledger event, a write the gate would
     have refused shows the gate's verdict and the recording's outcome (it ran), and seqs increase."""
