@@ -27,6 +27,7 @@ from core.domain import Domain
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_recording
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
+from core.strict_json import printable
 from core.tools import Requestor
 from mock_backends.registry import open_backend
 
@@ -138,7 +139,7 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
         shown = [c for c in conversation.calls if show_all or _agent_write(c) or c.difference is not None]
         if json_lines:
             for call in shown:
-                print(json.dumps(call.to_json(source), ensure_ascii=False), flush=True)
+                print(printable(json.dumps(call.to_json(source), ensure_ascii=False, allow_nan=False)), flush=True)
             continue
         if conversation.label and shown:
             out.print(f"[bold]{escape(conversation.label)}[/]")

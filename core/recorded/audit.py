@@ -334,7 +334,8 @@ class _ConversationRun:
             problem = outcome.content.removeprefix("Error: ").split(". The call was not executed")[0]
             self.result.problems.append(Problem(recorded.where, f"{call.name}: {problem} (not judged)"))
         self.result.calls.append(AuditedCall(
-            conversation=self.conversation.label, where=recorded.where, index=len(self.result.calls), call=call,
+            conversation=self.conversation.label, where=recorded.where, index=len(self.result.calls),
+            call=call.hardened(),  # as the trace records it: a NaN or a lone surrogate is never shown as a value
             kind="unknown" if spec is None else spec.kind.value,
             recorded=_recorded_word(recorded, self.recording.results_recorded), taken=taken,
             decision=outcome.decision if write else None, staled=self._staled(call),

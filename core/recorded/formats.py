@@ -48,6 +48,7 @@ from core.recorded.model import (
     Where,
 )
 from core.replay import TrajectoryProblem, iter_trajectory
+from core.strict_json import printable
 from core.tools import Requestor, ToolCall
 
 CONVERSATION_KEYS = ("messages", "traj")  # tau-bench publishes its trajectories under "traj"
@@ -356,5 +357,5 @@ def _simulation_label(index: int, simulation: Mapping[str, Any]) -> str:
     about = [f"task {task}"] if isinstance(task, str | int) else []
     if isinstance(trial, int):
         about.append(f"trial {trial}")
-    return f"simulations[{index}]" + (f" ({', '.join(about)})" if about else "")
+    return printable(f"simulations[{index}]" + (f" ({', '.join(about)})" if about else ""))
 

@@ -118,6 +118,8 @@ def test_a_session_trace_is_audited_from_its_own_results(home: Path, tmp_path: P
     assert (code, err) == (0, "")
     assert [(r["category"], r["recorded"], r["taken"]) for r in rows(out)] == [
         ("breaks a rule", "not run", False), ("ALLOW", "ok", True)]
+    code, out, _ = run(capsys, str(tmp_path / "s" / "trace.jsonl"), "--as-recorded", "--json", "--all")
+    assert [r["kind"] for r in rows(out)] == ["read", "read", "read", "read", "write", "write", "read"]
 
 
 def test_check_lines_run_on_the_seed_data_and_a_refused_write_still_takes_effect(
@@ -219,3 +221,83 @@ def test_a_missing_or_binary_file_is_refused(home: Path, tmp_path: Path, capsys:
     binary.write_bytes(b'[{"role": "user"\x00}]')
     code, _, err = run(capsys, str(binary), "--as-recorded")
     assert code == 2 and "is a binary file" in one_error_line(err)
+
+
+def _break(messages: list[dict[str, Any]], kind: str) -> str:
+    """The conversation's JSON lines with one problem of `kind` put in before its first write (messages[8])."""
+    extra: list[dict[str, Any]] = []
+    if kind == "unknown tool":
+        extra = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t", "type": "function", "function": {"name": "teleport", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "t", "content": "Error: Tool 'teleport' not found."}]
+    elif kind == "call without result":
+        extra = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "n", "type": "function", "function": {"name": "get_product_details",
+                                                         "arguments": '{"product_id": "1000000002"}'}}]}]
+    elif kind == "arguments that fail the schema":
+        extra = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "s", "type": "function", "function": {"name": "get_product_details",
+                                                         "arguments": '{"product_id": 1000000002}'}}]},
+                 {"role": "tool", "tool_call_id": "s", "content": "Error: product not found"}]
+    elif kind == "broken JSON arguments":
+        extra = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "j", "type": "function", "function": {"name": "get_product_details",
+                                                         "arguments": '{"product_id": "1000'}}]},
+                 {"role": "tool", "tool_call_id": "j", "content": "Error: bad arguments"}]
+    elif kind == "repeated call id":
+        messages[6]["tool_calls"][0]["id"] = messages[7]["tool_call_id"] = "call_0"
+    lines = [json.dumps(m) for m in [*messages[:8], *extra, *messages[8:]]]
+    if kind == "broken JSON line":
+        lines.insert(8, '{"role": "user", "content": "the rest got lost')
+    return "\n".join(lines) + "\n"
+
+
+BAD_INPUT = {
+    "broken JSON line": ":9: not valid JSON (Unterminated string starting at column 29) (line skipped)",
+    "unknown tool": ":9 tool_calls[0]: teleport: Tool 'teleport' not found. (not judged)",
+    "call without result": ":9 tool_calls[0]: get_product_details: no result for this call in the recording (it "
+                           "is judged, but nothing is taken from it)",
+    "repeated call id": ":7 tool_calls[0]: call id 'call_0' is used again (first at line 3 tool_calls[0]); its "
+                        "result is paired by position",
+    "arguments that fail the schema": ":9 tool_calls[0]: get_product_details: invalid arguments for "
+                                      "get_product_details: argument 'product_id' must be string, got integer "
+                                      "1000000002 (not judged)",
+    "broken JSON arguments": ":9 tool_calls[0]: get_product_details: arguments are not valid JSON (Unterminated "
+                             "string starting at column 16) (not judged)",
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_INPUT))
+def test_each_kind_of_bad_input_is_one_line_with_its_position_and_the_rest_is_judged(
+        home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(_break(openai_messages(exchanges(tmp_path)), kind))
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json", "--domain", "retail")
+    assert code == 1
+    assert one_error_line(err) == f"error: {path}{BAD_INPUT[kind]}"
+    assert [(r["name"], r["category"]) for r in rows(out)] == [
+        ("modify_pending_order_items", "needs a read"), ("modify_pending_order_address", "needs a read")]
+
+
+def test_hostile_values_in_a_tau2_file_never_reach_the_gate_or_the_output(
+        home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from core import strict_json
+
+    document = tau2_results("retail", [exchanges(tmp_path)])
+    simulation = document["simulations"][0]
+    simulation["task_id"] = "t\udc80"
+    swap = next(m for m in simulation["messages"] if m.get("tool_calls")
+                and m["tool_calls"][0]["name"] == "modify_pending_order_items")
+    swap["tool_calls"][0]["arguments"]["payment_method_id"] = float("inf")
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(document))  # Infinity, and an escaped lone surrogate, as a careless writer makes them
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json")
+    assert code == 1
+    assert err.splitlines() == [f"error: {path}: simulations[0].messages[7].tool_calls[0]: modify_pending_order_items: "
+                                "arguments are not valid JSON: inf is not a finite number at payment_method_id (not "
+                                "judged)"]
+    found = [strict_json.loads(line) for line in out.splitlines()]  # strict JSON out, whatever came in
+    assert [(r["name"], r["verdict"], r["problem"] is not None) for r in found] == [
+        ("modify_pending_order_items", None, True), ("modify_pending_order_address", "ALLOW", False)]
+    # the swap could not be judged, so nothing of it is taken: the order it would have changed stays fresh
+    assert found[0]["conversation"] == "simulations[0] (task t\\udc80, trial 0)" and found[0]["arguments"] == {}
