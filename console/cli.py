@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--out", help="folder for the replay database")
     check.add_argument("--as-recorded", action="store_true",
                        help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
-                       "these lines): every write judged in its recorded context, then applied as recorded")
+                       "check lines): every write judged in its recorded context, then applied as recorded")
     check.set_defaults(handler=cmd_check)
 
     preds = sub.add_parser("predicates", help="list a domain's predicates")
