@@ -21,12 +21,14 @@ from console.cli_common import (  # noqa: F401 - re-exported: the old names stay
     _domain,
     _scenario,
     first_scenario,
+    infer_domain,
 )
 from console.cli_errors import CliError as CliError  # re-exported: console.serve raises it
 from console.cli_errors import OneLineParser, positive_int, print_error, run_handler
 from console.eval_args import register as register_eval
 from console.mcp_args import register as register_mcp
 from console.model_args import add_model_arguments, model_settings
+from console.recorded_report import check_as_recorded
 from console.serve import register as register_serve
 from console.storage import claim_session_folder
 from console.supervise_args import register as register_supervise
@@ -39,7 +41,7 @@ from core.llm.settings import ModelSettings
 from core.replay import Checker, TrajectoryProblem, iter_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
-from domains.registry import DOMAINS, load_domain, load_offline_reader
+from domains.registry import DOMAINS, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import BackendSourceError, open_backend
 
@@ -125,18 +127,9 @@ def _tool_names(path: Path) -> set[str]:
     return names
 
 
-def infer_domain(names: set[str]) -> Domain:
-    """The one domain whose tools include every tool the trajectory calls; a clear error otherwise."""
-    if not names:
-        raise CliError("cannot tell the domain: the file holds no valid tool call; pass --domain")
-    matches = [d for d in (load_domain(n) for n in DOMAINS) if names <= {t.name for t in d.tools}]
-    if len(matches) != 1:
-        which = "no domain has" if not matches else f"{', '.join(d.name for d in matches)} all have"
-        raise CliError(f"cannot tell the domain: {which} the tools this file calls; pass --domain")
-    return matches[0]
-
-
 async def cmd_check(args: argparse.Namespace) -> int:
+    if args.as_recorded:
+        return await check_as_recorded(args)
     path = Path(args.trajectory)
     if not path.is_file():
         raise CliError(f"no such trajectory file: {path}")
@@ -254,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="one JSON object per call")
     check.add_argument("--all", action="store_true", help="also list successful reads")
     check.add_argument("--out", help="folder for the replay database")
+    check.add_argument("--as-recorded", action="store_true",
+                       help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
+                       "check lines): every write judged in its recorded context, then applied as recorded")
     check.set_defaults(handler=cmd_check)
 
     preds = sub.add_parser("predicates", help="list a domain's predicates")

@@ -31,6 +31,17 @@ def _domain(name: str) -> Domain:
         raise CliError(str(exc.args[0])) from exc
 
 
+def infer_domain(names: set[str]) -> Domain:
+    """The one domain whose tools include every tool the trajectory calls; a clear error otherwise."""
+    if not names:
+        raise CliError("cannot tell the domain: the file holds no valid tool call; pass --domain")
+    matches = [d for d in (load_domain(n) for n in DOMAINS) if names <= {t.name for t in d.tools}]
+    if len(matches) != 1:
+        which = "no domain has" if not matches else f"{', '.join(d.name for d in matches)} all have"
+        raise CliError(f"cannot tell the domain: {which} the tools this file calls; pass --domain")
+    return matches[0]
+
+
 def _scenario(domain: Domain, name: str) -> Scenario:
     available = list_scenarios(domain.scenarios_dir)
     path = Path(name)

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static
 
+from console.screens.recorded import RecordingAudited, audit_recording, screen_for
 from console.screens.replay import ReplayScreen, load_replay, recent_traces
 from console.screens.results import ResultsScreen
 from console.theme import palette_of
@@ -26,6 +27,7 @@ from core.domain import Domain
 from core.evaluation.loading import load_results
 from core.evaluation.results import EvalResults, ResultsError
 from core.events import Event
+from core.recorded.formats import looks_like_trace
 
 
 def is_results(path: Path) -> bool:
@@ -53,11 +55,14 @@ class OpenFailed(Message):
     error: str
 
 
-def read_path(path: Path) -> TraceLoaded | ResultsLoaded | OpenFailed:
-    """Read a trace or a results file; never raises for bad input (the answer says what was wrong)."""
+def read_path(path: Path) -> TraceLoaded | ResultsLoaded | RecordingAudited | OpenFailed:
+    """Read a trace or a results file, or audit any other recording (a tau2 results file under another name, OpenAI
+    chat messages); never raises for bad input (the answer says what was wrong)."""
     try:
         if is_results(path):
             return ResultsLoaded(path, load_results(path))
+        if path.is_file() and not looks_like_trace(path):
+            return audit_recording(path)
         events, domain, problems = load_replay(path)
         return TraceLoaded(path, events, domain, problems)
     except (OSError, ValueError, ResultsError) as exc:
@@ -105,6 +110,14 @@ class OpenTraceScreen(ModalScreen[None]):
             self.app.notify(f"{len(message.problems)} unreadable line(s) skipped: {message.problems[0]}",
                             severity="warning")
         self.app.push_screen(ReplayScreen(message.events, message.domain, message.path))
+
+    @on(RecordingAudited)
+    def _recording(self, message: RecordingAudited) -> None:
+        self.dismiss()
+        if message.problems:
+            self.app.notify(f"{len(message.problems)} problem(s) in the recording: {message.problems[0]}",
+                            severity="warning")
+        self.app.push_screen(screen_for(message))
 
     @on(ResultsLoaded)
     def _results(self, message: ResultsLoaded) -> None:

@@ -24,6 +24,7 @@ from console.widgets.session_panes import SessionPanes, apply_filter
 from core.domain import Domain
 from core.evaluation.analysis import ending_failure
 from core.events import Event
+from core.recorded.audit import HYPOTHETICAL
 from core.timeline import LedgerTimeline
 from core.trace import TraceProblem, iter_trace
 from domains.registry import UnknownDomain, load_domain
@@ -104,9 +105,13 @@ class ReplayScreen(Screen[None]):
                 Binding("l", "cycle_pane", "Next pane"),
                 Binding("slash", "filter", "Filter")]
 
-    def __init__(self, events: list[Event], domain: Domain, source: Path, outcome: str | None = None) -> None:
+    def __init__(self, events: list[Event], domain: Domain, source: Path, outcome: str | None = None, *,
+                 hypothetical: str | None = None) -> None:
         super().__init__()
         self.events = events
+        # Set for an as-recorded audit (console/screens/recorded.py): the verdicts are the gate's hypothetical ones,
+        # the outcomes the recording's; the banner says so and the gate pane's title repeats it.
+        self.hypothetical = hypothetical
         self.domain = domain
         self.source = source
         self.outcome = outcome if outcome is not None else trace_outcome(events)
@@ -123,6 +128,8 @@ class ReplayScreen(Screen[None]):
         if self.outcome:
             state = "-passed" if self.outcome == "passed" else "-failed"
             yield Static(Text(self.outcome), id="replay-outcome", classes=f"screen-title {state}")
+        if self.hypothetical:
+            yield Static(Text(self.hypothetical), id="replay-hypothetical", classes="screen-title")
         yield StepSlider(self.steps, id="slider")
         yield SessionPanes(id="panes")
         yield FilterBar(id="filter-bar")
@@ -133,6 +140,8 @@ class ReplayScreen(Screen[None]):
         return self.query_one(SessionPanes)
 
     def on_mount(self) -> None:
+        if self.hypothetical:
+            self.panes.gate.border_title = f"Gate · {HYPOTHETICAL}"
         self.query_one(StepSlider).focus()
         self.show_step(self.steps[-1] if self.steps else 0)
 

@@ -1,0 +1,361 @@
+"""Which recording a file is, and reading it: check trajectory lines, session traces, tau2 results, chat messages.
+
+Detection looks at the data, never at the file name:
+- one JSON document: a tau2-bench results file (`info`, `tasks`, `simulations`); a conversation object
+  (`messages`, or tau-bench's `traj`); a list of messages (objects with a `role`: one conversation); a list of
+  conversations (lists of messages, or conversation objects);
+- JSON lines, told apart by their first usable line: trace events (`type`), check trajectory lines (`name`),
+  one message per line (`role`: one conversation), or one conversation per line.
+A file that is none of these, or one JSON document that does not parse, is a `RecordingError` (unusable:
+exit 2). Everything smaller is a `Problem` with its position and the rest is read: a broken line, a message
+that is no object, a call without result, a reused call id (see `core.recorded.messages`).
+
+Strict JSON. JSON lines go through `core.strict_json` line by line, so a NaN makes its line a problem. A whole
+document is parsed by Python's own parser (which would take NaN for a number) only to find its structure: every
+value the audit uses (a call's arguments, a result) is checked by `strict_json` before use, so a NaN in a tau2
+file refuses that one call or result, not the whole file, and never reaches a predicate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import ValidationError
+
+from core import strict_json
+from core.events import (
+    EVENT_ADAPTER,
+    AssistantTurnEvent,
+    Event,
+    MessageSent,
+    SessionEnded,
+    SessionStarted,
+    ToolResultEvent,
+)
+from core.recorded.messages import ConversationReader, read_messages
+from core.recorded.model import (
+    Problem,
+    RecordedCall,
+    RecordedConversation,
+    RecordedResult,
+    RecordedTurn,
+    Recording,
+    RecordingError,
+    ResultOutcome,
+    Where,
+)
+from core.replay import TrajectoryProblem, iter_trajectory
+from core.strict_json import printable
+from core.tools import Requestor, ToolCall
+
+CONVERSATION_KEYS = ("messages", "traj")  # tau-bench publishes its trajectories under "traj"
+MAX_FILE_BYTES = 512 * 1024 * 1024  # a recording is read whole; bigger than this is refused, not swapped in
+
+
+def read_recording(path: Path) -> Recording:
+    """The recording in `path`, whichever of the four formats it is (see the module docstring)."""
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise RecordingError(f"{source} is larger than {MAX_FILE_BYTES >> 20} MiB; split it")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingError(f"{source} is not UTF-8 text ({exc.reason} at offset {exc.start})") from None
+    except OSError as exc:
+        raise RecordingError(f"cannot read {source}: {exc.strerror or exc}") from None
+    return parse_recording(text, source)
+
+
+def parse_recording(text: str, source: str) -> Recording:
+    if not text.strip():
+        raise RecordingError(f"{source} is empty: no conversation to judge")
+    document = _document(text, source)
+    if document is _LINES:
+        return _from_lines(text, source)
+    return _from_document(document, source)
+
+
+# -- one document or JSON lines ---------------------------------------------------------------------------
+
+
+_LINES: Any = object()
+
+
+def _document(text: str, source: str) -> Any:
+    """The file as one JSON document, or `_LINES` when it is JSON lines. Raises RecordingError for a document
+    that does not parse (a truncated download), naming the line and column."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise RecordingError(f"{source}: nested deeper than Python can read") from None
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" or _has_json_line(text):
+            return _LINES
+        raise RecordingError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") \
+            from None
+
+
+def _has_json_line(text: str) -> bool:
+    """Whether some line alone is a non-empty JSON object or array (so the file is JSON lines with broken
+    lines, not one broken document: a pretty-printed document's lines do not parse on their own)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict | list) and value:
+            return True
+    return False
+
+
+def _is_conversation(value: Any) -> bool:
+    return isinstance(value, list) or (isinstance(value, Mapping)
+                                       and any(isinstance(value.get(k), list) for k in CONVERSATION_KEYS))
+
+
+def _conversation_messages(value: Any) -> tuple[str, list[Any]]:
+    """(the key the messages sit under, the messages) of a conversation list or object."""
+    if isinstance(value, list):
+        return "", value
+    key = next(k for k in CONVERSATION_KEYS if isinstance(value.get(k), list))
+    return f".{key}", value[key]
+
+
+def _conversation(value: Any, where: Where, label: str) -> RecordedConversation:
+    key, messages = _conversation_messages(value)
+    return read_messages(((where.child(f"{key}[{i}]"), m) for i, m in enumerate(messages)), label)
+
+
+def _from_document(document: Any, source: str) -> Recording:
+    if isinstance(document, Mapping):
+        if all(k in document for k in ("info", "tasks", "simulations")):
+            return _from_tau2(document, source)
+        if _is_conversation(document):
+            return Recording(source, "messages", [_conversation(document, Where(), "")])
+        return _from_lines(json.dumps(document), source)  # a file of one JSON line, written over several lines
+    if not isinstance(document, list) or not document:
+        raise RecordingError(f"{source}: holds no conversation (expected a list of messages or conversations, a "
+                             "tau2-bench results file, or JSON lines)")
+    first = next((item for item in document if isinstance(item, Mapping | list)), None)
+    if isinstance(first, Mapping) and "role" in first:  # one conversation; a stray item is that message's problem
+        return Recording(source, "messages", [_conversation(document, Where(), "")])
+    if first is not None and _is_conversation(first):
+        problems = [Problem(Where(path=f"[{i}]"), "not a conversation (a list of messages, or an object with "
+                            "'messages'), unlike the first (skipped)")
+                    for i, item in enumerate(document) if not _is_conversation(item)]
+        return Recording(source, "messages", [_conversation(item, Where(path=f"[{i}]"), f"[{i}]")
+                                              for i, item in enumerate(document) if _is_conversation(item)], problems)
+    raise RecordingError(f"{source}: a list, but not of messages (objects with a 'role') nor of conversations "
+                         "(lists of messages, or objects with 'messages')")
+
+
+def _from_lines(text: str, source: str) -> Recording:
+    lines = text.splitlines()
+    parsed: list[tuple[int, Any]] = []
+    problems: list[Problem] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip() or raw.lstrip().startswith("//"):
+            continue
+        try:
+            parsed.append((number, strict_json.loads(raw)))
+        except strict_json.StrictJSONError as exc:
+            problems.append(Problem(Where(number), f"{exc.message} (line skipped)"))
+    first = next((value for _, value in parsed if isinstance(value, Mapping | list)), None)
+    kind = _line_format(first)
+    if kind is None:
+        raise RecordingError(f"{source}: cannot tell what recording this is: no line is a trace event ('type'), a "
+                             "check line ('name'), a chat message ('role') or a conversation")
+    if kind == "trajectory":
+        return _from_trajectory(lines, source)
+    if kind == "trace":
+        return _from_trace(parsed, problems, source)
+    if kind == "message":
+        conversation = read_messages((Where(n), value) for n, value in parsed)
+        return Recording(source, "messages", [conversation], problems)
+    conversations = []
+    for number, value in parsed:
+        if _is_conversation(value):
+            conversations.append(_conversation(value, Where(number), f"line {number}"))
+        else:
+            problems.append(Problem(Where(number), "not a conversation (a list of messages, or an object with "
+                                    "'messages'), unlike the first line (line skipped)"))
+    return Recording(source, "messages", conversations, problems)
+
+
+def _event_types() -> frozenset[str]:
+    members = get_args(get_args(Event)[0])  # Event is Annotated[A | B | ..., discriminator]
+    return frozenset(str(model.model_fields["type"].default) for model in members)
+
+
+EVENT_TYPES = _event_types()
+
+
+def _line_format(first: Any) -> str | None:
+    if isinstance(first, Mapping):
+        if first.get("type") in EVENT_TYPES:  # before "role": a trace's message events have one too
+            return "trace"
+        if "role" in first:
+            return "message"
+        if "name" in first:
+            return "trajectory"
+    return "conversations" if _is_conversation(first) else None
+
+
+def looks_like_trace(path: Path, limit: int = 1 << 20) -> bool:
+    """Whether `path` starts with a trace event: the console opens those as what happened, without reading the
+    rest here (a long trace is the replay's to read). Reads at most `limit` bytes; never raises."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(limit)
+    except OSError:
+        return False
+    for raw in head.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(value, Mapping) and value.get("type") in EVENT_TYPES
+    return False
+
+
+# -- our own formats ----------------------------------------------------------------------------------------
+
+
+def _from_trajectory(lines: Sequence[str], source: str) -> Recording:
+    """`ledgeragent check` lines: calls without results (the database gives them), one per turn."""
+    conversation = RecordedConversation("")
+    problems: list[Problem] = []
+    for item in iter_trajectory(lines):
+        if isinstance(item, TrajectoryProblem):
+            problems.append(Problem(Where(item.line), f"{item.message} (line skipped)"))
+            continue
+        requestor = Requestor(item.requestor)
+        call_id = f"call_{item.index}"
+        call = RecordedCall(Where(item.line), ToolCall(call_id, item.name, dict(item.arguments), requestor=requestor),
+                            None, call_id)
+        conversation.turns.append(RecordedTurn(Where(item.line), _role(requestor), None, (call,)))
+    return Recording(source, "trajectory", [conversation], problems, results_recorded=False)
+
+
+def _role(requestor: Requestor) -> Literal["user", "assistant"]:
+    return "user" if requestor is Requestor.USER else "assistant"
+
+
+def _events(parsed: Iterable[tuple[int, Any]], problems: list[Problem]) -> Iterator[tuple[int, Event]]:
+    for number, value in parsed:
+        try:
+            yield number, EVENT_ADAPTER.validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            problems.append(Problem(Where(number), f"{first.get('msg', 'invalid event')} at {first.get('loc', ())} "
+                                    "(line skipped)"))
+
+
+def _trace_outcome(event: ToolResultEvent) -> ResultOutcome:
+    if not event.executed:
+        return event.outcome if event.outcome in ("rejected", "vetoed", "invalid") else "rejected"
+    return "ok" if event.ok else "error"
+
+
+def _from_trace(parsed: Sequence[tuple[int, Any]], problems: list[Problem], source: str) -> Recording:
+    """A session's trace: each call as it ran (an operator's edit included) with the result it returned; a call
+    the gate or the operator stopped is recorded as not run, so it changes nothing here either."""
+    conversation = RecordedConversation("")
+    domain = model = None
+    open_turn: list[RecordedCall] | None = None
+    turn_at = Where()
+    turn_text: str | None = None
+    asked: list[tuple[str, Where]] = []  # calls a turn proposed that no tool result has answered yet
+
+    def close() -> None:
+        nonlocal open_turn
+        if open_turn is not None:
+            conversation.turns.append(RecordedTurn(turn_at, "assistant", turn_text, tuple(open_turn)))
+        open_turn = None
+
+    for number, event in _events(parsed, problems):
+        where = Where(number)
+        if isinstance(event, SessionStarted):
+            domain, model = event.domain, event.model
+        elif isinstance(event, SessionEnded):
+            conversation.termination = event.reason
+        elif isinstance(event, MessageSent):
+            close()
+            conversation.turns.append(RecordedTurn(where, event.role, event.text))
+        elif isinstance(event, AssistantTurnEvent):
+            close()
+            open_turn, turn_at, turn_text = [], where, event.text
+            asked.extend((c.id, where) for c in event.tool_calls)
+        elif isinstance(event, ToolResultEvent):
+            outcome = _trace_outcome(event)
+            value = event.result if outcome == "ok" else None
+            result = RecordedResult(where, event.content, value, outcome)
+            call = RecordedCall(where, event.call.to_call(), result, event.call.id)
+            answered = next((a for a in asked if a[0] == event.call.id), None)
+            if answered is not None:
+                asked.remove(answered)
+            if event.call.requestor == "user" or open_turn is None:
+                close()
+                conversation.turns.append(RecordedTurn(where, _role(call.call.requestor), None, (call,)))
+            else:
+                open_turn.append(call)
+    close()
+    for call_id, where in asked:
+        conversation.problems.append(Problem(where, f"call {call_id!r} has no tool result: the session ended before "
+                                             "it was handled (not judged)"))
+    return Recording(source, "trace", [conversation], problems, domain=domain, model=model)
+
+
+# -- tau2-bench ------------------------------------------------------------------------------------------------
+
+
+def _from_tau2(document: Mapping[str, Any], source: str) -> Recording:
+    """A tau2 `Results` file: each simulation's messages are one conversation. Read: `info.environment_info.
+    domain_name`, `info.agent_info.llm`, and per simulation `task_id`, `trial`, `termination_reason`, `messages`
+    (see `core.recorded.messages` for the message fields)."""
+    info = document.get("info")
+    environment = info.get("environment_info") if isinstance(info, Mapping) else None
+    domain = environment.get("domain_name") if isinstance(environment, Mapping) else None
+    agent = info.get("agent_info") if isinstance(info, Mapping) else None
+    model = agent.get("llm") if isinstance(agent, Mapping) else None
+    simulations = document.get("simulations")
+    if not isinstance(simulations, list):
+        raise RecordingError(f"{source}: a tau2 results file whose 'simulations' is not a list")
+    conversations: list[RecordedConversation] = []
+    problems: list[Problem] = []
+    for i, simulation in enumerate(simulations):
+        where = Where(path=f"simulations[{i}]")
+        if not isinstance(simulation, Mapping):
+            problems.append(Problem(where, "a simulation must be a JSON object (skipped)"))
+            continue
+        messages = simulation.get("messages")
+        label = _simulation_label(i, simulation)
+        if not isinstance(messages, list):
+            problems.append(Problem(where, "no 'messages' list (a full-duplex run keeps ticks instead; skipped)"))
+            continue
+        reader = ConversationReader(label)
+        for j, message in enumerate(messages):
+            reader.add(where.child(f".messages[{j}]"), message)
+        conversation = reader.finish()
+        termination = simulation.get("termination_reason")
+        conversation.termination = termination if isinstance(termination, str) else None
+        conversations.append(conversation)
+    return Recording(source, "tau2", conversations, problems, domain=domain if isinstance(domain, str) else None,
+                     model=model if isinstance(model, str) else None)
+
+
+def _simulation_label(index: int, simulation: Mapping[str, Any]) -> str:
+    task, trial = simulation.get("task_id"), simulation.get("trial")
+    about = [f"task {task}"] if isinstance(task, str | int) else []
+    if isinstance(trial, int):
+        about.append(f"trial {trial}")
+    return printable(f"simulations[{index}]" + (f" ({', '.join(about)})" if about else ""))
+
