@@ -35,11 +35,12 @@ from console.model_args import model_settings
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
+from core.error_profile import LABELS, ErrorProfile, FailureKind, load_profile
 from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
 from core.evaluation.judge import close_judge, llm_judge
 from core.evaluation.loading import load_results
-from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
+from core.evaluation.metrics import BASELINE, Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import OfflinePlanner
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
@@ -239,9 +240,20 @@ def _model_factory(name: str, base_url: str | None, args: argparse.Namespace,
     return make
 
 
+def _profile(args: argparse.Namespace) -> ErrorProfile | None:
+    name = getattr(args, "error_profile", None)
+    if name is None:
+        return None
+    try:
+        return load_profile(name)
+    except ValueError as exc:
+        raise EvalInputError(f"--error-profile: {exc}") from exc
+
+
 def _participants(args: argparse.Namespace, domain: Domain, roles: Mapping[str, dict[str, Any]]) -> Participants:
     if args.model is None:
-        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed or 0)
+        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed or 0,
+                                   profile=_profile(args))
     user_model = args.user_model or args.model
     return ModelParticipants(_model_factory(args.model, args.base_url, args, roles["agent"]),
                              _model_factory(user_model, args.user_base_url or args.base_url, args, roles["user"]))
@@ -302,6 +314,12 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
         raise EvalInputError("--error-rate must be between 0 and 1")
     if args.error_rate and args.model:
         raise EvalInputError("--error-rate applies to the offline scripted agent; drop it with --model")
+    if args.error_profile is not None:
+        if args.model:
+            raise EvalInputError("--error-profile simulates errors of the offline scripted agent; drop it with --model")
+        if args.error_rate:
+            raise EvalInputError("--error-profile replaces --error-rate: give one or the other")
+        _profile(args)
     if args.resume and not args.out:
         raise EvalInputError("--resume needs --out (the run folder to continue)")
     roles = {role: _json_object(getattr(args, f"{role}_model_args"), f"--{role}-model-args")
@@ -351,7 +369,8 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
     header = RunHeader(domains=[d.name for d in domains], agents=[v.label for v in variants], trials=args.trials,
                        offline=offline, model=args.model, base_url=args.base_url,
                        user_model=user_model, judge_model=args.judge_model,
-                       error_rate=args.error_rate, seed=args.seed or 0 if offline else 0, sources=sources,
+                       error_rate=args.error_rate, error_profile=args.error_profile or "",
+                       seed=args.seed or 0 if offline else 0, sources=sources,
                        task_ids={r.domain.name: [t.id for t in r.tasks] for r in runs}, max_steps=args.max_steps,
                        max_errors=args.max_errors, disabled_predicates=sorted(args.disable_predicate),
                        compact_history=args.compact_history,
@@ -398,6 +417,8 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
                                      else f"model {header.model}")
     if header.offline and header.error_rate:
         title += f" (error-prone p={header.error_rate:g}, seed {header.seed})"
+    if header.offline and header.error_profile:
+        title += f" (simulated errors: {header.error_profile} profile, seed {header.seed})"
     table = Table(title=title, title_justify="left")
     for column in ("domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, top + 1)), "Avg", "write pass^1",
                    "tokens/trial", "ledger share", "vs FC", "REVISE/BLOCK", "would-refuse", "infra errors",
@@ -435,9 +456,49 @@ def attempts_made(header: RunHeader, trials: Sequence[TrialSummary]) -> str:
         ", some unrecorded" if 0 in counts else "")
 
 
+def mistakes_table(header: RunHeader, metrics: Metrics) -> Table | None:
+    """Per failure kind of the error profile, side by side per domain: how often the baseline committed it and
+    how often that reached the database, how often LedgerAgent's gate stopped it (BLOCK, or REVISE that needs a
+    read / breaks a rule), and what the stops cost in model calls and tokens. None without a profile."""
+    if not header.error_profile:
+        return None
+    table = Table(title=f"SIMULATION — simulated errors ({header.error_profile} profile, seed {header.seed}): "
+                        "the same mistakes for both agents, per failure kind", title_justify="left")
+    for column in ("domain", "failure kind", "baseline committed", "reached the database", "tool refused",
+                   "ledger committed", "gate stopped", "BLOCK / needs a read / breaks a rule", "stop cost: calls",
+                   "stop cost: tokens"):
+        table.add_column(column, justify="left" if column in ("domain", "failure kind") else "right")
+    rows = 0
+    for domain in header.domains:
+        fc = metrics.cell(domain, BASELINE)
+        ledgers = [c for c in metrics.cells if c.domain == domain and c.agent != BASELINE]
+        ledger = ledgers[0] if ledgers else None
+        kinds = sorted({*(fc.mistakes if fc else {}), *(ledger.mistakes if ledger else {})})
+        for kind in kinds:
+            base = fc.mistakes.get(kind) if fc else None
+            mine = ledger.mistakes.get(kind) if ledger else None
+            label = LABELS.get(FailureKind(kind), kind) if kind in FailureKind.__members__.values() else kind
+            stops = mine.gate_refused if mine else 0
+            table.add_row(domain, escape(f"{label} ({kind})"),
+                          str(base.committed) if base else "—", str(base.reached_db) if base else "—",
+                          str(base.tool_refused) if base else "—", str(mine.committed) if mine else "—",
+                          str(stops) if mine else "—",
+                          f"{mine.blocked} / {mine.needs_read} / {mine.breaks_rule}" if mine else "—",
+                          f"+{mine.recovery_calls} ({mine.recovery_calls / stops:.1f} per stop)" if mine and stops
+                          else "—",
+                          f"+{mine.recovery_tokens:,}" if mine and stops else "—")
+            rows += 1
+    if not rows:
+        table.add_row("", "no mistake was drawn in this run (the profile offered none on these tasks)", *[""] * 8)
+    return table
+
+
 def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Console, resumed: int = 0,
                   trials: Sequence[TrialSummary] = ()) -> None:
     console.print(results_table(header, metrics))
+    kinds = mistakes_table(header, metrics)
+    if kinds is not None:
+        console.print(kinds)
     if header.offline:
         counted = "local estimates (~4 characters per token)" if header.tokenizer == "estimate" else \
             f"local counts with the {header.tokenizer} tokenizer"

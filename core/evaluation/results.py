@@ -21,6 +21,7 @@ from typing import IO, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import strict_json
+from core.evaluation.mistakes import Mistake
 from core.evaluation.rewards import RewardInfo
 from core.evaluation.tasks import Task
 
@@ -106,6 +107,7 @@ class TrialSummary(BaseModel):
     user: str = ""
     scripted: bool = False
     slips: list[str] = Field(default_factory=list)  # deliberate mistakes of the error-prone scripted agent
+    mistakes: list[Mistake] = Field(default_factory=list)  # an error profile's mistakes and what became of them
     tokens: TokenStats = Field(default_factory=TokenStats)
     gate: GateStats = Field(default_factory=GateStats)
     would_refuse: list[str] = Field(default_factory=list)  # predicates the gate would fail on executed writes
@@ -166,6 +168,7 @@ class RunHeader(BaseModel):
     user_model: str | None = None
     judge_model: str | None = None
     error_rate: float = 0.0
+    error_profile: str = ""  # simulated errors (core.error_profile), "" for none
     seed: int = 0
     sources: dict[str, str] = Field(default_factory=dict)  # domain -> tasks file and database
     task_ids: dict[str, list[str]] = Field(default_factory=dict)

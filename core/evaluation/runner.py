@@ -39,6 +39,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.evaluation.analysis import classify, gate_stats, token_stats, would_refuse
 from core.evaluation.facts import TrialFacts, collect
+from core.evaluation.mistakes import mistake_outcomes
 from core.evaluation.pricing import PriceTable
 from core.evaluation.results import ResultStore, RoleUsage, TrialResult, TrialStatus, TrialSummary
 from core.evaluation.rewards import (
@@ -377,6 +378,7 @@ class EvalRunner:
             duration_s=round(time.perf_counter() - started, 4),
             model=model.name if model is not None else "", user=user.name if user is not None else "",
             scripted=run.participants.scripted, slips=list(getattr(model, "slips", [])),
+            mistakes=mistake_outcomes(bus.history, getattr(model, "mistake_calls", [])),
             tokens=token_stats(facts), gate=gate_stats(facts), would_refuse=refused,
             unscored=reward.unscored if reward is not None else [], reward_info=reward,
             usage=self._usage(run, facts, model, user, verdict),
