@@ -122,6 +122,21 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
     return rows
 
 
+def judge_writes(events: Sequence[Event], domain: Domain) -> list[tuple[ToolResultEvent, GateDecision]]:
+    """What the domain's gate says about every write the session proposed, judged after the fact with the same
+    rules against the ledger as it was at that moment: also for a session that ran without a gate (the
+    function-calling baseline), whose writes no gate ever saw. Each write's `ToolResultEvent` (executed or not)
+    with the decision; nothing is re-executed. The gate's memory builds up over the calls as it would live."""
+    gate = PolicyGate(list(domain.predicates), path_map=domain.path_map)
+    ledger = Ledger(domain.path_map)
+    out: list[tuple[ToolResultEvent, GateDecision]] = []
+    for event in events:
+        if isinstance(event, ToolResultEvent) and event.kind == "write" and event.call.requestor != "user":
+            out.append((event, gate.evaluate(event.call.to_call(), ledger, domain.context(ledger))))
+        apply_event(ledger, event)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------
 # Export as a `ledgeragent check` trajectory.
 
