@@ -7,8 +7,11 @@ never for time."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import shlex
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from console.compare_app import CompareConsole
 from console.compare_export import compare_html, compare_markdown
 from console.compare_run import NO_DIFFERENCE, SIMULATED, ComparePair, compare_problem, strip_lines
 from console.live import SessionSpec
+from console.serve import ServeError, build_config
+from console.serve import register as register_serve
 from core.events import GateDecided, SessionStarted, ToolResultEvent
 from core.regate import judge_writes
 from core.scenario import list_scenarios, load_scenario
@@ -159,3 +164,31 @@ def test_compare_refuses_options_for_one_side(tmp_path: Path, monkeypatch: pytes
 
 def test_compare_problem_accepts_the_defaults() -> None:
     assert compare_problem(seat="watch", agent="ledger", mode="autopilot", scenario="x") is None
+
+
+def _serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    register_serve(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+def test_serve_compare_gives_every_tab_the_compare_view(tmp_path: Path) -> None:
+    environ = {"PATH": "/bin", "LEDGERAGENT_HOME": str(tmp_path)}
+    config = build_config(_serve_args("--compare", "--domain", "airline", "--scenario", "cancel-outside-window"),
+                          environ)
+    words = shlex.split(config.command)
+    assert words[1:4] == [sys.executable, "-m", "console.tab"] and "--compare" in words
+    assert words[words.index("--scenario") + 1] == "cancel-outside-window" and not config.live_model
+    with pytest.raises(ServeError, match="--compare runs both agents .*: drop --agent fc"):
+        build_config(_serve_args("--compare", "--agent", "fc"), environ)
+
+
+async def test_a_tab_command_line_opens_the_compare_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a tab runs (`console.tab` -> `ledgeragent console --compare ...`) builds the compare App."""
+    opened: list[object] = []
+    monkeypatch.setattr(CompareConsole, "run", lambda self: opened.append(self))
+    cli_home(tmp_path, monkeypatch)
+    assert main(["console", "--compare", "--domain", "retail", "--scenario", "other-customers-order"]) == 0
+    (app,) = opened
+    assert isinstance(app, CompareConsole) and app.compare.spec.scenario == "other-customers-order"
+    assert app.compare.spec.pace == 0.6  # the scripted demo's pace, so an audience can follow
