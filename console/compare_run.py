@@ -28,7 +28,7 @@ from core.domain import Domain
 from core.events import GateDecided, SessionEnded, ToolResultEvent
 from core.gate import GateDecision
 from core.llm.base import ChatModel
-from core.regate import judge_writes
+from core.regate import WriteJudge
 from core.scenario import Scenario
 from mock_backends.registry import open_backend
 
@@ -93,12 +93,13 @@ def _refusal_words(verdict: str, statuses: Sequence[str]) -> str:
 
 
 def differences(scenario: Scenario | None, domain: Domain, baseline: Sequence[Any],
-                ledger: Sequence[Any]) -> Differences:
+                ledger: Sequence[Any], judge: WriteJudge | None = None) -> Differences:
     """What the two traces show so far (see the module docstring). With a declared baseline mistake, its tool's
-    first write on each side; without one, every baseline write the gate re-judges as not ALLOW."""
+    first write on each side; without one, every baseline write the gate re-judges as not ALLOW. `judge` (one
+    per baseline trace) keeps what it judged, so a live view re-judges only new events."""
     out = Differences(ended=any(isinstance(e, SessionEnded) for e in baseline)
                       and any(isinstance(e, SessionEnded) for e in ledger))
-    judged = judge_writes(baseline, domain)
+    judged = (judge or WriteJudge(domain)).feed(baseline)
     declared = scenario.baseline_mistake if scenario is not None else None
     if declared is not None:
         view = MistakeView(declared.says, declared.tool)
@@ -174,6 +175,7 @@ class ComparePair:
         self.before: dict[str, dict[str, Any]] | None = None
         self.end: Differences | None = None
         self.end_diffs: dict[str, DbDiff] = {}  # per side: its database against the starting one
+        self.judge = WriteJudge(self.domain)  # the baseline's writes, re-judged as its trace grows
 
     def __getitem__(self, side: str) -> LiveSession:
         return self.sides[side]
@@ -211,7 +213,7 @@ class ComparePair:
 
     def differences(self) -> Differences:
         diff = differences(self.scenario, self.domain, self.sides["fc"].bus.history,
-                           self.sides["ledger"].bus.history)
+                           self.sides["ledger"].bus.history, self.judge)
         if self.end is not None:
             diff.end_lines = self.end.end_lines
         return diff

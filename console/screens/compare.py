@@ -138,7 +138,9 @@ class CompareScreen(Screen[None]):
         ledger = live.agent.ledger if live.session is not None else None
         self.panes[message.side].add_event(message.event, ledger)
         if isinstance(message.event, GateDecided | ToolResultEvent | SessionEnded):
-            self.strip.show(strip_lines(pair.differences()))
+            lines = strip_lines(pair.differences())
+            if lines != self.strip.lines:  # most events change nothing the strip says: no redraw for them
+                self.strip.show(lines)
         if isinstance(message.event, SessionEnded) and pair.ended_traces():
             self._finish()
 
