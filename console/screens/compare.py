@@ -164,6 +164,7 @@ class CompareScreen(Screen[None]):
 
     def _fit(self, width: int) -> None:
         self.stacked = width < STACK_WIDTH
+        self.set_class(self.stacked, "-stacked")
         for number, side in enumerate(SIDES, start=1):
             column = self.query_one(f"#side-{side}")
             column.styles.display = "block" if not self.stacked or side == self.front else "none"

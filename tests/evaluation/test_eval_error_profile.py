@@ -60,6 +60,10 @@ async def test_the_profile_gives_both_agents_the_same_mistakes_and_the_table_cou
     printed = capsys.readouterr().out
     assert "SIMULATION" in printed and "simulated errors: realistic profile, seed 0" in printed
     assert "per failure kind" in printed and "(cancel_without_basis)" in printed
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "**Simulated errors** (realistic profile, seed 0)" in report
+    assert "## Simulated errors per failure kind (SIMULATION)" in report
+    assert "| airline | ledger | cancel_without_basis |" in report
     results = load_results(out)
     by_key: dict[tuple[str, int], dict[str, list[str]]] = {}
     for trial in results.trials:
