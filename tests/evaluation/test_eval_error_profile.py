@@ -97,3 +97,33 @@ async def test_bad_profile_options_are_one_line(tmp_path: Path, capsys: pytest.C
     assert await run_eval(["--domain", "retail", "--trials", "1", "--out", str(tmp_path / "x"), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail"])
+async def test_a_console_task_session_makes_the_same_mistakes_as_trial_0(tmp_path: Path, domain: str) -> None:
+    """Console and eval alike: a task session with the profile records exactly the events the profile's one-trial
+    eval run records for that task (trial 0, seed 0), and its agent is named as making simulated errors."""
+    from dataclasses import replace
+
+    from console.live import LiveSession, SessionSpec
+    from console.task_sessions import task_specs
+
+    assert await run_eval(["--domain", domain, "--agent", "ledger", "--trials", "1", "--concurrency", "1",
+                           "--error-profile", "realistic", "--out", str(tmp_path / "eval")]) == 0
+    trials = {t.task_id: t for t in load_results(tmp_path / "eval").trials}
+    base = SessionSpec(scenario=None, error_profile="realistic")
+    mistaken = [spec for spec in task_specs(domain, "all", base) if trials[spec.task or ""].mistakes]
+    assert mistaken
+    for spec in mistaken:
+        live = LiveSession(spec, root=tmp_path / "home")
+        await live.run()
+        assert live.folder is not None
+        session = [json.loads(line) for line in (live.folder / "trace.jsonl").read_text().splitlines()]
+        session[0].pop("rules_version")
+        assert session[0]["model"] == "scripted-simulated-errors(realistic)"
+        recorded = [{k: v for k, v in e.items() if k != "rules_version"} for e in trials[spec.task or ""].events]
+        assert session == recorded, spec.task
+    assert "simulated errors" in " ".join(SessionSpec(domain, scenario="refund-to-original-payment",
+                                                      error_profile="realistic").problems())
+    assert "unknown error profile 'x'" in " ".join(replace(base, domain="retail", task="r01",
+                                                           error_profile="x").problems())
