@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo demo-headless serve test lint typecheck unit fuzz test-live bench clean
+.PHONY: demo demo-compare demo-headless serve test lint typecheck unit fuzz test-live bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 ## Press space to start; `make demo-headless` prints the same session as a transcript.
 demo: $(STAMP)
 	@$(BIN)/ledgeragent console --domain retail --scenario refund-to-original-payment
+
+## The baseline and LedgerAgent side by side on the paper's figure 1 (airline, offline): space runs both.
+demo-compare: $(STAMP)
+	@$(BIN)/ledgeragent console --compare --domain airline --scenario cancel-outside-window
 
 demo-headless: $(STAMP)
 	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment --headless

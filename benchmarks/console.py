@@ -89,5 +89,17 @@ def bench_layout_switch(samples: int = 40) -> list[Result]:
                       data["cpu_ns"], target_ns=50 * MS)]
 
 
+def bench_compare_append(samples: int = 100) -> list[Result]:
+    """`console --compare` at 160x45, both sides stepped together: one event appended to each side in turn, with
+    2,000 events already on each side and a 5,000-entry ledger on the LedgerAgent side; per side, the handler
+    (panes and the difference strip) plus the frame it causes."""
+    data = _child("compare-append", str(samples), "160x45")
+    names = {"fc": "baseline", "ledger": "LedgerAgent"}
+    return [summarise(f"console_compare_append_{side}",
+                      f"console --compare: append one event on the {names[side]} side while both step together, "
+                      f"160x45, {data['transcript_events']:,} events per side", data["samples_ns"][side],
+                      target_ns=16 * MS) for side in ("fc", "ledger")]
+
+
 def bench_console() -> list[Result]:
-    return [bench_cold_start(), *bench_append(), *bench_layout_switch()]
+    return [bench_cold_start(), *bench_append(), *bench_compare_append(), *bench_layout_switch()]

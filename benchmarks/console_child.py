@@ -243,16 +243,82 @@ async def append(samples_wanted: int, width: int = 160, height: int = 45) -> Non
                               "ledger_entries": len(ledger), "transcript_events": TRANSCRIPT_EVENTS}), flush=True)
 
 
+async def compare_append(samples_wanted: int, width: int = 160, height: int = 45) -> None:
+    """`console --compare` with both sides full (2,000 events each, a 5,000-entry ledger on the LedgerAgent
+    side), then events appended the way stepping both sides together delivers them: one to the baseline, one to
+    LedgerAgent, each timed from its handler (panes and difference strip, which re-reads both traces) to the
+    frame it causes. The events are also in each side's history, so the strip works on a real-sized trace."""
+    from console.compare_app import CompareConsole
+    from console.live import SessionSpec
+    from console.screens.compare import SideEvent
+    from core.tools import ToolCall
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        pattern = await recorded_events(home)
+        app = CompareConsole(SessionSpec(domain="retail", scenario="refund-to-original-payment"), root=home)
+        async with app.run_test(size=(width, height)) as pilot:
+            screen = app.compare
+            while screen.pair is None or not screen.panes:
+                await pilot.pause(0.05)
+            pair = screen.pair
+            ledger = big_ledger(LEDGER_ENTRIES)
+            assert pair["ledger"].session is not None
+            pair["ledger"].session.agent.ledger = ledger
+            screen.panes["ledger"].ledger.sync(ledger)
+            seq = {"fc": 0, "ledger": 0}
+
+            def next_event(side: str, index: int) -> Any:
+                seq[side] += 1
+                event = pattern[index % len(pattern)]
+                if side == "fc" and event.type in ("gate_decision", "ledger_updated", "ledger_staled"):
+                    event = pattern[(index + 1) % len(pattern)]  # the baseline has no gate and no ledger events
+                if event.type == "ledger_updated" and side == "ledger":
+                    order_id = f"#X{seq[side]:07d}"
+                    ledger.absorb(ToolCall(f"n{seq[side]}", "get_order_details", {"order_id": order_id}),
+                                  {"order_id": order_id, "status": "delivered"}, seq[side])
+                    event = event.model_copy(update={"added": [f"orders.{order_id}"], "changed": []})
+                event = event.model_copy(update={"seq": seq[side]})
+                pair[side].bus.history.append(event)
+                return event
+
+            for index in range(TRANSCRIPT_EVENTS):
+                for side in ("fc", "ledger"):
+                    screen.post_message(SideEvent(side, next_event(side, index)))
+                if index % 100 == 99:
+                    await pilot.pause()
+            await pilot.pause()
+            drawn, render, arm = timed_frames(screen)
+            samples: dict[str, list[int]] = {"fc": [], "ledger": []}
+            for index in range(samples_wanted):
+                for side in ("fc", "ledger"):
+                    event = next_event(side, TRANSCRIPT_EVENTS + index)
+                    arm(False)
+                    start = time.perf_counter_ns()
+                    screen._event(SideEvent(side, event))
+                    handler_ns = time.perf_counter_ns() - start
+                    arm(True)
+                    await asyncio.wait_for(drawn.wait(), timeout=5)
+                    samples[side].append(handler_ns + render[0])
+                    await asyncio.sleep(0)
+            print(json.dumps({"samples_ns": samples, "transcript_events": TRANSCRIPT_EVENTS,
+                              "ledger_entries": len(ledger)}), flush=True)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["first-frame"]:
         asyncio.run(first_frame())
     elif argv[:1] == ["append"]:
         size = [int(n) for n in argv[2].split("x")] if len(argv) > 2 else [160, 45]
         asyncio.run(append(int(argv[1]) if len(argv) > 1 else 200, size[0], size[1]))
+    elif argv[:1] == ["compare-append"]:
+        size = [int(n) for n in argv[2].split("x")] if len(argv) > 2 else [160, 45]
+        asyncio.run(compare_append(int(argv[1]) if len(argv) > 1 else 200, size[0], size[1]))
     elif argv[:1] == ["layout"]:
         asyncio.run(layout_switch(int(argv[1]) if len(argv) > 1 else 40))
     else:
-        raise SystemExit("usage: python -m benchmarks.console_child first-frame | append [N [WxH]] | layout [N]")
+        raise SystemExit("usage: python -m benchmarks.console_child first-frame | append [N [WxH]] | "
+                         "compare-append [N [WxH]] | layout [N]")
 
 
 if __name__ == "__main__":

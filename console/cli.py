@@ -191,6 +191,8 @@ def cmd_console(args: argparse.Namespace) -> int:
         scenario = first_scenario(domain)
     if scenario is not None:
         scenario = _scenario(domain, scenario).name
+    if getattr(args, "compare", False):
+        return _compare(args, domain.name, scenario)
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
     seat = "watch" if args.seat == "agent" else args.seat
     spec = SessionSpec(domain=domain.name, scenario=scenario, agent=args.agent, model=model, base_url=args.base_url,
@@ -205,6 +207,28 @@ def cmd_console(args: argparse.Namespace) -> int:
     app.model_factory = lambda chosen: settings.build(chosen.model, chosen.base_url)  # also for sessions started later
     app.run()
     return app.return_code or 0  # 1 after a crash (Textual printed the traceback), not a clean 0
+
+
+def _compare(args: argparse.Namespace, domain: str, scenario: str | None) -> int:
+    from console.compare_app import CompareConsole
+    from console.compare_run import compare_problem
+    from console.live import SessionSpec, SupervisionMode
+
+    problem = compare_problem(seat=args.seat, agent=args.agent, mode=args.mode, scenario=scenario)
+    if problem is not None:
+        raise CliError(problem)
+    model = args.model or "scripted"
+    spec = SessionSpec(domain=domain, scenario=scenario, model=model, base_url=args.base_url,
+                       mode=SupervisionMode.AUTOPILOT, db=Path(args.db) if args.db else None,
+                       pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0))
+    problems = spec.problems()
+    if problems:
+        raise CliError("; ".join(problems))
+    settings = _settings(args)
+    app = CompareConsole(spec, operator=args.operator, autostart=args.autostart,
+                         model_factory=lambda chosen: settings.build(chosen.model, chosen.base_url))
+    app.run()
+    return app.return_code or 0
 
 
 def _version() -> str:

@@ -85,6 +85,9 @@ def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operator", default=_default_operator(), help="your name in the audit trail")
     parser.add_argument("--autostart", action="store_true", help="start the session right away")
     parser.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file")
+    parser.add_argument("--compare", action="store_true",
+                        help="two sessions of the scenario side by side: the function-calling baseline and "
+                        "LedgerAgent, the same customer lines, stepped together")
     parser.add_argument("--pace", type=non_negative_float,
                         help="seconds between steps (default 0.6 for the scripted demo, so an audience can follow; "
                         "0 for real models)")

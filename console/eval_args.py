@@ -81,6 +81,10 @@ def register(subparsers: Any) -> None:
     ablation.add_argument("--error-rate", type=float, default=0.0, metavar="P",
                           help="offline only: per write, the chance the scripted agent first proposes a "
                                "policy-violating variant (a seeded simulation)")
+    ablation.add_argument("--error-profile", default=None, metavar="NAME",
+                          help="offline only: simulated errors, the mistakes real models make on these domains, each "
+                               "with its documented weight (`realistic`; seeded, the same for every agent; see "
+                               "docs/evaluation.md)")
     ablation.add_argument("--seed", type=int, default=None,
                           help="offline: seed of the error-prone scripted agent (default 0); with --model: the "
                                "`seed` sent to every role's endpoint")

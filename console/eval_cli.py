@@ -21,7 +21,7 @@ import argparse
 import dataclasses
 import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,11 +35,12 @@ from console.model_args import model_settings
 from console.storage import data_root
 from core.agent import AgentConfig
 from core.domain import Domain
+from core.error_profile import LABELS, ErrorProfile, FailureKind, load_profile
 from core.evaluation.compare import compare
 from core.evaluation.harness import EvalOutcome, run_evaluation
 from core.evaluation.judge import close_judge, llm_judge
 from core.evaluation.loading import load_results
-from core.evaluation.metrics import Metrics, compute_metrics, metrics_json
+from core.evaluation.metrics import BASELINE, Metrics, compute_metrics, metrics_json
 from core.evaluation.offline import OfflinePlanner
 from core.evaluation.participants import ModelParticipants, OfflineParticipants
 from core.evaluation.pricing import PriceTable, PriceTableError
@@ -177,6 +178,11 @@ def _sources(domain: Domain, tau2_dir: str | None) -> tuple[Path, Path | None]:
     return found, database
 
 
+def manual_policy(main: str, manual: str) -> str:
+    """tau2 telecom's policy: the main policy and the tech-support manual, wrapped as tau2 wraps them."""
+    return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n</tech_support_policy>"
+
+
 def with_policy(domain: Domain, tasks_path: Path, tau2_dir: str | None, choice: str | None) -> tuple[Domain, str]:
     """The domain with the policy text the agent gets, and where it came from (for the results header)."""
     folder = tasks_path.parent
@@ -191,8 +197,7 @@ def with_policy(domain: Domain, tasks_path: Path, tau2_dir: str | None, choice: 
         if policy.is_file():
             return dataclasses.replace(domain, policy=policy.read_text(encoding="utf-8")), f"tau2 {policy}"
         if main.is_file() and manual.is_file():
-            text = (f"<main_policy>\n{main.read_text(encoding='utf-8')}\n</main_policy>\n<tech_support_policy>\n"
-                    f"{manual.read_text(encoding='utf-8')}\n</tech_support_policy>")
+            text = manual_policy(main.read_text(encoding="utf-8"), manual.read_text(encoding="utf-8"))
             return dataclasses.replace(domain, policy=text), f"tau2 {main} + {manual.name}"
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalInputError(f"cannot read the tau2 policy in {folder}: {exc}") from exc
@@ -235,9 +240,20 @@ def _model_factory(name: str, base_url: str | None, args: argparse.Namespace,
     return make
 
 
+def _profile(args: argparse.Namespace) -> ErrorProfile | None:
+    name = getattr(args, "error_profile", None)
+    if name is None:
+        return None
+    try:
+        return load_profile(name)
+    except ValueError as exc:
+        raise EvalInputError(f"--error-profile: {exc}") from exc
+
+
 def _participants(args: argparse.Namespace, domain: Domain, roles: Mapping[str, dict[str, Any]]) -> Participants:
     if args.model is None:
-        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed or 0)
+        return OfflineParticipants(domain, _planner(domain), error_rate=args.error_rate, seed=args.seed or 0,
+                                   profile=_profile(args))
     user_model = args.user_model or args.model
     return ModelParticipants(_model_factory(args.model, args.base_url, args, roles["agent"]),
                              _model_factory(user_model, args.user_base_url or args.base_url, args, roles["user"]))
@@ -298,6 +314,12 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
         raise EvalInputError("--error-rate must be between 0 and 1")
     if args.error_rate and args.model:
         raise EvalInputError("--error-rate applies to the offline scripted agent; drop it with --model")
+    if args.error_profile is not None:
+        if args.model:
+            raise EvalInputError("--error-profile simulates errors of the offline scripted agent; drop it with --model")
+        if args.error_rate:
+            raise EvalInputError("--error-profile replaces --error-rate: give one or the other")
+        _profile(args)
     if args.resume and not args.out:
         raise EvalInputError("--resume needs --out (the run folder to continue)")
     roles = {role: _json_object(getattr(args, f"{role}_model_args"), f"--{role}-model-args")
@@ -309,6 +331,7 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
     runs: list[DomainRun] = []
     sources: dict[str, str] = {}
     policies: dict[str, str] = {}
+    texts: dict[str, str] = {}
     for domain in domains:
         try:
             tasks_path, database = _sources(domain, args.tau2_dir)
@@ -329,6 +352,7 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
         except TaskFileError as exc:
             raise EvalInputError(str(exc)) from exc
         domain, policies[domain.name] = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
+        texts[domain.name] = domain.policy
         sources[domain.name] = f"tasks {tasks_path}; database {database or 'shipped seed data'}"
         runs.append(DomainRun(domain, tasks, _opener(domain.name, database), _participants(args, domain, roles),
                               create_backend=_creator(domain.name)))
@@ -345,7 +369,8 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
     header = RunHeader(domains=[d.name for d in domains], agents=[v.label for v in variants], trials=args.trials,
                        offline=offline, model=args.model, base_url=args.base_url,
                        user_model=user_model, judge_model=args.judge_model,
-                       error_rate=args.error_rate, seed=args.seed or 0 if offline else 0, sources=sources,
+                       error_rate=args.error_rate, error_profile=args.error_profile or "",
+                       seed=args.seed or 0 if offline else 0, sources=sources,
                        task_ids={r.domain.name: [t.id for t in r.tasks] for r in runs}, max_steps=args.max_steps,
                        max_errors=args.max_errors, disabled_predicates=sorted(args.disable_predicate),
                        compact_history=args.compact_history,
@@ -356,7 +381,8 @@ def build_run(args: argparse.Namespace, problems: list[str] | None = None
                        model_seed=None if offline else args.seed, agent_model_args=roles["agent"],
                        user_model_args=roles["user"] if user_model else {},
                        judge_model_args=roles["judge"] if args.judge_model else {},
-                       max_retries=args.max_retries, policy_sources=policies, prices=_prices(args).used(models))
+                       max_retries=args.max_retries, policy_sources=policies, policy_texts=texts,
+                       prices=_prices(args).used(models))
     if args.out:
         folder = Path(args.out)
     else:
@@ -391,6 +417,8 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
                                      else f"model {header.model}")
     if header.offline and header.error_rate:
         title += f" (error-prone p={header.error_rate:g}, seed {header.seed})"
+    if header.offline and header.error_profile:
+        title += f" (simulated errors: {header.error_profile} profile, seed {header.seed})"
     table = Table(title=title, title_justify="left")
     for column in ("domain", "agent", "tasks", *(f"pass^{k}" for k in range(1, top + 1)), "Avg", "write pass^1",
                    "tokens/trial", "ledger share", "vs FC", "REVISE/BLOCK", "would-refuse", "infra errors",
@@ -414,8 +442,63 @@ def results_table(header: RunHeader, metrics: Metrics) -> Table:
     return table
 
 
-def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Console, resumed: int = 0) -> None:
+def attempts_made(header: RunHeader, trials: Sequence[TrialSummary]) -> str:
+    """How often the trials left out as infrastructure errors were tried, as the trials recorded it (an
+    imported tau2 file records its own `failed_after_attempts`, whatever our --max-retries default is)."""
+    counts = sorted({t.attempts for t in trials if t.infra})
+    if not trials:
+        counts = [header.max_retries + 1]
+    if counts == [0]:
+        return "after an unrecorded number of attempts"
+    known = [c for c in counts if c > 0]
+    spelled = " or ".join(str(c) for c in known)
+    return f"after {spelled} attempt{'s' if known[-1] != 1 else ''}" + (
+        ", some unrecorded" if 0 in counts else "")
+
+
+def mistakes_table(header: RunHeader, metrics: Metrics) -> Table | None:
+    """Per failure kind of the error profile, side by side per domain: how often the baseline committed it and
+    how often that reached the database, how often LedgerAgent's gate stopped it (BLOCK, or REVISE that needs a
+    read / breaks a rule), and what the stops cost in model calls and tokens. None without a profile."""
+    if not header.error_profile:
+        return None
+    table = Table(title=f"SIMULATION — simulated errors ({header.error_profile} profile, seed {header.seed}): "
+                        "the same mistakes for both agents, per failure kind", title_justify="left")
+    for column in ("domain", "failure kind", "baseline committed", "reached the database", "tool refused",
+                   "ledger committed", "gate stopped", "BLOCK / needs a read / breaks a rule", "stop cost: calls",
+                   "stop cost: tokens"):
+        table.add_column(column, justify="left" if column in ("domain", "failure kind") else "right")
+    rows = 0
+    for domain in header.domains:
+        fc = metrics.cell(domain, BASELINE)
+        ledgers = [c for c in metrics.cells if c.domain == domain and c.agent != BASELINE]
+        ledger = ledgers[0] if ledgers else None
+        kinds = sorted({*(fc.mistakes if fc else {}), *(ledger.mistakes if ledger else {})})
+        for kind in kinds:
+            base = fc.mistakes.get(kind) if fc else None
+            mine = ledger.mistakes.get(kind) if ledger else None
+            label = LABELS.get(FailureKind(kind), kind) if kind in FailureKind.__members__.values() else kind
+            stops = mine.gate_refused if mine else 0
+            table.add_row(domain, escape(f"{label} ({kind})"),
+                          str(base.committed) if base else "—", str(base.reached_db) if base else "—",
+                          str(base.tool_refused) if base else "—", str(mine.committed) if mine else "—",
+                          str(stops) if mine else "—",
+                          f"{mine.blocked} / {mine.needs_read} / {mine.breaks_rule}" if mine else "—",
+                          f"+{mine.recovery_calls} ({mine.recovery_calls / stops:.1f} per stop)" if mine and stops
+                          else "—",
+                          f"+{mine.recovery_tokens:,}" if mine and stops else "—")
+            rows += 1
+    if not rows:
+        table.add_row("", "no mistake was drawn in this run (the profile offered none on these tasks)", *[""] * 8)
+    return table
+
+
+def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Console, resumed: int = 0,
+                  trials: Sequence[TrialSummary] = ()) -> None:
     console.print(results_table(header, metrics))
+    kinds = mistakes_table(header, metrics)
+    if kinds is not None:
+        console.print(kinds)
     if header.offline:
         counted = "local estimates (~4 characters per token)" if header.tokenizer == "estimate" else \
             f"local counts with the {header.tokenizer} tokenizer"
@@ -426,8 +509,8 @@ def print_outcome(header: RunHeader, metrics: Metrics, folder: Path, console: Co
         console.print("[bold red]" + escape(warning[0].removeprefix("> ").replace("**", "")) + "[/]")
     infra = sum(c.infra_errors for c in metrics.cells)
     if infra:
-        console.print(f"[bold yellow]{infra} trial(s) could not be run (infrastructure errors after "
-                      f"{header.max_retries} retries): left out of the metrics; --resume runs them again.[/]")
+        console.print(f"[bold yellow]{infra} trial(s) could not be run (infrastructure errors "
+                      f"{attempts_made(header, trials)}): left out of the metrics; --resume runs them again.[/]")
     if resumed:
         console.print(f"[dim]{resumed} trial(s) were taken from the earlier run on disk.[/]")
     console.print(f"results: {folder / 'results.json'}\nreport:  {folder / 'report.md'}")
@@ -500,7 +583,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     finally:
         await close_judge(judge)
-    print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed)
+    print_outcome(outcome.header, outcome.metrics, outcome.folder, console, outcome.resumed, outcome.trials)
     print_not_run(outcome.trials, err)
     return 0
 
@@ -565,10 +648,11 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
             leftover.unlink()
         if work.is_dir():
             work.rmdir()
-    print_outcome(header, metrics, folder, console)
+    print_outcome(header, metrics, folder, console, trials=outcome.results.trials)
     console.print(f"re-graded {len(outcome.results.trials)} trial(s) from {path}: {len(outcome.changed)} changed")
-    for d_name, task_id, agent, number, old, new in outcome.changed[:50]:
-        console.print(f"  {d_name} {task_id} {agent} #{number}: reward {old:g} -> {new:g}")
+    for change in outcome.changed[:50]:
+        console.print(f"  {escape(change.domain)} {escape(change.task_id)} {escape(change.agent)} #{change.trial}: "
+                      f"{escape(change.describe())}")
     for missing in sorted(set(outcome.missing_tasks)):
         err.print(f"[yellow]kept as recorded (task no longer in the tasks file):[/] {escape(missing)}")
     for failure in outcome.judge_failures:
@@ -586,13 +670,20 @@ async def cmd_compare(args: argparse.Namespace) -> int:
         return 2
     cells = compare(a, b)
     if not cells:
-        err.print("[bold red]error:[/] the two runs share no (domain, agent) cell")
+        err.print("[bold red]error:[/] the two runs share no domain "
+                  f"(A: {escape(', '.join(a.header.domains))}; B: {escape(', '.join(b.header.domains))})")
+        return 2
+    if not any(cell.tasks for cell in cells):
+        err.print("[bold red]error:[/] the two runs share no task that both scored")
         return 2
     for cell in cells:
-        table = Table(title=f"{cell.domain} / {cell.agent}: B - A over {cell.tasks} common task(s)",
-                      title_justify="left")
-        for column in ("k", "A pass^k", "B pass^k", "B - A", "95% CI (bootstrap over tasks)"):
-            table.add_column(column, justify="right")
+        if cell.across_agents:
+            console.print(f"[bold]{escape(cell.domain)}[/]: A ran [bold]{escape(_ran(a, cell.agent))}[/], "
+                          f"B ran [bold]{escape(_ran(b, cell.agent_b))}[/] (different agents on the same tasks)")
+        table = Table(title=f"{cell.label}: B - A over {cell.tasks} common task(s)", title_justify="left")
+        for column in ("k", f"A pass^k ({cell.agent})", f"B pass^k ({cell.agent_b or cell.agent})", "B - A",
+                       "95% CI (bootstrap over tasks)"):
+            table.add_column(escape(column), justify="right")
         for k in cell.ks:
             table.add_row(str(k.k), _pct(k.a), _pct(k.b), f"{k.delta * 100:+.1f} pt",
                           f"[{k.low * 100:+.1f}, {k.high * 100:+.1f}] pt")
@@ -604,6 +695,38 @@ async def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ran(results: EvalResults, agent: str) -> str:
+    """An agent as a comparison names it: its label and the model that played it (or "scripted")."""
+    header = results.header
+    model = header.model or next((t.model for t in results.trials if t.agent == agent and t.model), "")
+    return f"{agent} ({'scripted, simulation' if header.offline else model or 'model unknown'})"
+
+
+def _exported_policy(header: RunHeader, domain: Domain, args: argparse.Namespace) -> str:
+    """The policy text the run's agent got on `domain`, for tau2's `environment_info.policy`: as the run
+    recorded it; for a run that recorded only where it came from, that tau2 file read again (or the one
+    --tau2-dir names); our own words only when the agent had them. Never our paraphrase for a run that gave
+    the agent tau2's policy."""
+    recorded = header.policy_texts.get(domain.name)
+    if recorded is not None:
+        return recorded
+    if args.tau2_dir:
+        tasks_path, _database = _sources(domain, args.tau2_dir)
+        return with_policy(domain, tasks_path, args.tau2_dir, args.policy)[0].policy
+    source = header.policy_sources.get(domain.name, "ours")
+    if not source.startswith("tau2 "):
+        return domain.policy
+    files = source.removeprefix("tau2 ").split(" + ")
+    first = Path(files[0])
+    named = [first, *(first.parent / extra for extra in files[1:])]
+    try:
+        texts = [path.read_text(encoding="utf-8") for path in named]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalInputError(f"the run gave the {domain.name} agent tau2's policy ({source}), which cannot be "
+                             f"read now ({exc.__class__.__name__}): pass --tau2-dir with the same data folder") from exc
+    return manual_policy(*texts) if len(texts) == 2 else texts[0]
+
+
 async def cmd_export(args: argparse.Namespace) -> int:
     console, err = _consoles()
     try:
@@ -612,12 +735,8 @@ async def cmd_export(args: argparse.Namespace) -> int:
             raise EvalInputError("export needs --out FOLDER (one tau2 results file per domain and agent)")
         results = _load(path)
         prices = _prices(args)
-        policies: dict[str, str] = {}
-        for domain in _domains(",".join(results.header.domains)):
-            if args.tau2_dir:
-                tasks_path, _database = _sources(domain, args.tau2_dir)
-                domain, _source = with_policy(domain, tasks_path, args.tau2_dir, args.policy)
-            policies[domain.name] = domain.policy
+        policies = {domain.name: _exported_policy(results.header, domain, args)
+                    for domain in _domains(",".join(results.header.domains))}
     except (EvalInputError, ResultsError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2

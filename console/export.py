@@ -16,7 +16,14 @@ def _call(call: Any) -> str:
 
 
 def transcript_markdown(events: Iterable[Any], title: str = "") -> str:
-    lines = [f"# LedgerAgent session{': ' + title if title else ''}", ""]
+    lines = [f"# LedgerAgent session{': ' + title if title else ''}", "", *event_lines(events)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def event_lines(events: Iterable[Any]) -> list[str]:
+    """The Markdown lines of a run of events, as the transcript export writes them (also a compare export's
+    turn-by-turn columns)."""
+    lines: list[str] = []
     for e in events:
         if e.type == "session_started":
             lines += [f"- domain: **{e.domain}**, scenario: **{e.scenario or 'free chat'}**, agent: **{e.agent}**, "
@@ -50,4 +57,4 @@ def transcript_markdown(events: Iterable[Any], title: str = "") -> str:
             lines.append(f"- model error ({e.kind}): {e.message}")
         elif e.type == "session_ended":
             lines += ["", f"*Session ended: {words(e.reason)} after {e.steps} steps.*"]
-    return "\n".join(lines).rstrip() + "\n"
+    return lines

@@ -74,6 +74,9 @@ class SessionSpec:
     # careful offline agent planned from it. Needs scenario=None.
     task: str | None = None
     user_model: str | None = None  # with a task: an LLM user simulator plays the customer (same endpoint)
+    # with a task and the scripted agent: simulated errors (core.error_profile), the same draw `eval` makes for
+    # trial 0; the agent's name then says so ("scripted-simulated-errors(realistic)") wherever it is shown
+    error_profile: str | None = None
 
     @property
     def label(self) -> str | None:
@@ -89,6 +92,14 @@ class SessionSpec:
             found += self._task_problems()
         elif self.user_model is not None:
             found.append("a user model plays an evaluation task's customer: it needs a task")
+        if self.error_profile is not None:
+            from core.error_profile import PROFILES
+
+            if self.task is None or self.model != "scripted":
+                found.append("simulated errors (error_profile) are for an evaluation task played by the scripted "
+                             "agent (a scenario's baseline mistake is in the scenario itself)")
+            elif self.error_profile not in PROFILES:
+                found.append(f"unknown error profile {self.error_profile!r} (known: {', '.join(PROFILES)})")
         if self.model == "scripted" and self.scenario is None and self.task is None:
             found.append("the scripted demo model needs a scenario (free chat needs a real model or you as agent)")
         if self.model == "operator" and self.seat == "customer":
@@ -347,7 +358,8 @@ class LiveSession:
         if self.spec.model == "scripted" and self.task is not None:
             from console.live_task import task_agent
 
-            return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent])  # planned in open()
+            return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent],  # planned in open()
+                              profile=self.spec.error_profile)
         if self.spec.model == "scripted":
             assert self.scenario is not None
             return self.scenario.build_model(load_offline_reader(self.spec.domain))

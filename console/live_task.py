@@ -25,6 +25,7 @@ from typing import Any
 
 from core.agent import AgentConfig
 from core.domain import Domain
+from core.error_profile import load_profile
 from core.evaluation.offline import OfflineCustomer, scripted_agent_name
 from core.evaluation.participants import OfflineParticipants
 from core.evaluation.rewards import set_scene
@@ -86,11 +87,12 @@ class TaskAgent:
     (by `LiveSession.open`). Until then `complete` refuses: an unplanned agent would play an empty script.
     """
 
-    def __init__(self, domain: Domain, task: Task, variant: AgentVariant) -> None:
-        self.name = scripted_agent_name(0.0)
+    def __init__(self, domain: Domain, task: Task, variant: AgentVariant, profile: str | None = None) -> None:
+        chosen = load_profile(profile) if profile is not None else None
+        self.name = scripted_agent_name(0.0, chosen)
         self.task = task
         self.variant = variant
-        self._participants = OfflineParticipants(domain, load_offline_planner(domain.name))
+        self._participants = OfflineParticipants(domain, load_offline_planner(domain.name), profile=chosen)
         self._inner: ChatModel | None = None
 
     def plan(self, data: Mapping[str, Any]) -> None:
@@ -103,8 +105,9 @@ class TaskAgent:
         return await self._inner.complete(messages, tools)
 
 
-def task_agent(domain: Domain, task: Task, label: str, config: AgentConfig) -> TaskAgent:
-    return TaskAgent(domain, task, AgentVariant(label, config))
+def task_agent(domain: Domain, task: Task, label: str, config: AgentConfig, *,
+               profile: str | None = None) -> TaskAgent:
+    return TaskAgent(domain, task, AgentVariant(label, config), profile)
 
 
 def task_customer(task: Task, user_model: ChatModel | None) -> UserProxy:

@@ -165,6 +165,12 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
     if args.scenario is None:  # a domain alone opens its first scenario (as `ledgeragent console` does)
         args.scenario = first_scenario(domain) or "chat"
     scenario = None if args.scenario in ("", "none", "chat") else _scenario(domain, args.scenario).name
+    if getattr(args, "compare", False):  # every tab shows the compare view: its options are checked here once
+        from console.compare_run import compare_problem
+
+        problem = compare_problem(seat=args.seat, agent=args.agent, mode=args.mode, scenario=scenario)
+        if problem is not None:
+            raise ServeError(problem)
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
     seat = "watch" if args.seat == "agent" else args.seat
     problems = SessionSpec(domain=domain.name, scenario=scenario, agent=args.agent, model=model,

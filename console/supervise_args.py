@@ -72,6 +72,9 @@ def add_session_arguments(parser: argparse._ActionsContainer, *, serving: bool =
                              "domain's): the task's customer, starting data and, without --model, its offline agent")
     parser.add_argument("--user-model", metavar="NAME",
                         help="with --tasks: an LLM user simulator plays the customer (same endpoint as --model)")
+    parser.add_argument("--error-profile", metavar="NAME",
+                        help="with --tasks and the offline agent: simulated errors (`realistic`), the draw `eval` "
+                             "makes for trial 0; the agent is named scripted-simulated-errors(NAME)")
     parser.add_argument("--repeat", type=positive_int, default=default(1), metavar="N",
                         help="run each session spec N times (default: 1)")
     parser.add_argument("--mode", choices=MODES, default=default(DEFAULT_MODE),

@@ -37,6 +37,8 @@ def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
     else:
         if args.user_model and args.tasks is None:
             raise CliError("--user-model plays a task's customer: it needs --tasks")
+        if getattr(args, "error_profile", None) and args.tasks is None:
+            raise CliError("--error-profile simulates errors of a task's offline agent: it needs --tasks")
         specs = []
         if args.scenarios is not None or args.tasks is None:
             specs += scenario_specs(args.domain, args.scenarios or "all", mode, pace=args.pace,
@@ -53,7 +55,8 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
     from console.task_sessions import task_specs
 
     base = SessionSpec(scenario=None, mode=mode, agent=args.agent, pace=args.pace, model=args.model or "scripted",
-                       base_url=args.base_url, user_model=args.user_model)
+                       base_url=args.base_url, user_model=args.user_model,
+                       error_profile=getattr(args, "error_profile", None))
     text = args.tasks.strip()
     ids: list[str] | str = "all" if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     if not ids:

@@ -122,6 +122,36 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
     return rows
 
 
+class WriteJudge:
+    """Judges the writes of a growing trace as its events arrive (`feed`), so a view that follows a live session
+    re-judges only what is new. The gate's memory builds up over the calls as it would live."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.gate = PolicyGate(list(domain.predicates), path_map=domain.path_map)
+        self.ledger = Ledger(domain.path_map)
+        self.seen = 0
+        self.rows: list[tuple[ToolResultEvent, GateDecision]] = []
+
+    def feed(self, events: Sequence[Event]) -> list[tuple[ToolResultEvent, GateDecision]]:
+        """Judge the events past the ones already seen; returns every row so far."""
+        for event in events[self.seen:]:
+            if isinstance(event, ToolResultEvent) and event.kind == "write" and event.call.requestor != "user":
+                context = self.domain.context(self.ledger)
+                self.rows.append((event, self.gate.evaluate(event.call.to_call(), self.ledger, context)))
+            apply_event(self.ledger, event)
+        self.seen = max(self.seen, len(events))
+        return self.rows
+
+
+def judge_writes(events: Sequence[Event], domain: Domain) -> list[tuple[ToolResultEvent, GateDecision]]:
+    """What the domain's gate says about every write the session proposed, judged after the fact with the same
+    rules against the ledger as it was at that moment: also for a session that ran without a gate (the
+    function-calling baseline), whose writes no gate ever saw. Each write's `ToolResultEvent` (executed or not)
+    with the decision; nothing is re-executed."""
+    return WriteJudge(domain).feed(events)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Export as a `ledgeragent check` trajectory.
 

@@ -164,6 +164,16 @@ class Expectations(_Strict):
     end_reason: str | None = None
 
 
+class BaselineMistake(_Strict):
+    """The mistake the function-calling baseline makes in this scenario, as a compare run names it: the kind
+    (core.error_profile.FailureKind, or another short id), what it does in the customer's terms, and the write
+    tool that carries it. The scripted agent proposes it on both sides (the same model); only the gate differs."""
+
+    kind: str
+    says: str
+    tool: str
+
+
 class Scenario(_Strict):
     name: str
     title: str
@@ -173,6 +183,7 @@ class Scenario(_Strict):
     agent: list[AgentStepSpec]
     expect: Expectations = Field(default_factory=Expectations)
     max_steps: int = 60
+    baseline_mistake: BaselineMistake | None = None
 
     def build_user(self) -> ScenarioCustomer:
         turns: list[ScriptedTurn | ScriptedAction] = []

@@ -9,6 +9,11 @@ stacked layout at 80x24, and the predicate workbench after a re-gate.
     .venv/bin/python docs/make_screenshots.py desk
 
 only writes the supervision desk's (all twelve scenarios in 'approve non-ALLOW', mid-run, a few calls waiting).
+
+    .venv/bin/python docs/make_screenshots.py compare
+
+only writes the compare view's (`console --compare` on the paper's figure 1, at its end: 160x45 side by side,
+80x24 stacked showing the LedgerAgent side).
 """
 
 from __future__ import annotations
@@ -101,5 +106,26 @@ async def desk() -> None:
             app.save_screenshot(str(OUT / "desk.svg"))
 
 
+async def compare() -> None:
+    """The baseline and LedgerAgent on the paper's figure 1, both ended, with the difference strip."""
+    from console.compare_app import CompareConsole
+    from console.live import SessionSpec
+
+    for size, name in (((160, 45), "compare-160x45.svg"), ((80, 24), "compare-80x24.svg")):
+        with tempfile.TemporaryDirectory() as home:
+            app = CompareConsole(SessionSpec(domain="airline", scenario="cancel-outside-window"), root=Path(home))
+            screen = app.compare
+            async with app.run_test(size=size) as pilot:
+                await until(pilot, lambda s=screen: s.pair is not None and bool(s.panes))  # type: ignore[misc]
+                await pilot.press("space")
+                await until(pilot, lambda s=screen: s.pair is not None and s.pair.end is not None,  # type: ignore[misc]
+                            limit=30)
+                if size[0] < 160:
+                    await pilot.press("s")  # the stacked layout, showing the LedgerAgent side
+                await pilot.pause(1)
+                app.save_screenshot(str(OUT / name))
+
+
 if __name__ == "__main__":
-    asyncio.run(desk() if sys.argv[1:] == ["desk"] else main())
+    chosen = {"desk": desk, "compare": compare}.get(sys.argv[1] if sys.argv[1:] else "", main)
+    asyncio.run(chosen())

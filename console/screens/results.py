@@ -89,9 +89,10 @@ class ResultsScreen(Screen[None]):
             if needle and not any(needle in text.lower() for text in (key, *(self._cell(t).plain for t in trials))):
                 continue
             domain, task, agent = key.split("|")
-            passed = sum(t.success for t in trials)
+            scored = [t for t in trials if t.scored]
+            passed = sum(t.success for t in scored)
             cells = [self._cell(t) for t in trials] + [Text("")] * (self.max_trials - len(trials))
-            table.add_row(domain, task, agent, f"{passed}/{len(trials)}", *cells, key=key)
+            table.add_row(domain, task, agent, f"{passed}/{len(scored)}", *cells, key=key)
 
     def action_failures_only(self) -> None:
         self.failures_only = not self.failures_only
@@ -106,14 +107,26 @@ class ResultsScreen(Screen[None]):
         self.fill()
 
     def _summary(self) -> Text:
-        by_agent: dict[str, list[bool]] = defaultdict(list)
+        """Per agent, passed of the trials that count, as tau2's metrics and `eval regrade` count them: a
+        trial that could not be run (infrastructure error) or whose grade is incomplete (unscored) is in no
+        denominator; both are named beside the rate so nothing is hidden."""
+        by_agent: dict[str, list[TrialResult]] = defaultdict(list)
         for trial in self.results.trials:
-            by_agent[trial.agent].append(trial.success)
+            by_agent[trial.agent].append(trial)
         text = Text()
-        for agent, outcomes in sorted(by_agent.items()):
-            rate = 100 * sum(outcomes) / len(outcomes) if outcomes else 0.0
+        for agent, trials in sorted(by_agent.items()):
+            scored = [t for t in trials if t.scored]
+            passed = sum(t.success for t in scored)
             text.append(f"{agent}: ", "bold")
-            text.append(f"{sum(outcomes)}/{len(outcomes)} trials passed ({rate:.1f}%)   ")
+            rate = f" ({100 * passed / len(scored):.1f}%)" if scored else ""
+            text.append(f"{passed} of {len(scored)} scored trials passed{rate}")
+            left_out = [f"{n} {what}" for n, what in (
+                (sum(t.infra for t in trials), "not run (infrastructure error)"),
+                (sum(not t.infra and bool(t.unscored) for t in trials), "unscored"))
+                if n]
+            if left_out:
+                text.append(f", left out: {', '.join(left_out)}")
+            text.append("   ")
         return text
 
     def _cell(self, trial: TrialResult) -> Text:
@@ -121,6 +134,8 @@ class ResultsScreen(Screen[None]):
             return Text(f"⚠ {trial.status}", palette_of(self).text(OPERATOR, "bold"))
         if trial.success:
             return Text("✓", palette_of(self).text("success", "bold"))
+        if trial.unscored:
+            return Text("? unscored", palette_of(self).text("warning", "bold"))
         label = trial.failure.category if trial.failure is not None else trial.termination
         return Text(f"✗ {label}", palette_of(self).text("error", "bold"))
 

@@ -1,8 +1,11 @@
 """`ledgeragent eval compare A B`: how run B differs from run A, per task and in pass^k, with uncertainty.
 
-Per (domain, agent) cell present in both runs, over the tasks both ran (trials that count only: no
-infrastructure errors, no unscored trials): each task's successes in A and in B, and pass^k for k up to
-the fewest trials any of those tasks has in either run, with B - A and a 95 % bootstrap confidence interval.
+Which cells are set side by side: per domain both runs hold, the agents both ran (the same agent before and
+after a change); on a domain where the runs share no agent (a tau2-bench run of someone's own baseline
+beside LedgerAgent's run on the same tasks), every agent of A against every agent of B, each pair its own
+comparison that names both agents. Over the tasks both ran (trials that count only: no infrastructure
+errors, no unscored trials): each task's successes in A and in B, and pass^k for k up to the fewest trials
+any of those tasks has in either run, with B - A and a 95 % bootstrap confidence interval.
 
 The bootstrap resamples TASKS with replacement (tasks are the unit a benchmark samples; trials within a task
 are not independent draws of the benchmark) and recomputes both runs' pass^k on each resample, so the
@@ -48,12 +51,24 @@ class KDelta:
 @dataclass
 class CellComparison:
     domain: str
-    agent: str
+    agent: str  # A's agent
     tasks: int
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
     ks: list[KDelta] = field(default_factory=list)
     differences: list[TaskDiff] = field(default_factory=list)  # tasks whose success rate changed
+    agent_b: str = ""  # B's agent; empty when it is A's
+
+    @property
+    def across_agents(self) -> bool:
+        return bool(self.agent_b) and self.agent_b != self.agent
+
+    @property
+    def label(self) -> str:
+        """How a table names the pair: `retail / fc`, or `retail: A llm_agent vs B ledger`."""
+        if self.across_agents:
+            return f"{self.domain}: A {self.agent} vs B {self.agent_b}"
+        return f"{self.domain} / {self.agent}"
 
 
 def _counts(trials: Sequence[TrialSummary]) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
@@ -68,16 +83,27 @@ def _pass_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     return mean(pass_hat_k(n, c, k) for c, n in counts)
 
 
+def pairs(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(domain, A's agent, B's agent) to compare: the agents a domain's cells share, else every pair across."""
+    out: list[tuple[str, str, str]] = []
+    for domain in sorted({d for d, _ in a} & {d for d, _ in b}):
+        left = sorted(agent for d, agent in a if d == domain)
+        right = sorted(agent for d, agent in b if d == domain)
+        shared = sorted(set(left) & set(right))
+        out += [(domain, x, x) for x in shared] if shared else [(domain, x, y) for x in left for y in right]
+    return out
+
+
 def compare(a: EvalResults, b: EvalResults, *, resamples: int = 2000, seed: int = 0,
             level: float = 0.95) -> list[CellComparison]:
     ca, cb = _counts(a.trials), _counts(b.trials)
     out: list[CellComparison] = []
     rng = random.Random(seed)
-    for cell in sorted(set(ca) & set(cb)):
-        ta, tb = ca[cell], cb[cell]
+    for domain, left, right in pairs(list(ca), list(cb)):
+        ta, tb = ca[(domain, left)], cb[(domain, right)]
         common = sorted(set(ta) & set(tb))
-        comparison = CellComparison(cell[0], cell[1], len(common), only_a=sorted(set(ta) - set(tb)),
-                                    only_b=sorted(set(tb) - set(ta)))
+        comparison = CellComparison(domain, left, len(common), only_a=sorted(set(ta) - set(tb)),
+                                    only_b=sorted(set(tb) - set(ta)), agent_b="" if left == right else right)
         out.append(comparison)
         if not common:
             continue

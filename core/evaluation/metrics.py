@@ -91,6 +91,22 @@ class AgentMetrics(BaseModel):
     overrides: dict[str, int]
     would_refuse: dict[str, int]  # predicate -> executed writes the gate would have refused
     slips: int  # deliberate mistakes (error-prone scripted agent)
+    # an error profile's mistakes per failure kind: committed, and what became of them (`KindTally`)
+    mistakes: dict[str, KindTally] = Field(default_factory=dict)
+
+
+class KindTally(BaseModel):
+    """One failure kind in one cell: how often the agent made the mistake, where it ended, what stops cost."""
+
+    committed: int = 0
+    reached_db: int = 0
+    tool_refused: int = 0
+    gate_refused: int = 0
+    blocked: int = 0  # of gate_refused: BLOCK
+    needs_read: int = 0  # of gate_refused: REVISE, needs a read
+    breaks_rule: int = 0  # of gate_refused: REVISE, breaks a rule
+    recovery_calls: int = 0  # model calls after the gate's stops, up to the next write that ran (or the end)
+    recovery_tokens: int = 0
 
 
 class Metrics(BaseModel):
@@ -180,7 +196,26 @@ def agent_metrics(domain: str, agent: str, all_trials: Sequence[TrialSummary]) -
         overrides=_merge(t.gate.overrides for t in ran),
         would_refuse=dict(sorted(Counter(p for t in ran for p in t.would_refuse).items())),
         slips=sum(len(t.slips) for t in ran),
+        mistakes=_tally(ran),
     )
+
+
+def _tally(trials: Sequence[TrialSummary]) -> dict[str, KindTally]:
+    tallies: dict[str, KindTally] = {}
+    for trial in trials:
+        for mistake in trial.mistakes:
+            tally = tallies.setdefault(mistake.kind, KindTally())
+            tally.committed += 1
+            tally.reached_db += mistake.outcome == "reached the database"
+            tally.tool_refused += mistake.outcome == "tool refused"
+            if mistake.outcome == "gate refused":
+                tally.gate_refused += 1
+                tally.blocked += mistake.verdict == "BLOCK"
+                tally.needs_read += mistake.refusal == "needs a read"
+                tally.breaks_rule += mistake.refusal == "breaks a rule"
+                tally.recovery_calls += mistake.recovery_calls
+                tally.recovery_tokens += mistake.recovery_tokens
+    return dict(sorted(tallies.items()))
 
 
 def _overhead(trials: Sequence[TrialSummary], agent: str, field: str) -> float | None:

@@ -34,10 +34,11 @@ import random
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from core.domain import Domain
+from core.error_profile import ErrorProfile, FailureKind
 from core.evaluation.tasks import Action, Task, opening_line
 from core.llm.base import AssistantTurn, Message, Usage
 from core.llm.tokenizer import count_tokens
@@ -73,6 +74,8 @@ class Violation:
     kind: str
     call: PlannedCall
     reads: tuple[PlannedCall, ...] = ()
+    failure: str = ""  # the kind of mistake it is (core.error_profile.FailureKind), for an error profile
+    profile_only: bool = False  # offered to an error profile only: `error_rate` slips stay what they were
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class Step:
     text: str = ""
     confirm: bool = False  # a `say` that asks the customer to confirm (the agent waits for the answer)
     violations: tuple[Violation, ...] = ()
+    failure: str = ""  # a `requested` step: the kind of mistake carrying it out would be
+    verify: bool = False  # a read that checks a write took effect (observe, don't assume)
 
 
 @dataclass(frozen=True)
@@ -110,12 +115,15 @@ class GoldPlanner:
     """Domain-agnostic planner: the gold actions in order, each write preceded by a confirmation.
 
     Domains subclass it to add the reads a careful agent makes (`opening`, `before_write`) and the slips an
-    error-prone agent makes (`violations`). `memo` is per-plan scratch space for that bookkeeping.
+    error-prone agent makes (`violations`; `failures` maps a slip's kind to the kind of mistake an error
+    profile weighs it as). `memo` is per-plan scratch space for that bookkeeping.
 
     A gold action of requestor "user" (dual control) becomes an `ask` step, with the phone looks of
     `before_ask` asked for first and the agent's reads of `after_ask` made once the customer has acted;
     `after_call` sees every planned call of both sides, in order.
     """
+
+    failures: Mapping[str, str] = {}
 
     def opening(self, task: Task, data: Mapping[str, Any], memo: dict[str, Any]) -> list[PlannedCall]:
         return []
@@ -170,15 +178,18 @@ class GoldPlanner:
                 call(planned)
             write = PlannedCall.of(action)
             steps.append(Step("say", text=confirmation(write), confirm=True))
-            steps.append(Step("write", write, violations=tuple(self.violations(action, data, memo))))
+            slips = tuple(v if v.failure else replace(v, failure=self.failures.get(v.kind, ""))
+                          for v in self.violations(action, data, memo))
+            steps.append(Step("write", write, violations=slips))
             self.after_call(write, memo)
             for planned in self.after_write(action, data, memo):
-                call(planned)
+                steps.append(Step("call", planned, verify=True))
+                self.after_call(planned, memo)
         hints = task.hints
         refusal = hints.refusal_message or "I'm sorry, but our policy does not allow what you asked for."
         for requested in hints.requested_actions:
             steps.append(Step("requested", PlannedCall(requested.name, dict(requested.arguments)),
-                              text=requested.why_forbidden))
+                              text=requested.why_forbidden, failure=requested.failure))
         info = " ".join(task.criteria.communicate_info or [])
         final = f"All done. {info}".strip() if not hints.refusal else refusal
         return OfflinePlan(tuple(steps), final, refusal)
@@ -217,6 +228,7 @@ class _Item:
     text: str = ""
     fix: PlannedCall | None = None  # for a slip: the right call to propose once the slip is refused
     retries: int = 0
+    mistake: str = ""  # the failure kind an error profile made this call (core.error_profile.FailureKind)
 
 
 def _prompt_pieces(messages: Sequence[Message]) -> list[str]:
@@ -246,9 +258,11 @@ def _refused(content: str) -> bool:
     return content.startswith(("REVISE", "BLOCK", "Error", "NOT EXECUTED"))
 
 
-def scripted_agent_name(error_rate: float) -> str:
+def scripted_agent_name(error_rate: float, profile: ErrorProfile | None = None) -> str:
     """The model name an `AdaptiveScriptedAgent` records (known before its plan is: a console session names its
     agent before the task's database is open)."""
+    if profile is not None:
+        return f"scripted-simulated-errors({profile.name})"
     return "scripted-careful" if error_rate == 0 else f"scripted-error-prone(p={error_rate:g})"
 
 
@@ -257,14 +271,24 @@ class AdaptiveScriptedAgent:
 
     MAX_RETRIES = 2
 
-    def __init__(self, plan: OfflinePlan, *, error_rate: float = 0.0, seed: str = "0") -> None:
+    def __init__(self, plan: OfflinePlan, *, error_rate: float = 0.0, seed: str = "0",
+                 profile: ErrorProfile | None = None) -> None:
         if not 0.0 <= error_rate <= 1.0:
             raise ValueError("error_rate must be between 0 and 1")
-        self.name = scripted_agent_name(error_rate)
+        if profile is not None and error_rate:
+            raise ValueError("an error profile replaces error_rate: give one or the other")
+        self.name = scripted_agent_name(error_rate, profile)
         self.plan = plan
         self.error_rate = error_rate
+        self.profile = profile
         self.slips: list[str] = []  # what the error-prone agent got wrong on purpose, for the report
-        self._agenda: deque[_Item] = deque(self._expand(plan, random.Random(f"slip:{seed}")))
+        self.mistakes: list[str] = []  # the failure kind of each mistake an error profile made it commit
+        self.mistake_calls: list[tuple[str, str]] = []  # (failure kind, call id) of each mistake it proposed
+        if profile is None:
+            items = self._expand(plan, random.Random(f"slip:{seed}"))
+        else:
+            items = self._expand_profile(plan, profile, random.Random(f"profile:{profile.name}:{seed}"))
+        self._agenda: deque[_Item] = deque(items)
         self._awaiting: _Item | None = None
         self._notes: list[str] = []  # refusals to mention in the next message to the customer
         self._finished = False
@@ -282,7 +306,8 @@ class AdaptiveScriptedAgent:
                 items.append(_Item("say", text=phone_request(step.call)))
             elif step.kind == "write" and step.call is not None:
                 draw = rng.random()
-                slip = rng.choice(step.violations) if step.violations and draw < self.error_rate else None
+                offered = [v for v in step.violations if not v.profile_only]
+                slip = rng.choice(offered) if offered and draw < self.error_rate else None
                 if slip is None:
                     items.append(_Item("call", step.call, "write"))
                     continue
@@ -296,6 +321,50 @@ class AdaptiveScriptedAgent:
                     items.append(_Item("call", step.call, "tempted"))
                 else:
                     items.append(_Item("say", text=plan.refusal_message))
+        return items
+
+    def _expand_profile(self, plan: OfflinePlan, profile: ErrorProfile, rng: random.Random) -> list[_Item]:
+        """The plan with the profile's mistakes in it: before a write, each slip the domain offers whose kind
+        the profile weighs is made with that weight (the first that fires); a forbidden request is carried out
+        with its kind's weight; a read that checks a write is skipped (a stale record relied on) when another
+        write follows. Every draw is made whatever came before, so the same seed gives the same mistakes."""
+        items: list[_Item] = []
+        writes_left = sum(step.kind == "write" for step in plan.steps)
+        stale = profile.weight(FailureKind.STALE_RECORD)
+        relying = False  # a re-read was skipped: the next write relies on the stale record
+        for step in plan.steps:
+            if step.kind == "write":
+                writes_left -= 1
+            if step.kind == "write" and step.call is not None:
+                draws = [(rng.random(), v) for v in step.violations if profile.weight(v.failure) > 0]
+                slip = next((v for draw, v in draws if draw < profile.weight(v.failure)), None)
+                if slip is None:
+                    stale_kind = FailureKind.STALE_RECORD.value if relying else ""
+                    items.append(_Item("call", step.call, "write", mistake=stale_kind))
+                    relying = False
+                    continue
+                relying = False
+                self.slips.append(f"{slip.kind}: {slip.call.describe()}")
+                self.mistakes.append(slip.failure)
+                items += [_Item("call", read, "read") for read in slip.reads]
+                items.append(_Item("call", slip.call, "slip", fix=step.call, mistake=slip.failure))
+            elif step.kind == "requested" and step.call is not None:
+                weight = profile.weight(step.failure)
+                if weight and rng.random() < weight:
+                    self.slips.append(f"forbidden request: {step.call.describe()}")
+                    self.mistakes.append(step.failure)
+                    items.append(_Item("say", text=confirmation(step.call)))
+                    items.append(_Item("call", step.call, "tempted", mistake=step.failure))
+                else:
+                    items.append(_Item("say", text=plan.refusal_message))
+            elif step.kind == "call" and step.call is not None and step.verify and writes_left and stale \
+                    and rng.random() < stale:
+                self.slips.append(f"no re-read after its write: {step.call.describe()}")
+                self.mistakes.append(FailureKind.STALE_RECORD.value)
+                relying = True
+            else:
+                items += self._expand(OfflinePlan((step,), plan.final_message, plan.refusal_message),
+                                      random.Random(0))
         return items
 
     def _react(self, item: _Item, content: str, tools: set[str]) -> None:
@@ -341,6 +410,9 @@ class AdaptiveScriptedAgent:
             return AssistantTurn(text=text, usage=usage, model=self.name, finish_reason="stop")
         self._calls += 1
         call = ToolCall(f"call_{self._calls}", item.call.name, dict(item.call.arguments))
+        if item.mistake:
+            self.mistake_calls.append((item.mistake, call.id))
+            item.mistake = ""  # a retry of the same item after a read is the same mistake, counted once
         self._awaiting = item
         usage = Usage(prompt, count_tokens(call.name + call.arguments_json()), estimated=True)
         return AssistantTurn(text=None, tool_calls=(call,), usage=usage, model=self.name, finish_reason="tool_calls")

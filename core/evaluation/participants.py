@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from core.domain import Domain
+from core.error_profile import ErrorProfile
 from core.evaluation.offline import AdaptiveScriptedAgent, GoldPlanner, OfflineCustomer, OfflinePlan, OfflinePlanner
 from core.evaluation.runner import AgentVariant
 from core.evaluation.tasks import Task, render_instructions
@@ -30,10 +31,11 @@ class OfflineParticipants:
     needs_data = True
 
     def __init__(self, domain: Domain, planner: OfflinePlanner | None = None, *, error_rate: float = 0.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, profile: ErrorProfile | None = None) -> None:
         self.domain = domain
         self.planner: OfflinePlanner = planner or GoldPlanner()
         self.error_rate = error_rate
+        self.profile = profile
         self.seed = seed
         self._plans: dict[str, OfflinePlan] = {}
 
@@ -43,7 +45,7 @@ class OfflineParticipants:
         return self._plans[task.id]
 
     def agent(self, task: Task, variant: AgentVariant, trial: int, data: Mapping[str, Any] | None) -> ChatModel:
-        return AdaptiveScriptedAgent(self.plan(task, data), error_rate=self.error_rate,
+        return AdaptiveScriptedAgent(self.plan(task, data), error_rate=self.error_rate, profile=self.profile,
                                      seed=f"{self.seed}:{self.domain.name}:{task.id}:{trial}")
 
     def user(self, task: Task, trial: int) -> UserProxy:

@@ -34,10 +34,41 @@ class RegradeDomain:
     open_backend: OpenBackend
 
 
+def grade_state(trial: TrialResult) -> str:
+    """Where a trial stands in the metrics: passed, failed, or unscored (a component nobody graded, so it is
+    in no denominator). Infrastructure errors are never re-graded."""
+    if trial.unscored:
+        return "unscored"
+    return "passed" if trial.success else "failed"
+
+
+@dataclass(frozen=True)
+class GradeChange:
+    """A trial whose grade the re-grading changed: its reward, or where it stands (passed / failed / unscored).
+    A trial graded 1 that turns unscored keeps its reward number, so the reward alone would say nothing."""
+
+    domain: str
+    task_id: str
+    agent: str
+    trial: int
+    old_reward: float
+    new_reward: float
+    old_state: str
+    new_state: str
+    unscored: tuple[str, ...] = ()  # reward components now left unscored
+
+    def describe(self) -> str:
+        def side(state: str, reward: float) -> str:
+            return "unscored" if state == "unscored" else f"{state}, reward {reward:g}"
+
+        why = f" ({', '.join(self.unscored)} not graded: no judge model)" if self.new_state == "unscored" else ""
+        return f"{side(self.old_state, self.old_reward)} -> {side(self.new_state, self.new_reward)}{why}"
+
+
 @dataclass
 class RegradeOutcome:
     results: EvalResults
-    changed: list[tuple[str, str, str, int, float, float]] = field(default_factory=list)  # key + old, new reward
+    changed: list[GradeChange] = field(default_factory=list)
     missing_tasks: list[str] = field(default_factory=list)  # "domain/task" no longer in the tasks file
     judge_failures: list[str] = field(default_factory=list)
 
@@ -86,8 +117,10 @@ async def regrade(results: EvalResults, domains: Sequence[RegradeDomain], workdi
                 "reward": reward.reward, "success": success, "reward_info": reward, "unscored": reward.unscored,
                 "would_refuse": refused, "usage": usage, "failure": None if success else classify(
                     status=trial.status, facts=facts, reward=reward, task=task, refused=refused)})
-            if abs(new.reward - trial.reward) > 1e-9 or new.success != trial.success:
-                outcome.changed.append((*trial.key, trial.reward, new.reward))
+            before, after = grade_state(trial), grade_state(new)
+            if abs(new.reward - trial.reward) > 1e-9 or before != after:
+                outcome.changed.append(GradeChange(*trial.key, trial.reward, new.reward, before, after,
+                                                   tuple(new.unscored)))
             regraded.append(new)
     finally:
         for backend, _base in backends.values():

@@ -111,6 +111,10 @@ def _banner(header: RunHeader) -> list[str]:
         lines += [f"> The agents are *error-prone* (seed {header.seed}): before each write, with probability "
                   f"{header.error_rate:g}, they first propose a policy-violating variant of the right call. The "
                   "difference between ledger and FC is therefore a simulation of what the gate prevents."]
+    if header.error_profile:
+        lines += [f"> **Simulated errors** ({header.error_profile} profile, seed {header.seed}): the agents make the "
+                  "mistakes real models are documented making on these domains, each kind with its own weight "
+                  "(docs/evaluation.md), the same ones for ledger and FC; see *Simulated errors per failure kind*."]
     return lines + [""]
 
 
@@ -168,10 +172,25 @@ def render_markdown(header: RunHeader, metrics: Metrics, trials: Sequence[TrialS
                   f"{cells[0].write_tasks} tasks.", ""]
         lines += _table(["agent", *(f"pass^{k}" for k in range(1, top + 1))],
                         [[c.agent, *(_pct(c.write_pass_k.get(k)) for k in range(1, top + 1))] for c in cells])
+    lines += _mistakes_section(header, metrics)
     lines += _tokens_section(header, metrics)
     lines += _gate_section(metrics)
     lines += _failure_section(metrics, trials)
     return "\n".join(lines) + "\n"
+
+
+def _mistakes_section(header: RunHeader, metrics: Metrics) -> list[str]:
+    """Per failure kind of the error profile: committed, where it ended, what the gate's stops cost."""
+    if not header.error_profile:
+        return []
+    rows = [[c.domain, c.agent, kind, str(t.committed), str(t.reached_db), str(t.tool_refused),
+             f"{t.gate_refused} ({t.blocked} / {t.needs_read} / {t.breaks_rule})",
+             f"+{t.recovery_calls} calls, +{t.recovery_tokens:,} tokens" if t.gate_refused else "—"]
+            for c in metrics.cells for kind, t in c.mistakes.items()]
+    return ["## Simulated errors per failure kind (SIMULATION)", "",
+            *_table(["domain", "agent", "failure kind", "committed", "reached the database", "tool refused",
+                     "gate stopped (BLOCK / needs a read / breaks a rule)", "stop cost"],
+                    rows or [["", "", "no mistake was drawn in this run", "", "", "", "", ""]])]
 
 
 def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:

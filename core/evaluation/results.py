@@ -21,6 +21,7 @@ from typing import IO, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import strict_json
+from core.evaluation.mistakes import Mistake
 from core.evaluation.rewards import RewardInfo
 from core.evaluation.tasks import Task
 
@@ -106,6 +107,7 @@ class TrialSummary(BaseModel):
     user: str = ""
     scripted: bool = False
     slips: list[str] = Field(default_factory=list)  # deliberate mistakes of the error-prone scripted agent
+    mistakes: list[Mistake] = Field(default_factory=list)  # an error profile's mistakes and what became of them
     tokens: TokenStats = Field(default_factory=TokenStats)
     gate: GateStats = Field(default_factory=GateStats)
     would_refuse: list[str] = Field(default_factory=list)  # predicates the gate would fail on executed writes
@@ -114,6 +116,7 @@ class TrialSummary(BaseModel):
     failure: Failure | None = None
     attempts: int = 1  # whole-trial attempts made (more than 1 after infrastructure failures)
     usage: dict[str, RoleUsage] = Field(default_factory=dict)  # role -> tokens and cost (agent, user, judge)
+    started_at: str = ""  # wall-clock start of the attempt (ISO 8601, UTC); "" in runs recorded before it was kept
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -145,6 +148,9 @@ class TrialSummary(BaseModel):
 
 class TrialResult(TrialSummary):
     events: list[dict[str, Any]] = Field(default_factory=list)
+    # Seconds from `started_at` to each event, by position in `events`: the wall clock a trace never holds
+    # (traces stay byte-identical), kept beside it so an export can give tau2 real message timestamps.
+    clock: list[float] = Field(default_factory=list)
 
     def summary(self) -> TrialSummary:
         return self.light()
@@ -162,6 +168,7 @@ class RunHeader(BaseModel):
     user_model: str | None = None
     judge_model: str | None = None
     error_rate: float = 0.0
+    error_profile: str = ""  # simulated errors (core.error_profile), "" for none
     seed: int = 0
     sources: dict[str, str] = Field(default_factory=dict)  # domain -> tasks file and database
     task_ids: dict[str, list[str]] = Field(default_factory=dict)
@@ -178,12 +185,15 @@ class RunHeader(BaseModel):
     user_model_args: dict[str, Any] = Field(default_factory=dict)
     judge_model_args: dict[str, Any] = Field(default_factory=dict)
     max_retries: int = 3  # whole-trial retries after an infrastructure failure
-    policy_sources: dict[str, str] = Field(default_factory=dict)  # domain -> the policy text the agent got
+    policy_sources: dict[str, str] = Field(default_factory=dict)  # domain -> where the agent's policy came from
+    # domain -> the policy text itself, as the agent got it (what an export writes as tau2's environment policy)
+    policy_texts: dict[str, str] = Field(default_factory=dict)
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)  # model -> input/output USD per 1M tokens
 
     def fingerprint(self) -> dict[str, Any]:
-        """The fields a resumed run must share with the run on disk (retries and prices change no trial)."""
-        return self.model_dump(exclude={"created", "trials", "version", "max_retries", "prices"})
+        """The fields a resumed run must share with the run on disk (retries and prices change no trial; the
+        policy's source names it, so a run begun before its text was recorded still resumes)."""
+        return self.model_dump(exclude={"created", "trials", "version", "max_retries", "prices", "policy_texts"})
 
 
 class EvalResults(BaseModel):

@@ -31,6 +31,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from core.agent import AgentConfig
 from core.domain import Domain
 from core.evaluation.analysis import classify, gate_stats, token_stats, would_refuse
 from core.evaluation.facts import TrialFacts, collect
+from core.evaluation.mistakes import mistake_outcomes
 from core.evaluation.pricing import PriceTable
 from core.evaluation.results import ResultStore, RoleUsage, TrialResult, TrialStatus, TrialSummary
 from core.evaluation.rewards import (
@@ -300,11 +302,14 @@ class EvalRunner:
         """Run, grade and summarise one attempt. Returns the result, whether the slot is still usable, and
         the infrastructure failure that makes the attempt void (None: a real trial, whatever its reward)."""
         started = time.perf_counter()
+        started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         domain = run.domain
         status: TrialStatus = "ok"
         detail = ""
         infra: str | None = None
         bus = EventBus()
+        clock: list[float] = []
+        bus.subscribe(lambda _event: clock.append(round(time.perf_counter() - started, 3)))
         model: ChatModel | None = None
         user: UserProxy | None = None
         reward: RewardInfo | None = None
@@ -373,10 +378,12 @@ class EvalRunner:
             duration_s=round(time.perf_counter() - started, 4),
             model=model.name if model is not None else "", user=user.name if user is not None else "",
             scripted=run.participants.scripted, slips=list(getattr(model, "slips", [])),
+            mistakes=mistake_outcomes(bus.history, getattr(model, "mistake_calls", [])),
             tokens=token_stats(facts), gate=gate_stats(facts), would_refuse=refused,
             unscored=reward.unscored if reward is not None else [], reward_info=reward,
             usage=self._usage(run, facts, model, user, verdict),
-            events=[event.model_dump(mode="json") for event in bus.history],
+            events=[event.model_dump(mode="json") for event in bus.history], started_at=started_at,
+            clock=clock if len(clock) == len(bus.history) else [],
         )
         if not success and infra is None:
             result.failure = classify(status=status, facts=facts, reward=reward, task=task, refused=refused)

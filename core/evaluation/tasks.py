@@ -115,6 +115,7 @@ class RequestedAction(_Open):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     why_forbidden: str = ""
+    failure: str = ""  # the kind of mistake carrying it out would be (core.error_profile.FailureKind), if any
 
 
 class OfflineHints(_Open):

@@ -26,16 +26,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import strict_json
-from core.evaluation.results import EvalResults, ResultsError, RunHeader, TrialResult, TrialStatus
+from core.evaluation.analysis import token_stats
+from core.evaluation.facts import collect
+from core.evaluation.results import EvalResults, ResultsError, RoleUsage, RunHeader, TrialResult, TrialStatus
 from core.evaluation.rewards import CheckResult, DBCheck, RewardInfo
 from core.evaluation.tasks import Task
-from core.evaluation.trajectory import events_from_messages, tau2_messages
+from core.evaluation.trajectory import Stamp, events_from_messages, tau2_messages
 from core.events import EVENT_ADAPTER
 
 TAU2_TERMINATIONS = frozenset({"user_stop", "agent_stop", "max_steps", "timeout", "too_many_errors", "agent_error",
@@ -177,16 +180,17 @@ def to_tau2(results: EvalResults, domain: str, agent: str, *, policy: str = "",
         priced = None if cost is None or trial.scripted else (
             lambda p, c, name=trial.model: cost(name, p, c))
         agent_usage, user_usage = trial.usage.get("agent"), trial.usage.get("user")
+        start, end, stamp = _times(trial, when)
         simulations.append({
             "id": f"{domain}-{trial.task_id}-{agent}-{trial.trial}",
             "task_id": trial.task_id,
-            "timestamp": when, "start_time": when, "end_time": when,
+            "timestamp": start, "start_time": start, "end_time": end,
             "duration": trial.duration_s,
             "termination_reason": _termination(trial),
             "agent_cost": agent_usage.cost if agent_usage is not None else None,
             "user_cost": user_usage.cost if user_usage is not None else None,
             "reward_info": _reward_info(trial, tasks.get(trial.task_id)),
-            "messages": tau2_messages(events, priced),
+            "messages": tau2_messages(events, priced, stamp),
             "trial": trial.trial,
             "seed": header.model_seed if header.model_seed is not None else header.seed,
             "mode": "half_duplex",
@@ -210,6 +214,29 @@ def to_tau2(results: EvalResults, domain: str, agent: str, *, policy: str = "",
         "tasks": [_tau2_task(t) for t in results.tasks.get(domain, [])],
         "simulations": simulations,
     }
+
+
+def _times(trial: TrialResult, fallback: str) -> tuple[str, str, Stamp | None]:
+    """tau2's start_time, end_time and per-message timestamps from the wall clock the run kept beside the
+    trace (`started_at`, `clock`). A trial recorded before that clock was kept has only the run's start:
+    both times are it, and messages carry no timestamp rather than an invented one."""
+    try:
+        start = datetime.fromisoformat(trial.started_at) if trial.started_at else None
+    except ValueError:
+        start = None
+    if start is None:
+        return fallback, fallback, None
+    end = start + timedelta(seconds=trial.duration_s)
+    clock = trial.clock
+
+    def stamp(event: Any) -> str | None:
+        index = getattr(event, "seq", 0) - 1
+        if not 0 <= index < len(clock):
+            return None
+        return (start + timedelta(seconds=clock[index])).isoformat(timespec="milliseconds")
+
+    return (start.isoformat(timespec="milliseconds"), end.isoformat(timespec="milliseconds"),
+            stamp if clock else None)
 
 
 def _sampling(header: RunHeader) -> dict[str, Any]:
@@ -304,7 +331,56 @@ def from_tau2(raw: Mapping[str, Any], source: Path, kind_of: Callable[[str], str
                                    f"({exc.errors()[0]['msg']})") from exc
         trials.append(_foreign_trial(sim, domain, label, agent_info.llm or "", document.info.user_info.llm or "",
                                      kind_of, number))
+    recorded = [t.attempts for t in trials if t.infra and t.attempts > 0]
+    if recorded and not isinstance(ours, dict):
+        header = header.model_copy(update={"max_retries": max(recorded) - 1})
     return EvalResults(header=header, tasks={domain: tasks}, trials=trials)
+
+
+def _message_usage(messages: Sequence[Mapping[str, Any]], role: str) -> tuple[int, int, int, float | None]:
+    """(prompt, completion, calls, summed cost) of one role's messages as tau2 recorded them: `usage` holds
+    `prompt_tokens` / `completion_tokens` (tau2's `get_response_usage`), `cost` the call's price; a message
+    without usage was no model call (the fixed greeting). The cost is None when some call has none."""
+    prompt = completion = calls = 0
+    costs: list[float | None] = []
+    for message in messages:
+        usage = message.get("usage")
+        if message.get("role") != role or not isinstance(usage, Mapping):
+            continue
+        calls += 1
+        prompt += _count(usage.get("prompt_tokens"))
+        completion += _count(usage.get("completion_tokens"))
+        cost = message.get("cost")
+        costs.append(float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None)
+    total = None if not costs or any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    return prompt, completion, calls, total
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _foreign_usage(sim: Tau2Simulation, model: str, user: str) -> dict[str, RoleUsage]:
+    """Each role's tokens and cost from a tau2 simulation: tokens summed over its messages' `usage`, the cost
+    tau2 recorded for the simulation (`agent_cost`, `user_cost`), else the sum of its messages' costs."""
+    messages = sim.messages or []
+    usage: dict[str, RoleUsage] = {}
+    for role, name, recorded, who in (("agent", model, sim.agent_cost, "assistant"),
+                                      ("user", user, sim.user_cost, "user")):
+        prompt, completion, calls, summed = _message_usage(messages, who)
+        if calls or recorded is not None:
+            usage[role] = RoleUsage(model=name, prompt=prompt, completion=completion, calls=max(calls, 1),
+                                    cost=recorded if recorded is not None else summed)
+    return usage
+
+
+def _attempts(sim: Tau2Simulation) -> int:
+    """Whole-simulation attempts tau2 made (`run_with_retry` records `failed_after_attempts` on the placeholder
+    of an infrastructure error); 0 when a failed simulation does not say, 1 for a simulation that ran."""
+    recorded = (sim.info or {}).get("failed_after_attempts")
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
+        return recorded
+    return 0 if sim.termination_reason == "infrastructure_error" else 1
 
 
 def _foreign_trial(sim: Tau2Simulation, domain: str, agent: str, model: str, user: str,
@@ -316,11 +392,14 @@ def _foreign_trial(sim: Tau2Simulation, domain: str, agent: str, model: str, use
     value = reward.reward if reward is not None else 0.0
     events = events_from_messages(sim.messages or [], domain=domain, agent=agent, model=model, user=user,
                                   termination=termination, kind_of=kind_of)
+    error = (sim.info or {}).get("error")
     return TrialResult(domain=domain, task_id=sim.task_id, agent=agent,
                        trial=sim.trial if sim.trial is not None else number, status=status, termination=termination,
                        reward=value, success=status == "ok" and abs(value - 1.0) <= 1e-6,
+                       detail=str(error)[:2000] if error is not None else "",
                        duration_s=sim.duration, model=model, user=user, reward_info=reward,
-                       events=[e.model_dump(mode="json") for e in events])
+                       tokens=token_stats(collect(events)), usage=_foreign_usage(sim, model, user),
+                       attempts=_attempts(sim), events=[e.model_dump(mode="json") for e in events])
 
 
 def load_tau2(path: Path, raw: Any | None = None, kind_of: Callable[[str], str] | None = None) -> EvalResults:

@@ -44,8 +44,11 @@ def _tool_message(result: ToolResultEvent, requestor: str) -> Tau2Message:
             "error": not result.ok}
 
 
+Stamp = Callable[[Any], str | None]  # an event -> the wall-clock time it happened (ISO 8601), None: not known
+
+
 def _assistant(turn: AssistantTurnEvent, results: Sequence[ToolResultEvent],
-               cost: Callable[[int, int], float | None] | None) -> list[Tau2Message]:
+               cost: Callable[[int, int], float | None] | None) -> list[tuple[Tau2Message, Any]]:
     ran = [r for r in results if r.executed]
     stopped = [r for r in results if not r.executed]
     message: Tau2Message = {"role": "assistant", "content": turn.text,
@@ -59,13 +62,15 @@ def _assistant(turn: AssistantTurnEvent, results: Sequence[ToolResultEvent],
         message["raw_data"] = {NOT_EXECUTED: [
             *({**_call(r.call, "assistant"), "outcome": r.outcome, "content": r.content} for r in stopped),
             *({**_call(c, "assistant"), "outcome": "not_handled", "content": ""} for c in missing)]}
-    return [message, *(_tool_message(r, "assistant") for r in ran)]
+    return [(message, turn), *((_tool_message(r, "assistant"), r) for r in ran)]
 
 
-def tau2_messages(events: Iterable[Any], cost: Callable[[int, int], float | None] | None = None) -> list[Tau2Message]:
+def tau2_messages(events: Iterable[Any], cost: Callable[[int, int], float | None] | None = None,
+                  stamp: Stamp | None = None) -> list[Tau2Message]:
     """The trial's messages in tau2-bench's half-duplex format (see the module docstring). `cost` prices one
-    agent model call from its prompt and completion tokens (None: unknown)."""
-    messages: list[Tau2Message] = []
+    agent model call from its prompt and completion tokens (None: unknown); `stamp` gives each message the
+    time of the event it comes from (the trace itself holds no wall clock; a run keeps one beside it)."""
+    messages: list[tuple[Tau2Message, Any]] = []
     turn: AssistantTurnEvent | None = None
     results: list[ToolResultEvent] = []
 
@@ -85,15 +90,17 @@ def tau2_messages(events: Iterable[Any], cost: Callable[[int, int], float | None
         if isinstance(event, AssistantTurnEvent):
             turn = event
         elif isinstance(event, ToolResultEvent) and event.call.requestor == "user" and event.executed:
-            messages.append({"role": "user", "content": None, "tool_calls": [_call(event.call, "user")]})
-            messages.append(_tool_message(event, "user"))
+            messages.append(({"role": "user", "content": None, "tool_calls": [_call(event.call, "user")]}, event))
+            messages.append((_tool_message(event, "user"), event))
         elif isinstance(event, MessageSent):
-            messages.append({"role": event.role, "content": event.text})
+            messages.append(({"role": event.role, "content": event.text}, event))
     flush()
-    for index, message in enumerate(messages):
+    out: list[Tau2Message] = []
+    for index, (message, origin) in enumerate(messages):
         message["turn_idx"] = index
-        message["timestamp"] = None  # no wall clock in a trace (byte-identical runs)
-    return messages
+        message["timestamp"] = stamp(origin) if stamp is not None else None
+        out.append(message)
+    return out
 
 
 def judge_transcript(messages: Sequence[Mapping[str, Any]]) -> str:

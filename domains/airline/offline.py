@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
+from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
 from core.llm.offline_agent import PERSON_ID, BaseReader, Observation, Proposal, latest
@@ -92,6 +93,14 @@ def _cancellable_without_status(record: Mapping[str, Any]) -> bool:
 
 
 class AirlinePlanner(GoldPlanner):
+    # the kind of mistake each slip is, for an error profile (core.error_profile)
+    failures = {
+        "another customer's reservation": FailureKind.OTHER_CUSTOMER_RECORD,
+        "a certificate to another customer's profile": FailureKind.OTHER_CUSTOMER_RECORD,
+        "changed flights of a basic economy reservation": FailureKind.BASIC_ECONOMY_CHANGE,
+        "bags within the free allowance charged": FailureKind.FREE_BAG_CHARGED,
+    }
+
     def opening(self, task: Task, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
         customer = task_customer(task, data)
         named = [a.arguments["reservation_id"] for a in task.gold_actions if "reservation_id" in a.arguments]
@@ -276,6 +285,10 @@ class AirlinePlanner(GoldPlanner):
         if int(args.get("nonfree_baggages", 0)) > booked_nonfree:
             found.append(Violation("non-free bags not charged",
                                    PlannedCall(BAGS, {**args, "nonfree_baggages": booked_nonfree})))
+        total = int(args.get("total_baggages", 0))
+        if int(args.get("nonfree_baggages", 0)) < total:
+            found.append(Violation("bags within the free allowance charged",
+                                   PlannedCall(BAGS, {**args, "nonfree_baggages": total}), profile_only=True))
         if booked_total > 0:
             fewer = booked_total - 1
             found.append(Violation("a checked bag removed",

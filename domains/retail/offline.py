@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
 from core.llm.offline_agent import (
@@ -86,6 +87,15 @@ def _item_products(data: Data) -> dict[str, str]:
 
 
 class RetailPlanner(GoldPlanner):
+    # the kind of mistake each slip is, for an error profile (core.error_profile)
+    failures = {
+        "another customer's order": FailureKind.OTHER_CUSTOMER_RECORD,
+        "another customer's profile": FailureKind.OTHER_CUSTOMER_RECORD,
+        "a payment method from another customer's profile": FailureKind.OTHER_CUSTOMER_RECORD,
+        "refund to neither the original payment nor a gift card": FailureKind.REFUND_WRONG_METHOD,
+        "a replacement variant that is not available": FailureKind.UNAVAILABLE_VARIANT,
+    }
+
     def opening(self, task: Task, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
         customer = task_customer(task, data)
         memo.update(customer=customer, profile=False, orders=set(), products=set(), items=_item_products(data))
@@ -154,6 +164,12 @@ class RetailPlanner(GoldPlanner):
             if wrong is not None:
                 found.append(Violation("refund to neither the original payment nor a gift card",
                                        PlannedCall(action.name, {**args, "payment_method_id": wrong})))
+        if action.name in SWAPS:
+            unavailable = _unavailable_variant(args, data)
+            if unavailable is not None:
+                found.append(Violation("a replacement variant that is not available",
+                                       PlannedCall(action.name, {**args, "new_item_ids": unavailable}),
+                                       profile_only=True))
         if action.name == "cancel_pending_order":
             found.append(Violation("a cancellation reason the policy does not accept",
                                    PlannedCall(action.name, {**args, "reason": "found a better price elsewhere"})))
@@ -201,6 +217,19 @@ class RetailPlanner(GoldPlanner):
                 return None
             return {**args, "item_ids": [first["item_id"]], "new_item_ids": [new], "payment_method_id": plain[0]}
         return args
+
+
+def _unavailable_variant(args: Mapping[str, Any], data: Data) -> list[str] | None:
+    """The swap's new items with the first one replaced by an unavailable variant of the same product (the
+    item the customer saw but that is out of stock), or None when that product has none."""
+    new = [str(i) for i in args.get("new_item_ids", [])]
+    if not new:
+        return None
+    product = next((p for p in data["products"].values() if new[0] in p["variants"]), None)
+    if product is None:
+        return None
+    gone = next((i for i in sorted(product["variants"]) if not product["variants"][i]["available"]), None)
+    return None if gone is None else [gone, *new[1:]]
 
 
 PLANNER = RetailPlanner()

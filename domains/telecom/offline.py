@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
 from core.llm.offline_agent import BaseReader, Observation, Proposal, find_dates, find_names, latest
@@ -114,6 +115,13 @@ def identifying_number(customer_id: str, data: Data) -> str:
 class TelecomPlanner(GoldPlanner):
     """Careful reads (`memo["fresh"]`: what the agent has read since the last change that could affect it),
     phone looks, and telecom slips; see the module docstring."""
+
+    # the kind of mistake each slip is, for an error profile (core.error_profile)
+    failures = {
+        "another customer's line": FailureKind.OTHER_CUSTOMER_RECORD,
+        "a payment request for another customer's bill": FailureKind.OTHER_CUSTOMER_RECORD,
+        "a refuel over the 2 GB cap": FailureKind.REFUEL_OVER_CAP,
+    }
 
     def opening(self, task: Task, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
         customer = task_customer(task, data)

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
+from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
 from core.llm.offline_agent import (
@@ -139,6 +140,13 @@ def _weekday(day: str) -> str:
 
 
 class TelehealthPlanner(GoldPlanner):
+    # the kind of mistake each slip is, for an error profile (core.error_profile)
+    failures = {
+        "a booking for another patient who is not a dependant": FailureKind.OTHER_CUSTOMER_RECORD,
+        "another patient's appointment": FailureKind.OTHER_CUSTOMER_RECORD,
+        "another patient's medical record": FailureKind.OTHER_CUSTOMER_RECORD,
+    }
+
     def opening(self, task: Task, data: Data, memo: dict[str, Any]) -> list[PlannedCall]:
         patient = task_patient(task, data)
         memo.update(patient=patient, profiles=set(), providers=set(), calendars=set(), appointments=set(),

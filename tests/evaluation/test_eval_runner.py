@@ -25,10 +25,11 @@ from tests.support.eval_helpers import COMPACT, FC, LEDGER, TAU2_RETAIL, evaluat
 
 
 def stable(folder: Path) -> list[dict[str, Any]]:
-    """trials.jsonl without wall-clock durations, in key order."""
+    """trials.jsonl without its wall clock (duration, start, per-event times), in key order."""
     lines = [json.loads(line) for line in (folder / "trials.jsonl").read_text(encoding="utf-8").splitlines()]
     for line in lines:
-        line.pop("duration_s")
+        for clock in ("duration_s", "started_at", "clock"):
+            line.pop(clock)
     return sorted(lines, key=lambda t: (t["task_id"], t["agent"], t["trial"]))
 
 
