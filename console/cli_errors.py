@@ -1,6 +1,7 @@
 """How every `ledgeragent` command fails: one line on stderr and an exit status, never a traceback.
 
-- Bad input (`CliError`, an unusable folder, a damaged or foreign database): `error: <what>`, exit 2.
+- Bad input (`CliError`, an unusable folder, a folder another process writes to, a damaged or foreign
+  database): `error: <what>`, exit 2.
 - Ctrl-C: exit 130.
 - Anything else is a bug: `error: unexpected <Type>: <message> (details: <crash log>)`, exit 70. The log
   holds the traceback and the command line, written under the data dir (or the temp dir if that fails), so
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from console.storage import StorageError, data_root
+from core.folder_lock import FolderBusy
 from core.strict_json import printable
 from mock_backends.registry import BackendSourceError
 from mock_backends.store import StoreError
@@ -40,7 +42,7 @@ class CliError(Exception):
     """A problem with the user's input: printed on stderr without a traceback, exit status 2."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (CliError, StorageError, BackendSourceError, StoreError)
+USER_ERRORS: tuple[type[BaseException], ...] = (CliError, StorageError, FolderBusy, BackendSourceError, StoreError)
 
 
 def one_line(message: str, limit: int = 1000) -> str:
