@@ -1,20 +1,27 @@
-"""`trace.jsonl`: one event per line, flushed as it happens, loadable back into typed events.
+"""`trace.jsonl`: one event per line, written as it happens, loadable back into typed events.
 
-Flushed (not fsynced) per event: after a crash of our process every emitted event is in the OS page
+Written (not fsynced) per event: after a crash of our process every emitted event is in the OS page
 cache and therefore in the file; fsync per event would cost milliseconds per step for a guarantee
 (surviving a kernel crash) a mock-DB session does not need.
+
+Whole lines or nothing: a line the disk cannot take completely (full, over quota, over the file size limit)
+is cut back off, so the file ends with the last event that was written whole, and the writer raises
+`DiskFull` naming the file. A torn last line would make every reader report the trace as damaged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from core import strict_json
+from core.disk_full import DiskFull, is_disk_full, write_all
 from core.events import EVENT_ADAPTER, Event
 
 
@@ -22,18 +29,33 @@ class TraceWriter:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+        try:
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFull(path, exc.errno or 0) from exc
+            raise
+        self._end = os.fstat(self._fd).st_size  # where the last whole line ends
 
     def __call__(self, event: Any) -> None:
-        if self._file is None:
+        if self._fd is None:
             raise RuntimeError(f"trace {self.path} is closed")
-        self._file.write(event.model_dump_json() + "\n")
-        self._file.flush()
+        data = (event.model_dump_json() + "\n").encode("utf-8")
+        try:
+            write_all(self._fd, data)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # cut the torn line off: the file ends on a whole event
+                os.ftruncate(self._fd, self._end)
+            if is_disk_full(exc):
+                raise DiskFull(self.path, exc.errno or 0, " (the trace keeps every event before this one)") \
+                    from exc
+            raise
+        self._end += len(data)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @dataclass(frozen=True)
