@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from core import strict_json
 from core.disk_full import DiskFull, is_disk_full, write_all
-from core.events import EVENT_ADAPTER, Event
+from core.events import EVENT_ADAPTER, Event, SessionStarted
 
 
 class TraceWriter:
@@ -64,19 +64,51 @@ class TraceProblem:
     message: str
 
 
+def numbered_events(lines: Iterable[str]) -> Iterator[tuple[int, Event | TraceProblem]]:
+    """(line number, event) for each line, or a TraceProblem naming the line for anything unreadable (never
+    raises); blank lines are skipped. Reads one line at a time: a trace of any size in bounded memory."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        yield number, parse_event_line(line, number)
+
+
+def parse_event_line(line: str, number: int) -> Event | TraceProblem:
+    try:  # strict JSON first: pydantic's own parser would take NaN and 1e999 for numbers
+        return EVENT_ADAPTER.validate_python(strict_json.loads(line))
+    except strict_json.StrictJSONError as exc:
+        return TraceProblem(number, exc.message)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return TraceProblem(number, f"{first.get('msg', 'invalid event')} at {first.get('loc', ())}")
+
+
 def iter_trace(path: Path) -> Iterator[Event | TraceProblem]:
     """Yield each event, or a TraceProblem naming the line for anything unreadable (never raise)."""
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:  # strict JSON first: pydantic's own parser would take NaN and 1e999 for numbers
-                yield EVENT_ADAPTER.validate_python(strict_json.loads(line))
-            except strict_json.StrictJSONError as exc:
-                yield TraceProblem(number, exc.message)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                yield TraceProblem(number, f"{first.get('msg', 'invalid event')} at {first.get('loc', ())}")
+        for _number, item in numbered_events(handle):
+            yield item
+
+
+SESSION_START_BYTES = 1 << 20  # a session_started line names the domain, agent and predicates: far less
+
+
+def read_session_start(path: Path) -> SessionStarted | None:
+    """The trace's `session_started` when `path` is a session's own trace (its first non-blank line is that
+    event, whole and valid), else None: a trajectory of calls, a results file, anything else. The one test for
+    "this is a session trace" (`check` uses it to read the calls the session recorded and its domain)."""
+    try:
+        with path.open("rb") as handle:
+            while handle.tell() <= SESSION_START_BYTES:
+                raw = handle.readline(SESSION_START_BYTES + 1)
+                if not raw or len(raw) > SESSION_START_BYTES:
+                    return None
+                if raw.strip():
+                    item = parse_event_line(raw.decode("utf-8"), 1)
+                    return item if isinstance(item, SessionStarted) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def load_trace(path: Path) -> list[Event]:
