@@ -52,6 +52,18 @@ def ledgeragent(home: Path, *argv: str, limit: int | None = None) -> subprocess.
                           capture_output=True, timeout=300, preexec_fn=None if limit is None else size_limit(limit))
 
 
+def a_bug(home: Path, shared_tmp: Path, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    """A command whose handler has a bug (what every command's failures go through: `run_handler`), in a child
+    whose shared temp dir is `shared_tmp`, under the file size limit `limit` when given."""
+    code = ("import sys\nfrom console.cli_errors import run_handler\n"
+            "def bug(args):\n    raise RuntimeError('a bug ' * 100)\n"
+            "sys.exit(run_handler(bug, None, ['ledgeragent', 'x']))\n")
+    env = {**os.environ, "LEDGERAGENT_HOME": str(home), "COLUMNS": "400", "TMPDIR": str(shared_tmp)}
+    shared_tmp.mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True, capture_output=True,
+                          timeout=120, preexec_fn=None if limit is None else size_limit(limit))
+
+
 def assert_whole_lines(trace: Path) -> list[dict[str, object]]:
     data = trace.read_bytes()
     assert data and data.endswith(b"\n"), data[-200:]
@@ -86,13 +98,7 @@ def test_a_trace_past_the_file_size_limit_keeps_whole_lines_and_names_the_file(t
 def test_a_crash_log_that_cannot_be_written_whole_leaves_nothing(tmp_path: Path) -> None:
     """A bug while the disk is full: no partial log under the data dir, none in the shared temp dir."""
     home = tmp_path / "home"
-    code = ("import sys\nfrom console.cli_errors import run_handler\n"
-            "def bug(args):\n    raise RuntimeError('a bug ' * 100)\n"
-            "sys.exit(run_handler(bug, None, ['ledgeragent', 'x']))\n")
-    env = {**os.environ, "LEDGERAGENT_HOME": str(home), "COLUMNS": "400", "TMPDIR": str(tmp_path / "tmp")}
-    (tmp_path / "tmp").mkdir()
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True, capture_output=True,
-                          timeout=120, preexec_fn=size_limit(300))
+    done = a_bug(home, tmp_path / "tmp", limit=300)
     assert done.returncode == 70
     line = one_error_line(done.stderr)
     assert f"no crash log could be written under {home / 'crashes'}: file too large" in line
@@ -190,13 +196,7 @@ def test_a_bug_on_a_full_disk_leaves_no_empty_crash_log(small_disk: Path, tmp_pa
     home = small_disk / "home"
     home.mkdir()
     fill(small_disk, 0)
-    code = ("import sys\nfrom console.cli_errors import run_handler\n"
-            "def bug(args):\n    raise RuntimeError('a bug ' * 100)\n"
-            "sys.exit(run_handler(bug, None, ['ledgeragent', 'x']))\n")
-    env = {**os.environ, "LEDGERAGENT_HOME": str(home), "COLUMNS": "400", "TMPDIR": str(tmp_path / "tmp")}
-    (tmp_path / "tmp").mkdir()
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True, capture_output=True,
-                          timeout=120)
+    done = a_bug(home, tmp_path / "tmp")
     assert done.returncode == 70
     assert "no space left on device" in one_error_line(done.stderr)
     assert empty_files(small_disk) == [] and list((tmp_path / "tmp").iterdir()) == []
