@@ -470,6 +470,14 @@ class DocumentStore:
                 await self._db.execute("ROLLBACK")
             raise
 
+    async def _commit_restoring(self, target: int) -> None:
+        """COMMIT a load (target -1) or a restore (to `target`), and record it, also when cancelled while
+        committing: the COMMIT still runs, and older snapshots are no longer valid either way."""
+        try:
+            await self._commit()
+        finally:
+            self._restores.append(target)
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
         """All-or-nothing writes: any exception inside rolls everything back and propagates.
@@ -530,10 +538,7 @@ class DocumentStore:
                 except BaseException:
                     await self._db.execute("ROLLBACK")
                     raise
-                try:
-                    await self._commit()
-                finally:  # (also when cancelled while committing: the COMMIT still runs)
-                    self._restores.append(-1)
+                await self._commit_restoring(-1)
 
     # ----------------------------------------------------------------------------------- time travel
 
@@ -584,10 +589,7 @@ class DocumentStore:
                 except BaseException:
                     await self._db.execute("ROLLBACK")
                     raise
-                try:
-                    await self._commit()
-                finally:  # (also when cancelled while committing: the COMMIT still runs)
-                    self._restores.append(snapshot.seq)
+                await self._commit_restoring(snapshot.seq)
 
     async def discard_history(self) -> None:
         """Forget the undo log (memory) and invalidate every snapshot: for long runs that never go back."""
