@@ -516,6 +516,11 @@ class TraceTimeline:
                   if self.index.call_ids.get(p) in gated]
         return sorted(decisions + linked)
 
+    def gate_rows(self) -> list[GateRow]:
+        """Every gate decision of the session with its operator decision and result (`gate_rows`), read now."""
+        with self._lock:
+            return gate_rows(self._read(self._gate_positions(len(self.index))))
+
     def of_type(self, kind: str) -> list[Event]:
         """Every event of one type (the audit's operator decisions, the ending): read from the file now."""
         with self._lock:

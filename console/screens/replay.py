@@ -32,6 +32,7 @@ from core.trace_index import TraceIndex
 from domains.registry import UnknownDomain, load_domain
 
 SYNC_EVENTS = 400  # a step that needs at most this many events read is shown at once, without a worker
+OPEN_AT_END_EVENTS = 5_000  # a longer trace opens at its first step: its end is a long read (End reads it)
 
 
 def recent_traces(limit: int = 50) -> list[Path]:
@@ -81,10 +82,10 @@ class StepSlider(Widget, can_focus=True):
             super().__init__()
             self.value = value
 
-    def __init__(self, steps: list[int], **kwargs: Any) -> None:
+    def __init__(self, steps: list[int], start: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.steps = steps or [0]
-        self.set_reactive(StepSlider.value, 0)  # a replay starts at the session's first step
+        self.set_reactive(StepSlider.value, len(self.steps) - 1 if start is None else start)
 
     def render(self) -> Text:
         width = max(self.size.width - 22, 10)
@@ -121,9 +122,11 @@ class StepLoaded(Message):
 class ReplayScreen(Screen[None]):
     """A recorded session, step by step. Its keys are its own: the live session's keys do not exist here.
 
-    It opens at the session's first step. Every pane is drawn from the step's `StepView`, read from the trace
-    for that step alone (`core.timeline.TraceTimeline`): a step that needs few events read is shown at once, a
-    bigger one (a jump far into a long trace) is built in a worker and shown when it is ready."""
+    It opens at the session's last step, or at its first when the trace is longer than OPEN_AT_END_EVENTS (its
+    end needs the whole trace read; `End` reads it in the background). Every pane is drawn from the step's
+    `StepView`, read from the trace for that step alone (`core.timeline.TraceTimeline`): a step that needs few
+    events read is shown at once, a bigger one (a jump far into a long trace) is built in a worker and shown
+    when it is ready."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close replay"),
                 Binding("a", "audit", "Audit (this session)"),
@@ -145,7 +148,8 @@ class ReplayScreen(Screen[None]):
         self.has_ledger = self.timeline.tracked
         self.steps = self.timeline.steps()
         self.shown_step: int | None = None
-        self.wanted_step = self.steps[0] if self.steps else 0
+        at_end = len(self.timeline.index) <= OPEN_AT_END_EVENTS
+        self.wanted_step = (self.steps[-1] if at_end else self.steps[0]) if self.steps else 0
 
     @property
     def outcome(self) -> str | None:
@@ -165,7 +169,7 @@ class ReplayScreen(Screen[None]):
         if self.outcome:
             state = "-passed" if self.outcome == "passed" else "-failed"
             yield Static(Text(self.outcome), id="replay-outcome", classes=f"screen-title {state}")
-        yield StepSlider(self.steps, id="slider")
+        yield StepSlider(self.steps, self.steps.index(self.wanted_step) if self.steps else 0, id="slider")
         yield SessionPanes(id="panes")
         yield FilterBar(id="filter-bar")
         yield Footer()

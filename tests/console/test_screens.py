@@ -109,19 +109,20 @@ async def test_replay_slider_shows_the_state_at_each_step(console_app: Callable[
         replay = await wait_for_screen(pilot, app, ReplayScreen)
         assert isinstance(replay, ReplayScreen)
         gate = replay.query_one("#gate")
+        assert [r.verdict for r in gate.rows.values()] == ["REVISE", "ALLOW"]  # type: ignore[attr-defined]
         slider = replay.query_one(StepSlider)
+        slider.value = 0
+        await pilot.pause()
+        assert gate.rows == {}  # type: ignore[attr-defined]
         ledger = replay.query_one("#ledger")
-        await wait_for(pilot, lambda: replay.shown_step == replay.steps[0])  # a replay opens at the first step
-        assert slider.value == 0 and gate.rows == {}  # type: ignore[attr-defined]
         assert ledger.ledger_tree.nodes_by_path == {}  # type: ignore[attr-defined]
-        revise_step = next(e.step for e in replay.timeline.of_type("gate_decision"))
+        revise_step = next(r.step for r in replay.timeline.gate_rows())
         slider.value = replay.steps.index(revise_step)
-        await wait_for(pilot, lambda: replay.shown_step == revise_step)
+        await pilot.pause()
         assert [r.verdict for r in gate.rows.values()] == ["REVISE"]  # type: ignore[attr-defined]
         assert "orders.#W4821001" in ledger.ledger_tree.nodes_by_path  # type: ignore[attr-defined]
         await pilot.press("end")
-        await wait_for(pilot, lambda: replay.shown_step == replay.steps[-1])
-        assert [r.verdict for r in gate.rows.values()] == ["REVISE", "ALLOW"]  # type: ignore[attr-defined]
+        assert replay.shown_step == replay.steps[-1]
 
 
 async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:

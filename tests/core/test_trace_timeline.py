@@ -42,6 +42,7 @@ def test_every_step_shows_what_the_whole_trace_rebuild_shows(trace: Path) -> Non
     lazy = TraceTimeline(TraceIndex.of_file(trace), DOMAIN.path_map)
     steps = lazy.steps()
     assert steps == reference.steps()
+    assert lazy.gate_rows() == reference.gate_rows()
     # forwards, a jump back across snapshots, the end, the start again
     for step in [steps[0], steps[1], steps[len(steps) // 2], steps[len(steps) // 4], steps[-1], steps[3], steps[0]]:
         view = lazy.view(step)
