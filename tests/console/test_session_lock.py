@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from console.storage import FolderInUse, claim_session_folder, new_session_folder
+from console.live import LiveSession, SessionSpec
+from console.storage import FolderInUse, claim_out_dir, claim_session_folder, new_session_folder
 from core.folder_lock import LOCK_NAME, FolderBusy, FolderLock
 from tests.support.cli import one_error_line
 from tests.support.openai_stub import OpenAIStub
@@ -144,17 +145,28 @@ def test_an_eval_run_folder_has_one_writer(tmp_path: Path, stub: OpenAIStub) -> 
         _kill(holder)
 
 
-def test_a_console_session_folder_is_held_while_it_is_open(tmp_path: Path) -> None:
-    """The folder of a console / desk / browser-tab session (new_session_folder) is locked too: `--out` naming
-    it is refused with this process's pid, and a claim released gives the folder back."""
-    claim = new_session_folder("retail", "chat", tmp_path)
+async def test_a_console_session_folder_is_held_while_it_is_open(tmp_path: Path, stub: OpenAIStub) -> None:
+    """The folder of a console, desk, browser-tab or MCP session (a LiveSession) is locked from `open()` to
+    `close()`: a `run --out` naming it in another process is refused with this process's pid, and touches
+    nothing; once closed, the lock file is gone and an empty folder could be claimed again."""
+    live = LiveSession(SessionSpec(domain="retail", scenario="refund-to-original-payment"), root=tmp_path / "home")
+    await live.open()
+    folder = live.folder
+    assert folder is not None
     try:
-        with pytest.raises(FolderInUse, match=f"in use by process {os.getpid()}"), \
-                claim_session_folder(str(claim.path), "retail", "x"):
-            pass
-        assert claim.path.is_dir() and claim.lock.held
+        before = sorted(p.name for p in folder.iterdir())
+        refused = subprocess.run(_run(folder, stub), cwd=ROOT, env=_env(tmp_path), text=True, capture_output=True,
+                                 timeout=120)
+        assert refused.returncode == 2
+        assert f"--out {folder} is in use by process {os.getpid()}" in one_error_line(refused.stderr)
+        assert sorted(p.name for p in folder.iterdir()) == before and LOCK_NAME in before
+        with pytest.raises(FolderInUse):  # and in this same process: one writer, not one per process
+            claim_out_dir(folder)
     finally:
-        claim.release()
+        await live.close()
+    assert not folder.exists()  # it never ran: nothing kept, the lock file included
+    claim = new_session_folder("retail", "chat", tmp_path)
+    claim.release()
     assert not (claim.path / LOCK_NAME).exists()
     with claim_session_folder(str(claim.path), "retail", "x") as again:  # an empty folder: claimable now
         assert again.lock.held
