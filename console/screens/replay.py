@@ -119,6 +119,12 @@ class StepLoaded(Message):
     view: StepView
 
 
+@dataclass
+class StepFailed(Message):
+    step: int
+    error: str
+
+
 class ReplayScreen(Screen[None]):
     """A recorded session, step by step. Its keys are its own: the live session's keys do not exist here.
 
@@ -187,14 +193,29 @@ class ReplayScreen(Screen[None]):
         self.wanted_step = step
         slider = self.query_one(StepSlider)
         if not slider.reading and self.timeline.cost(step, self.shown_step) <= SYNC_EVENTS:
-            self._apply(self.timeline.view(step, self.shown_step))
+            try:
+                view = self.timeline.view(step, self.shown_step)
+            except OSError as exc:  # the file went away or became unreadable since it was opened
+                self.app.notify(f"cannot read step {step} of {self.source}: {exc.strerror or exc}", severity="error",
+                                markup=False)
+                return
+            self._apply(view)
         else:  # (while a worker reads, every step goes through one: the timeline serves one reader at a time)
             slider.reading = True
             self._build(step)
 
     @work(thread=True, exclusive=True, group="replay-step", exit_on_error=False)
     def _build(self, step: int) -> None:
-        self.post_message(StepLoaded(self.timeline.view(step)))
+        try:
+            self.post_message(StepLoaded(self.timeline.view(step)))
+        except OSError as exc:  # the file went away or became unreadable since it was opened
+            self.post_message(StepFailed(step, f"cannot read step {step} of {self.source}: {exc.strerror or exc}"))
+
+    @on(StepFailed)
+    def _failed(self, message: StepFailed) -> None:
+        if message.step == self.wanted_step:
+            self.query_one(StepSlider).reading = False
+            self.app.notify(message.error, severity="error", markup=False)
 
     @on(StepLoaded)
     def _loaded(self, message: StepLoaded) -> None:
@@ -233,7 +254,7 @@ class ReplayScreen(Screen[None]):
         self.shown_step = view.step
         if view.problems:
             self.app.notify(f"{len(view.problems)} unreadable line(s) skipped: {view.problems[0]}",
-                            severity="warning")
+                            severity="warning", markup=False)
 
     def action_audit(self) -> None:
         from console.screens.audit import AuditScreen

@@ -63,3 +63,22 @@ async def test_a_50k_event_trace_opens_at_its_first_step_and_reaches_its_end(
         await pilot.press("home")
         await wait_for(pilot, lambda: replay.shown_step == replay.steps[0], timeout=120)
         assert panes.gate.counts == {"ALLOW": 0, "REVISE": 0, "BLOCK": 0}
+
+
+async def test_a_trace_that_goes_away_after_opening_is_one_error_not_a_crash(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    from console.screens.replay import open_replay
+
+    trace = tmp_path / "trace.jsonl"
+    write_big_trace(trace, 4_000, distinct=20)  # more than the event cache holds, less than opens at the start
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        timeline, domain, _ = open_replay(trace)
+        app.push_screen(ReplayScreen(timeline, domain, trace))
+        replay = await wait_for_screen(pilot, app, ReplayScreen)
+        assert isinstance(replay, ReplayScreen)
+        await wait_for(pilot, lambda: replay.shown_step == replay.steps[-1])  # a short trace opens at its end
+        trace.unlink()
+        replay.query_one(StepSlider).value = 0  # the start was never read: it has to be read now
+        await wait_for(pilot, lambda: any("cannot read step" in n.message for n in app._notifications))
+        assert replay.shown_step == replay.steps[-1] and app.screen is replay
