@@ -32,6 +32,7 @@ from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
 from benchmarks.mcp import bench_mcp
+from benchmarks.replay import bench_replay_open, bench_second_writer
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
 from benchmarks.serve import bench_serve
@@ -86,7 +87,7 @@ def _mark_stale(inputs: Inputs) -> list[Result]:
 
 
 # Table order: the targets of figures 1-4 first, then the store, evaluation, console, airline, browser,
-# prompt-token and memory figures.
+# prompt-token and memory figures, then storage (big-trace replay, the one-writer lock).
 GROUPS: tuple[Group, ...] = (
     Group("gate", lambda i: [bench_gate(i.retail.docs, setup=i.big)],
           "retail gate decision, 10,000-record ledger"),
@@ -112,6 +113,8 @@ GROUPS: tuple[Group, ...] = (
     Group("mcp", lambda i: bench_mcp(), "ledgeragent mcp: stdio round trip vs check, 50 HTTP sessions, memory"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
+    Group("replay_open", lambda i: bench_replay_open(), "replay of a 50k-event trace: first step, peak RSS"),
+    Group("second_writer", lambda i: bench_second_writer(), "a second writer of a session folder refused"),
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from rich.table import Table
 
 from console.cli_errors import CliError, print_error
 from console.textview import VERDICT_STYLE
-from core.replay import Checker, CheckResult, TrajectoryProblem, iter_trajectory
+from core.replay import Checker, CheckResult, TrajectoryCall, TrajectoryProblem, iter_trajectory
 
 CHUNK = 1 << 20
 TABLE_CHUNK = 500  # rows per printed table: small files look exactly as one table
@@ -85,15 +86,20 @@ def _row(table: Table, result: CheckResult) -> None:
                   escape(result.reason[:300]), met)
 
 
-async def run_check(path: Path, checker: Checker, *, json_lines: bool, show_all: bool) -> CheckReport:
-    """Check every line of `path` through `checker`, reporting as it goes; returns the totals."""
+CallReader = Callable[[Iterable[str]], Iterator[TrajectoryCall | TrajectoryProblem]]
+
+
+async def run_check(path: Path, checker: Checker, *, json_lines: bool, show_all: bool,
+                    calls: CallReader = iter_trajectory) -> CheckReport:
+    """Check every call of `path` through `checker`, reporting as it goes; returns the totals. `calls` reads
+    them: a trajectory's lines (the default), or the calls a session trace recorded (`iter_session_calls`)."""
     report = CheckReport()
     out = Console(highlight=False)
     progress = Console(stderr=True, highlight=False)
     size = max(path.stat().st_size, 1)
     table = _table()
     with path.open("rb") as handle:  # binary, so the position is known for the progress line
-        for item in iter_trajectory(line.decode("utf-8") for line in handle):
+        for item in calls(line.decode("utf-8") for line in handle):
             if isinstance(item, TrajectoryProblem):
                 report.broken += 1
                 print_error(f"{path}:{item.line}: {item.message} (line skipped)")

@@ -38,9 +38,10 @@ from core.domain import Domain
 from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
 from core.llm.settings import ModelSettings
-from core.replay import Checker, TrajectoryProblem, iter_trajectory
+from core.replay import Checker, TrajectoryProblem, iter_session_calls, iter_trajectory
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from core.session import Session
+from core.trace import read_session_start
 from domains.registry import DOMAINS, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import BackendSourceError, open_backend
@@ -134,12 +135,21 @@ async def cmd_check(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise CliError(f"no such trajectory file: {path}")
     check_text_file(path)
-    domain = _domain(args.domain) if args.domain else infer_domain(_tool_names(path))
+    started = read_session_start(path)  # a session's own trace: its recorded calls, in its domain
+    if started is not None:
+        if args.domain and args.domain != started.domain:
+            raise CliError(f"{path} is a session trace of the {started.domain} domain, not {args.domain} (leave "
+                           "--domain out)")
+        domain, calls = _domain(started.domain), iter_session_calls
+    else:
+        domain = _domain(args.domain) if args.domain else infer_domain(_tool_names(path))
+        calls = iter_trajectory
     with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
         backend = await _open_backend(domain, folder.path / "db.sqlite", args.db)
         folder.started()
         try:
-            report = await run_check(path, Checker(domain, backend), json_lines=args.json, show_all=args.all)
+            report = await run_check(path, Checker(domain, backend), json_lines=args.json, show_all=args.all,
+                                     calls=calls)
         finally:
             await backend.close()
     return report.exit_code
@@ -264,9 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="session folder (default: a new folder under the user data dir)")
     run.set_defaults(handler=cmd_run)
 
-    check = sub.add_parser("check", help="replay a trajectory of tool calls through the ledger and gate")
+    check = sub.add_parser("check", help="replay a trajectory of tool calls (or a session's trace.jsonl: the calls "
+                                         "it recorded) through the ledger and gate")
     check.add_argument("trajectory")
-    check.add_argument("--domain", choices=DOMAINS, help="default: the one domain whose tools the file calls")
+    check.add_argument("--domain", choices=DOMAINS, help="default: a session trace's own domain, else the one "
+                                                         "domain whose tools the file calls")
     check.add_argument("--db", help="a tau2 db.json or a .sqlite file (default: seed data)")
     check.add_argument("--json", action="store_true", help="one JSON object per call")
     check.add_argument("--all", action="store_true", help="also list successful reads")

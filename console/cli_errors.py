@@ -1,10 +1,14 @@
 """How every `ledgeragent` command fails: one line on stderr and an exit status, never a traceback.
 
-- Bad input (`CliError`, an unusable folder, a damaged or foreign database): `error: <what>`, exit 2.
+- Bad input (`CliError`, an unusable folder, a folder another process writes to, a damaged or foreign
+  database) and a full disk (`DiskFull`: "no space left on device while writing …/trace.jsonl"): `error: <what>`,
+  exit 2.
 - Ctrl-C: exit 130.
 - Anything else is a bug: `error: unexpected <Type>: <message> (details: <crash log>)`, exit 70. The log
-  holds the traceback and the command line, written under the data dir (or the temp dir if that fails), so
-  the report can be filed without re-running anything.
+  holds the traceback and the command line, so the report can be filed without re-running anything. It is
+  written only under the data dir's `crashes/` (a 0700 folder, the file 0600: a traceback can quote customer
+  data), never in the shared temp dir; a log that cannot be written whole is removed again, and the line says
+  why there is none.
 
 Kept out of `console/cli.py` so the commands stay about what they do, not about how they fail.
 """
@@ -16,7 +20,6 @@ import asyncio
 import inspect
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -27,6 +30,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from console.storage import StorageError, data_root
+from core.disk_full import REASONS, DiskFull, write_all
+from core.folder_lock import FolderBusy
 from core.strict_json import printable
 from mock_backends.registry import BackendSourceError
 from mock_backends.store import StoreError
@@ -40,7 +45,8 @@ class CliError(Exception):
     """A problem with the user's input: printed on stderr without a traceback, exit status 2."""
 
 
-USER_ERRORS: tuple[type[BaseException], ...] = (CliError, StorageError, BackendSourceError, StoreError)
+USER_ERRORS: tuple[type[BaseException], ...] = (CliError, StorageError, FolderBusy, DiskFull, BackendSourceError,
+                                                StoreError)
 
 
 def one_line(message: str, limit: int = 1000) -> str:
@@ -100,20 +106,35 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
+def _private_folder(folder: Path) -> None:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.stat().st_mode & 0o077:
+        folder.chmod(0o700)
+
+
 def write_crash_log(exc: BaseException, argv: Sequence[str]) -> Path:
-    """The traceback and command line in a new file; under the data dir, else the temp dir."""
+    """The traceback and command line in a new owner-only file under the data dir's `crashes/`. Raises OSError
+    when it cannot be written whole (a full disk): nothing is left behind then, not even an empty file."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     body = (f"ledgeragent crash at {stamp}\ncommand: {printable(' '.join(argv))}\n\n"
-            + printable("".join(traceback.format_exception(exc))))
-    for folder in (data_root() / "crashes", Path(tempfile.gettempdir())):
+            + printable("".join(traceback.format_exception(exc)))).encode("utf-8")
+    folder = data_root() / "crashes"
+    _private_folder(folder)
+    for n in range(1, 100):
+        path = folder / f"ledgeragent-crash-{stamp}-{os.getpid()}{'' if n == 1 else f'-{n}'}.log"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"ledgeragent-crash-{stamp}-{os.getpid()}.log"
-            path.write_text(body, encoding="utf-8")
-            return path
-        except OSError:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
             continue
-    raise OSError("no writable folder for the crash log")
+        try:
+            write_all(fd, body)
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        return path
+    raise FileExistsError(f"{folder}: too many crash logs this second")
 
 
 def run_handler(handler: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
@@ -131,7 +152,8 @@ def run_handler(handler: Callable[[argparse.Namespace], Any], args: argparse.Nam
     except Exception as exc:  # noqa: BLE001 - a bug: one line and a crash log, not a traceback
         try:
             where = f"details: {write_crash_log(exc, list(sys.argv if argv is None else argv))}"
-        except OSError:
-            where = "no crash log could be written"
+        except OSError as failed:
+            why = REASONS.get(failed.errno or 0) or failed.strerror or str(failed)
+            where = f"no crash log could be written under {data_root() / 'crashes'}: {why}"
         print_error(f"unexpected {type(exc).__name__}: {one_line(str(exc), 300)} ({where})")
         return EXIT_CRASH

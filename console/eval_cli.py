@@ -18,6 +18,7 @@ so that declaring it costs other commands nothing; its handler imports this modu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -58,6 +59,7 @@ from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
 from core.evaluation.tau2_format import write_tau2
+from core.folder_lock import FolderLock
 from core.llm.base import ChatModel
 from core.llm.tokenizer import tokenizer_name
 from domains.registry import DOMAINS, UnknownDomain, load_domain, load_offline_planner
@@ -608,6 +610,11 @@ def _paths(args: argparse.Namespace, count: int, usage: str) -> list[str]:
 
 
 async def cmd_regrade(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as held:  # the output folder's lock, once it is known (one writer per run folder)
+        return await _regrade(args, held)
+
+
+async def _regrade(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     console, err = _consoles()
     try:
         (path,) = _paths(args, 1, "regrade RESULTS [--tau2-dir D] [--judge-model M] [--out FOLDER]")
@@ -623,6 +630,8 @@ async def cmd_regrade(args: argparse.Namespace) -> int:
             sources.append(RegradeDomain(domain, tasks, _opener(domain.name, database)))
         source = Path(path)
         folder = Path(args.out) if args.out else (source if source.is_dir() else source.parent) / "regraded"
+        folder.mkdir(parents=True, exist_ok=True)
+        held.enter_context(FolderLock.acquire(folder))
         if (folder / "trials.jsonl").exists():
             raise EvalInputError(f"{folder} already holds a run; choose another --out folder")
         judge = _judge(args)  # last: the judge holds an HTTP client, closed once the trials are graded

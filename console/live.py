@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from console.rules import LiveRules, shipped_rules
-from console.storage import new_session_dir
+from console.storage import SessionFolder, new_session_folder
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus
@@ -342,6 +342,7 @@ class LiveSession:
         self._customer_model: ChatModel | None = None  # a task's user simulator model, closed with the session
         self.root = root
         self.folder: Path | None = None
+        self._claim: SessionFolder | None = None  # the folder's lock, held from open() until close()
         self.backend: SQLiteToolBackend | None = None
         self.session: Session | None = None
         self.result: SessionResult | None = None
@@ -434,7 +435,8 @@ class LiveSession:
     # --------------------------------------------------------------------------------------- lifecycle
 
     async def open(self) -> None:
-        self.folder = new_session_dir(self.spec.domain, self.spec.label or "chat", self.root)
+        self._claim = new_session_folder(self.spec.domain, self.spec.label or "chat", self.root)
+        self.folder = self._claim.path
         self.backend = await self._open_database(self.folder / "db.sqlite")
         config = AGENTS[self.spec.agent]
         if self.spec.disabled_predicates:
@@ -474,28 +476,36 @@ class LiveSession:
             raise
 
     async def close(self) -> None:
-        """Release the database. Safe to call twice, and while the session task is being cancelled."""
+        """Release the database, then the folder. Safe to call twice, and while the session task is being
+        cancelled."""
         backend, self.backend = self.backend, None
+        claim, self._claim = self._claim, None
         if backend is not None:
             await backend.close()
-            self._discard_if_unused()
+        if claim is not None:
+            try:
+                if backend is not None:
+                    self._discard_if_unused(claim.path)
+            finally:
+                claim.release()
+            if backend is not None:
+                with contextlib.suppress(OSError):  # only a folder emptied above goes: rmdir refuses any other
+                    claim.path.rmdir()
         customer, self._customer_model = self._customer_model, None
         close = getattr(customer, "aclose", None)
         if close is not None:  # a task's user simulator: its HTTP client
             with contextlib.suppress(Exception):
                 await close()
 
-    def _discard_if_unused(self) -> None:
-        """A session that never started leaves no folder behind.
+    def _discard_if_unused(self, folder: Path) -> None:
+        """A session that never started leaves no folder behind (run while the folder is still held).
 
         Opening the console (or a browser tab, or a console pre-started for a page nobody took) prepares a
         session: a folder with a copy of the database and an empty trace. Quitting, or starting a new session,
         before this one ran leaves nothing that happened, so nothing is kept; any folder with a recorded event
-        (or anything else put in it, such as an export) stays as it is.
+        (or anything else put in it, such as an export) stays as it is. The folder itself goes once its lock is
+        released (`close`).
         """
-        folder = self.folder
-        if folder is None:
-            return
         trace = folder / "trace.jsonl"
         try:
             if trace.stat().st_size:
@@ -505,8 +515,6 @@ class LiveSession:
         for name in ("trace.jsonl", "db.sqlite", "db.sqlite-wal", "db.sqlite-shm"):
             with contextlib.suppress(FileNotFoundError):
                 (folder / name).unlink()
-        with contextlib.suppress(OSError):  # not empty: something else was put there, keep it
-            folder.rmdir()
 
     async def run(self) -> SessionResult:
         if self.session is None:

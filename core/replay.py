@@ -18,11 +18,12 @@ from typing import Any
 
 from core import strict_json
 from core.domain import Domain
-from core.events import EventBus
+from core.events import AssistantTurnEvent, EventBus, ToolResultEvent
 from core.executor import CallExecutor, sync_environment
 from core.gate import PolicyGate
 from core.ledger import Ledger
 from core.tools import Requestor, ToolBackend, ToolCall
+from core.trace import TraceProblem, numbered_events
 
 VERDICTS = ("ALLOW", "REVISE", "BLOCK", "ERROR")
 TRIM_EVERY = 1000
@@ -39,6 +40,8 @@ class TrajectoryCall:
     requestor: str = "assistant"
     expect_rules: tuple[str, ...] | None = None  # ids of the rules that must object (None: not checked)
     expect_crashed: tuple[str, ...] | None = None  # ids of those that must have crashed (None: not checked)
+    raw_arguments: str | None = None  # a recorded call whose arguments were not JSON: its text, and why
+    parse_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,33 @@ def iter_trajectory(lines: Iterable[str]) -> Iterator[TrajectoryCall | Trajector
             yield TrajectoryProblem(number, problem)
 
 
+def iter_session_calls(lines: Iterable[str]) -> Iterator[TrajectoryCall | TrajectoryProblem]:
+    """The calls a session's own trace (`core.trace.read_session_start` says whether a file is one) recorded,
+    in the order they were made, each at the line that records it: the agent's tool calls as it proposed them
+    (its `assistant_turn`s: before any operator edit, and also the ones the gate refused) and the customer's
+    phone actions (tool results with requestor "user", which no assistant turn proposes). Unreadable lines
+    are problems, as in `iter_trajectory`; one line at a time, so any size runs in bounded memory."""
+    index = 0
+    for number, item in numbered_events(lines):
+        if isinstance(item, TraceProblem):
+            yield TrajectoryProblem(number, item.message)
+            continue
+        if isinstance(item, AssistantTurnEvent):
+            proposed = list(item.tool_calls)
+        elif isinstance(item, ToolResultEvent) and item.call.requestor == Requestor.USER.value:
+            proposed = [item.call]
+        else:
+            continue
+        for call in proposed:
+            if call.requestor not in REQUESTORS:
+                yield TrajectoryProblem(number, f"call {call.id}: 'requestor' must be one of {', '.join(REQUESTORS)}, "
+                                                f"got {call.requestor!r}")
+                continue
+            yield TrajectoryCall(index, number, call.name, dict(call.arguments), requestor=call.requestor,
+                                 raw_arguments=call.raw_arguments, parse_error=call.parse_error)
+            index += 1
+
+
 def _parse_line(raw: str, number: int, index: int) -> tuple[str, TrajectoryCall | None]:
     try:
         item = strict_json.loads(raw)
@@ -175,7 +205,8 @@ class Checker:
         if not self._synced:  # a session syncs once when it starts; so does a replay
             await sync_environment(self.backend, self.bus, 0)
             self._synced = True
-        tool_call = ToolCall(f"call_{call.index}", call.name, call.arguments, requestor=Requestor(call.requestor))
+        tool_call = ToolCall(f"call_{call.index}", call.name, call.arguments, requestor=Requestor(call.requestor),
+                             raw_arguments=call.raw_arguments, parse_error=call.parse_error)
         outcome = await self.executor.execute(tool_call, call.index + 1)
         self._since_trim += 1
         if self._since_trim >= TRIM_EVERY:  # check never goes back in time: let the backend forget its undo log

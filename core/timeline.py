@@ -20,7 +20,9 @@ Pure core: no domain imports, no UI. The console passes the domain's path map in
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,6 +39,8 @@ from core.events import (
     ToolResultEvent,
 )
 from core.ledger import AbsorbResult, Ledger, LedgerDiff, LedgerSnapshot, PathMap
+from core.trace import TraceProblem
+from core.trace_index import TraceIndex
 
 EMPTY_DIFF = LedgerDiff((), (), (), (), ())
 
@@ -350,3 +354,181 @@ def _check_stale(event: LedgerStaled, rebuilt: tuple[int, list[str], int] | None
         return []
     return [f"seq {event.seq}: {event.tool} recorded stale {event.paths} at version {event.version}, rebuilt "
             f"{staled} at version {version}"]
+
+
+# ----------------------------------------------------------------------------------- replay of a trace file
+
+# Events shown in the conversation at one step: the last ones up to it (about a hundred steps of a long
+# session). Every one is drawn when the step is shown, so the window bounds what a slider move costs; the gate
+# pane still gets every decision before it (`StepView.gate_events`).
+REPLAY_WINDOW = 500
+# Ledger snapshots kept while walking (going back restarts from the last one before the step): one every
+# CHECKPOINT_EVERY events, and at most MAX_CHECKPOINTS in all (a long session's snapshots each hold the records
+# read since the one before: 25 of them were 150 MB of a 50k-event replay).
+CHECKPOINT_EVERY = 2_000
+MAX_CHECKPOINTS = 6
+CACHE_EVENTS = REPLAY_WINDOW + 2_000  # parsed events kept, so moving one step re-reads only that step
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What the replay's panes show at one step, read from the trace for that step alone.
+
+    `events`: the last REPLAY_WINDOW events up to the step's end, in order (all of them in a trace that size or
+    smaller), for every pane. `gate_events`: the gate decisions, operator decisions and gated calls' results
+    before that window, for the gate pane only, so its rows and counts always cover the whole session so far.
+    `ledger`: the rebuilt ledger at the step's end; `flash`: the paths the step added. `problems`: unreadable
+    lines met while reading this view (each reported once)."""
+
+    step: int
+    events: tuple[Event, ...]
+    gate_events: tuple[Event, ...]
+    ledger: LedgerSnapshot
+    flash: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+    skipped: int = 0  # events before the window that the conversation does not show
+    appended: bool = False  # `events` follow the step shown before: add them, clear nothing
+
+
+class TraceTimeline:
+    """A recorded session for the replay, read on demand through its `TraceIndex`: opening costs one pass over
+    the file's bytes, a step costs the lines it needs (its window and the ledger's walk to it), never the whole
+    trace, and memory stays bounded by the window, the event cache and a few ledger snapshots.
+
+    The ledger is the one `apply_event` rebuilds (as `LedgerTimeline`), kept by a cursor that walks forward
+    through the tool results; a step before the cursor restarts from the last snapshot at or before it (one
+    `spacing` events, see MAX_CHECKPOINTS). Thread-safe: the console builds views in a worker thread."""
+
+    def __init__(self, index: TraceIndex, path_map: PathMap) -> None:
+        self.index = index
+        first = index.read([0])[0] if len(index) else None
+        self.started: SessionStarted | None = first if isinstance(first, SessionStarted) else None
+        self.tracked = self.started is None or self.started.agent != "fc"
+        self._lock = threading.Lock()
+        self._ledger = Ledger(path_map)
+        self._position = -1  # the ledger holds every event at or before this position
+        self.spacing = max(CHECKPOINT_EVERY, -(-len(index) // MAX_CHECKPOINTS))  # events between snapshots
+        self._checkpoints: dict[int, LedgerSnapshot] = {-1: self._ledger.snapshot()}
+        self._cache: OrderedDict[int, Event | TraceProblem] = OrderedDict()
+        self._reported: set[int] = {p.line for p in index.problems}
+        self._new_problems: list[str] = []
+
+    @classmethod
+    def of_events(cls, events: Sequence[Event], path_map: PathMap) -> TraceTimeline:
+        return cls(TraceIndex.of_events(events), path_map)
+
+    # ----------------------------------------------------------------------------------- reading
+
+    def _items(self, positions: Sequence[int]) -> list[Event | None]:
+        """The events at `positions`, None for an unreadable line (noted once for the view's problems)."""
+        missing = [p for p in positions if p not in self._cache]
+        for position, item in zip(missing, self.index.read(missing), strict=True):
+            self._cache[position] = item
+        found: list[Event | None] = []
+        for position in positions:
+            item = self._cache[position]
+            self._cache.move_to_end(position)
+            if isinstance(item, TraceProblem):
+                if item.line not in self._reported:
+                    self._reported.add(item.line)
+                    self._new_problems.append(f"line {item.line}: {item.message}")
+                found.append(None)
+            else:
+                found.append(item)
+        while len(self._cache) > CACHE_EVENTS:
+            self._cache.popitem(last=False)
+        return found
+
+    def _read(self, positions: Sequence[int]) -> list[Event]:
+        return [event for event in self._items(positions) if event is not None]
+
+    def _span(self, step: int, after: int | None) -> tuple[int, int, bool]:
+        """(first position to read, the step's last position, whether that appends to what `after` showed)."""
+        cut = self.index.last_of_step(step)
+        cut = len(self.index) - 1 if cut is None else cut
+        shown = None if after is None else self.index.last_of_step(after)
+        if shown is not None and shown < cut and cut - shown <= REPLAY_WINDOW:
+            return shown + 1, cut, True
+        return max(0, cut + 1 - REPLAY_WINDOW), cut, False
+
+    def cost(self, step: int, after: int | None = None) -> int:
+        """About how many events showing `step` (with `after` shown now) has to parse: the console shows a cheap
+        step at once and builds an expensive one (a jump far into a big trace) in a worker."""
+        start, cut, appended = self._span(step, after)
+        walk_from = self._position + 1 if cut >= self._position else 0
+        uncached = sum(1 for p in range(start, cut + 1) if p not in self._cache)
+        gate = len(self.index.positions("gate_decision", 0, start)) if start and not appended else 0
+        return uncached + len(self.index.positions("tool_result", walk_from, cut + 1)) + gate
+
+    # ----------------------------------------------------------------------------------- the ledger
+
+    def _walk_to(self, position: int) -> LedgerSnapshot:
+        """The rebuilt ledger after every event at or before `position`."""
+        if position < self._position:
+            start = max(p for p in self._checkpoints if p <= position)
+            self._ledger.restore(self._checkpoints[start])
+            self._position = start
+        results = self.index.positions("tool_result", self._position + 1, position + 1)
+        for chunk in range(0, len(results), 500):
+            batch = results[chunk:chunk + 500]
+            for at, event in zip(batch, self._items(batch), strict=True):
+                self._checkpoint_before(at)
+                if event is not None:
+                    apply_event(self._ledger, event)
+                self._position = at
+        self._checkpoint_before(position + 1)
+        self._position = max(self._position, position)
+        return self._ledger.snapshot()
+
+    def _checkpoint_before(self, position: int) -> None:
+        """Keep a snapshot at the `spacing` boundary the cursor passes on its way to `position` (the
+        ledger holds exactly the events before `position` then, so the boundary passed has that state)."""
+        boundary = (self._position // self.spacing + 1) * self.spacing - 1
+        if boundary < position and boundary not in self._checkpoints:
+            self._checkpoints[boundary] = self._ledger.snapshot()
+
+    # ----------------------------------------------------------------------------------- views
+
+    def steps(self) -> list[int]:
+        return self.index.steps()
+
+    def view(self, step: int, after: int | None = None) -> StepView:
+        """The panes at the end of `step` (a step not present: at the end of the trace). With `after` (the step
+        shown now) before `step` and close enough, the view only appends the events in between (`appended`):
+        stepping forward through a long session costs each step's own events, not a window's."""
+        with self._lock:
+            self._new_problems = []
+            start, cut, appended = self._span(step, after)
+            first = self.index.first_of_step(step)
+            before = self._walk_to((cut if first is None else first) - 1)
+            ledger = self._walk_to(cut)
+            events = self._read(range(start, cut + 1))
+            gate_events = self._read(self._gate_positions(start)) if start and not appended else []
+            flash = ledger.diff(before).added if self.tracked else ()
+            return StepView(step, tuple(events), tuple(gate_events), ledger, flash, tuple(self._new_problems),
+                            0 if appended else start, appended)
+
+    def _gate_positions(self, stop: int) -> list[int]:
+        """Positions before `stop` of gate decisions, operator decisions and the results of gated calls."""
+        decisions = list(self.index.positions("gate_decision", 0, stop))
+        gated = {self.index.call_ids.get(p) for p in decisions}
+        linked = [p for kind in ("supervisor_decision", "tool_result") for p in self.index.positions(kind, 0, stop)
+                  if self.index.call_ids.get(p) in gated]
+        return sorted(decisions + linked)
+
+    def gate_rows(self) -> list[GateRow]:
+        """Every gate decision of the session with its operator decision and result (`gate_rows`), read now."""
+        with self._lock:
+            return gate_rows(self._read(self._gate_positions(len(self.index))))
+
+    def of_type(self, kind: str) -> list[Event]:
+        """Every event of one type (the audit's operator decisions, the ending): read from the file now."""
+        with self._lock:
+            positions = list(self.index.positions(kind))
+            return [e for chunk in range(0, len(positions), 1000) for e in self._read(positions[chunk:chunk + 1000])]
+
+    def escalated(self) -> bool:
+        """Whether any gate decision was escalated to BLOCK after repeated REVISE (the ending's category): the
+        index's candidates (lines that say so in their bytes), confirmed by reading them."""
+        with self._lock:
+            return any(isinstance(e, GateDecided) and e.escalated for e in self._read(self.index.escalated))

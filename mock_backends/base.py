@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
+from core.disk_full import DiskFull
 from core.tools import ToolBackend, ToolError, ToolKind, ToolSpec
 from mock_backends.store import JSON, Collection, DocumentStore, NonFiniteNumber, Snapshot, Transaction
 
@@ -211,7 +212,7 @@ class SQLiteToolBackend:
                 return await method(**kwargs)
             async with self.writing():
                 return await method(**kwargs)
-        except ToolError:
+        except (ToolError, DiskFull):  # a full disk is no tool error: the session cannot record what follows
             raise
         except NonFiniteNumber as exc:
             raise ToolError(f"{name} could not be completed: {exc}; nothing was changed") from exc

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mock_backends.base import SQLiteToolBackend
-from mock_backends.store import StoreError
+from mock_backends.store import StoreError, disk_full_error
 
 
 class BackendSourceError(ValueError):
@@ -52,7 +52,8 @@ def _copy_sqlite(source: Path, target: Path) -> None:
             dest.close()
     except sqlite3.DatabaseError as exc:
         target.unlink(missing_ok=True)
-        raise BackendSourceError(f"{source}: not a usable SQLite database ({exc})") from exc
+        raise disk_full_error(target, exc) or BackendSourceError(f"{source}: not a usable SQLite database ({exc})") \
+            from exc
     finally:
         src.close()
 

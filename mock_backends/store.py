@@ -18,6 +18,11 @@ to the -wal file, with no fsync at NORMAL: after a process crash every committed
 half-written one is ignored, and a write costs about what it did. Only a power cut may lose the last
 commits, never the file's consistency.
 
+Why a full disk is named as such: SQLite reports a write the disk cannot take as "database or disk is full" or
+just "disk I/O error", which read as a damaged database ("not a usable SQLite database (disk I/O error)") when
+the disk is the cause. Every writing operation here turns such an error into `DiskFull` ("no space left on
+device while writing …/db.sqlite") when the disk confirms it (`core.disk_full.disk_cause`).
+
 Why only built-in SQL in the schema: the file is the session's record, and an operator opens it with the
 stock `sqlite3` shell or any other tool. An expression index over a Python function (the old
 `ledger_lower()`) makes every such tool fail, even `PRAGMA integrity_check`. The case-insensitive index is
@@ -30,18 +35,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import itertools
 import json
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import aiosqlite
+
+from core.disk_full import DiskFull, disk_cause
 
 JSON = Any
 Doc = dict[str, Any]
@@ -84,6 +92,33 @@ def _extract(path: str, ignore_case: bool = False) -> str:
     SQLite only uses an expression index when the query spells the expression identically."""
     expr = f"json_extract(doc, {_quote_path(path)})"
     return f"lower(replace({expr}, {_KELVIN}, 'k'))" if ignore_case else expr
+
+
+_DISK_CODES = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN})
+
+
+def disk_full_error(path: Path | str, exc: BaseException) -> DiskFull | None:
+    """`exc`, raised by SQLite on the database at `path`, as the full disk it was; None when it was not."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or str(path) == ":memory:" or not isinstance(code, int) \
+            or code & 0xFF not in _DISK_CODES:
+        return None
+    target = Path(path)
+    cause = disk_cause(target.parent, [Path(f"{target}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")])
+    if cause is None and code & 0xFF == sqlite3.SQLITE_FULL:
+        cause = errno.ENOSPC  # "database or disk is full", and no page limit is ever set here: the disk
+    return None if cause is None else DiskFull(target, cause, f" (SQLite: {exc})")
+
+
+@contextlib.contextmanager
+def _naming_the_disk(path: Path | str) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        full = disk_full_error(path, exc)
+        if full is None:
+            raise
+        raise full from exc
 
 
 class StoreError(ValueError):
@@ -183,7 +218,7 @@ async def _check_existing(db: aiosqlite.Connection, path: Path | str, specs: Seq
     try:
         rows = list(await db.execute_fetchall("PRAGMA integrity_check"))
     except sqlite3.DatabaseError as exc:
-        raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
+        raise disk_full_error(path, exc) or StoreError(path, f"not a usable SQLite database ({exc})") from exc
     verdict = "; ".join(str(row[0]) for row in rows[:3])
     if verdict != "ok":
         raise StoreError(path, f"the database is damaged (integrity check: {verdict})")
@@ -240,8 +275,9 @@ class DocumentStore:
     """Collections of JSON documents in one SQLite file. Reads from any task; writes only through
     `transaction()`, which is all-or-nothing so a failing write tool leaves no trace."""
 
-    def __init__(self, db: aiosqlite.Connection, specs: Sequence[Collection]) -> None:
+    def __init__(self, db: aiosqlite.Connection, specs: Sequence[Collection], path: Path | str = ":memory:") -> None:
         self._db = db
+        self.path = path  # the file, named when the disk under it is full
         self._id = next(_STORE_IDS)
         self._specs = {spec.name: spec for spec in specs}
         self._stmts = {spec.name: _collection_sql(spec) for spec in specs}
@@ -265,7 +301,8 @@ class DocumentStore:
                 raise ValueError(f"invalid collection name {spec.name!r}")
         if len({s.name for s in specs}) != len(specs):
             raise ValueError("duplicate collection names")
-        db = await aiosqlite.connect(str(path), isolation_level=None)
+        with _naming_the_disk(path):
+            db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
             await db.create_function(_LOWER, 1, _lower, deterministic=True)
             if existing:
@@ -283,15 +320,18 @@ class DocumentStore:
                 script += _collection_sql(spec).ddl
             await db.executescript("BEGIN;\n" + ";\n".join(script) + ";\nCOMMIT;")
         except sqlite3.DatabaseError as exc:
-            await db.close()
-            raise StoreError(path, f"not a usable SQLite database ({exc})") from exc
+            with contextlib.suppress(sqlite3.Error):
+                await db.close()
+            raise disk_full_error(path, exc) or StoreError(path, f"not a usable SQLite database ({exc})") from exc
         except BaseException:
-            await db.close()
+            with contextlib.suppress(sqlite3.Error):
+                await db.close()
             raise
-        return cls(db, specs)
+        return cls(db, specs, path)
 
     async def close(self) -> None:
-        await self._db.close()
+        with _naming_the_disk(self.path):
+            await self._db.close()
 
     async def __aenter__(self) -> DocumentStore:
         return self
@@ -430,6 +470,14 @@ class DocumentStore:
                 await self._db.execute("ROLLBACK")
             raise
 
+    async def _commit_restoring(self, target: int) -> None:
+        """COMMIT a load (target -1) or a restore (to `target`), and record it, also when cancelled while
+        committing: the COMMIT still runs, and older snapshots are no longer valid either way."""
+        try:
+            await self._commit()
+        finally:
+            self._restores.append(target)
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
         """All-or-nothing writes: any exception inside rolls everything back and propagates.
@@ -455,13 +503,14 @@ class DocumentStore:
             self._owner = asyncio.current_task()
             tx = Transaction(self)
             try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield tx
-                except BaseException:
-                    await self._db.execute("ROLLBACK")
-                    raise
-                await self._commit()
+                with _naming_the_disk(self.path):
+                    await self._db.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield tx
+                    except BaseException:
+                        await self._db.execute("ROLLBACK")
+                        raise
+                    await self._commit()
             finally:
                 tx.active = False
                 self._owner = None
@@ -473,25 +522,23 @@ class DocumentStore:
         if unknown:
             raise KeyError(f"unknown collections {sorted(unknown)}")
         self._refuse_in_transaction("load()")
-        async with self._lock:
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for name, docs in data.items():
-                    rows = await self._db.execute_fetchall(
-                        f"SELECT coalesce(max(ord), 0) FROM {self._stmts[name].table}")
-                    start = int(list(rows)[0][0]) + 1
-                    await self._db.executemany(
-                        self._stmts[name].load,
-                        [(key, start + n, _encode(doc)) for n, (key, doc) in enumerate(docs.items())],
-                    )
-                await self._db.execute("DELETE FROM temp._undo")
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
-            try:
-                await self._commit()
-            finally:  # (also when cancelled while committing: the COMMIT still runs)
-                self._restores.append(-1)
+        with _naming_the_disk(self.path):
+            async with self._lock:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for name, docs in data.items():
+                        rows = await self._db.execute_fetchall(
+                            f"SELECT coalesce(max(ord), 0) FROM {self._stmts[name].table}")
+                        start = int(list(rows)[0][0]) + 1
+                        await self._db.executemany(
+                            self._stmts[name].load,
+                            [(key, start + n, _encode(doc)) for n, (key, doc) in enumerate(docs.items())],
+                        )
+                    await self._db.execute("DELETE FROM temp._undo")
+                except BaseException:
+                    await self._db.execute("ROLLBACK")
+                    raise
+                await self._commit_restoring(-1)
 
     # ----------------------------------------------------------------------------------- time travel
 
@@ -515,36 +562,34 @@ class DocumentStore:
         number of changes since the snapshot, not to the size of the database."""
         self._refuse_in_transaction("restore()")
         self._check_snapshot(snapshot)
-        async with self._lock:
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                rows = await self._db.execute_fetchall(
-                    "SELECT coll, key, ord, doc FROM temp._undo WHERE seq > ? ORDER BY seq", (snapshot.seq,)
-                )
-                # The earliest entry per key after the snapshot holds that key's state at the snapshot.
-                first: dict[tuple[str, str], tuple[int | None, str | None]] = {}
-                for coll, key, ord_, doc in rows:
-                    first.setdefault((coll, key), (ord_, doc))
-                deletes: dict[str, list[tuple[str]]] = {}
-                upserts: dict[str, list[tuple[str, int, str]]] = {}
-                for (coll, key), (ord_, doc) in first.items():
-                    if doc is None or ord_ is None:
-                        deletes.setdefault(coll, []).append((key,))
-                    else:
-                        upserts.setdefault(coll, []).append((key, ord_, doc))
-                for coll, keys in deletes.items():
-                    await self._db.executemany(self._stmts[coll].delete, keys)
-                for coll, docs in upserts.items():
-                    await self._db.executemany(self._stmts[coll].upsert_exact, docs)
-                # Also drops the entries the restore itself just logged.
-                await self._db.execute("DELETE FROM temp._undo WHERE seq > ?", (snapshot.seq,))
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
-            try:
-                await self._commit()
-            finally:  # (also when cancelled while committing: the COMMIT still runs)
-                self._restores.append(snapshot.seq)
+        with _naming_the_disk(self.path):
+            async with self._lock:
+                await self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    rows = await self._db.execute_fetchall(
+                        "SELECT coll, key, ord, doc FROM temp._undo WHERE seq > ? ORDER BY seq", (snapshot.seq,)
+                    )
+                    # The earliest entry per key after the snapshot holds that key's state at the snapshot.
+                    first: dict[tuple[str, str], tuple[int | None, str | None]] = {}
+                    for coll, key, ord_, doc in rows:
+                        first.setdefault((coll, key), (ord_, doc))
+                    deletes: dict[str, list[tuple[str]]] = {}
+                    upserts: dict[str, list[tuple[str, int, str]]] = {}
+                    for (coll, key), (ord_, doc) in first.items():
+                        if doc is None or ord_ is None:
+                            deletes.setdefault(coll, []).append((key,))
+                        else:
+                            upserts.setdefault(coll, []).append((key, ord_, doc))
+                    for coll, keys in deletes.items():
+                        await self._db.executemany(self._stmts[coll].delete, keys)
+                    for coll, docs in upserts.items():
+                        await self._db.executemany(self._stmts[coll].upsert_exact, docs)
+                    # Also drops the entries the restore itself just logged.
+                    await self._db.execute("DELETE FROM temp._undo WHERE seq > ?", (snapshot.seq,))
+                except BaseException:
+                    await self._db.execute("ROLLBACK")
+                    raise
+                await self._commit_restoring(snapshot.seq)
 
     async def discard_history(self) -> None:
         """Forget the undo log (memory) and invalidate every snapshot: for long runs that never go back."""
@@ -575,9 +620,10 @@ class DocumentStore:
         target = Path(path)
         if target.exists():
             raise FileExistsError(str(target))
-        dest = sqlite3.connect(str(target), check_same_thread=False)
-        try:
-            async with self._lock:
-                await self._db.backup(dest)
-        finally:
-            dest.close()
+        with _naming_the_disk(target):
+            dest = sqlite3.connect(str(target), check_same_thread=False)
+            try:
+                async with self._lock:
+                    await self._db.backup(dest)
+            finally:
+                dest.close()

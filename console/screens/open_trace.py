@@ -20,14 +20,14 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console.screens.recorded import RecordingAudited, audit_recording, screen_for
-from console.screens.replay import ReplayScreen, load_replay, recent_traces
+from console.screens.replay import ReplayScreen, open_replay, recent_traces
 from console.screens.results import ResultsScreen
 from console.theme import palette_of
 from core.domain import Domain
 from core.evaluation.loading import load_results
 from core.evaluation.results import EvalResults, ResultsError
-from core.events import Event
 from core.recorded.formats import looks_like_trace
+from core.timeline import TraceTimeline
 
 
 def is_results(path: Path) -> bool:
@@ -38,7 +38,7 @@ def is_results(path: Path) -> bool:
 @dataclass
 class TraceLoaded(Message):
     path: Path
-    events: list[Event]
+    timeline: TraceTimeline  # indexed, not read: a step's events are read when it is shown
     domain: Domain
     problems: list[str]
 
@@ -63,8 +63,8 @@ def read_path(path: Path) -> TraceLoaded | ResultsLoaded | RecordingAudited | Op
             return ResultsLoaded(path, load_results(path))
         if path.is_file() and not looks_like_trace(path):
             return audit_recording(path)
-        events, domain, problems = load_replay(path)
-        return TraceLoaded(path, events, domain, problems)
+        timeline, domain, problems = open_replay(path)
+        return TraceLoaded(path, timeline, domain, problems)
     except (OSError, ValueError, ResultsError) as exc:
         return OpenFailed(path, str(exc))
 
@@ -109,7 +109,7 @@ class OpenTraceScreen(ModalScreen[None]):
         if message.problems:
             self.app.notify(f"{len(message.problems)} unreadable line(s) skipped: {message.problems[0]}",
                             severity="warning")
-        self.app.push_screen(ReplayScreen(message.events, message.domain, message.path))
+        self.app.push_screen(ReplayScreen(message.timeline, message.domain, message.path))
 
     @on(RecordingAudited)
     def _recording(self, message: RecordingAudited) -> None:

@@ -7,6 +7,8 @@ the three facts in full and asks the screen to highlight, in the ledger, the evi
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +70,7 @@ class GatePane(Vertical):
         self.counts: dict[str, int] = {"ALLOW": 0, "REVISE": 0, "BLOCK": 0}
         self.overridden = 0
         self.filter = ""
+        self._bulk = False  # inside `bulk()`: rows are gathered, the table is filled once at the end
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="gate-table", cursor_type="row", zebra_stripes=True)
@@ -95,6 +98,22 @@ class GatePane(Vertical):
             text += f" · overridden {self.overridden}"
         self.border_subtitle = text
 
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many events at once (the replay moving to a step): the rows are built first, each with its operator
+        decision and outcome, and the table is filled once, every row in its final state. Adding a row and then
+        updating its cell, row by row, makes DataTable measure the whole column again at each update: with a
+        long session's thousands of decisions, tens of seconds."""
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            self._fill_table()
+            if self.table.row_count:
+                self.table.move_cursor(row=self.table.row_count - 1)
+            self._subtitle()
+
     def add_decision(self, e: Any) -> None:
         evidence: list[str] = []
         for r in e.results:
@@ -107,6 +126,8 @@ class GatePane(Vertical):
         self.rows[key] = row
         self._by_call[e.call.id] = key
         self.counts[e.verdict] += 1
+        if self._bulk:
+            return
         if self._matches(row):
             self.table.add_row(str(e.step), self._badge(e.verdict), self._call_cell(row), key=key, height=None)
             self.table.move_cursor(row=self.table.row_count - 1)
@@ -144,6 +165,8 @@ class GatePane(Vertical):
         return cell
 
     def _refresh_row(self, key: str) -> None:
+        if self._bulk:
+            return
         row = self.rows[key]
         if key in self.table.rows:
             self.table.update_cell(key, self.table.ordered_columns[2].key, self._call_cell(row), update_width=True)
@@ -167,7 +190,8 @@ class GatePane(Vertical):
         if not row.decision_kind:
             if e.decision in ("force_allow", "veto", "edit"):
                 self.overridden += 1
-                self._subtitle()
+                if not self._bulk:
+                    self._subtitle()
         row.decision, row.decision_kind = decision_summary(e), e.decision
         self._refresh_row(key)
 
@@ -213,6 +237,9 @@ class GatePane(Vertical):
     def set_filter(self, text: str) -> None:
         """Show only rows whose verdict, tool, rules, decision or outcome contain `text`."""
         self.filter = text.strip()
+        self._fill_table()
+
+    def _fill_table(self) -> None:
         self.table.clear()
         for key, row in self.rows.items():
             if self._matches(row):

@@ -81,20 +81,28 @@ class SessionPanes(Horizontal):
     def add_event(self, event: Event, ledger: LedgerReader | None = None) -> None:
         """Show one core event in every pane it concerns; `ledger` is the ledger as of this event."""
         self.transcript.add_event(event)
+        self.add_gate_event(event)
         match event:
             case SessionStarted(agent="fc"):
                 self.ledger.show_no_ledger()
+            case LedgerUpdated() if ledger is not None:
+                flash = list(event.added) + list(event.changed)
+                self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
+            case LedgerStaled() if ledger is not None:
+                self.ledger.sync(ledger, flash=list(event.paths), paths=list(event.paths))
+            case _:
+                pass
+
+    def add_gate_event(self, event: Event) -> None:
+        """The gate pane's part of `add_event` alone: a decision, an operator's decision, a call's result (replay
+        feeds the gate pane the decisions before the conversation's window this way)."""
+        match event:
             case GateDecided():
                 self.gate.add_decision(event)
             case SupervisorDecided():
                 self.gate.note_override(event)
             case ToolResultEvent():
                 self.gate.note_result(event)
-            case LedgerUpdated() if ledger is not None:
-                flash = list(event.added) + list(event.changed)
-                self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
-            case LedgerStaled() if ledger is not None:
-                self.ledger.sync(ledger, flash=list(event.paths), paths=list(event.paths))
             case _:
                 pass
 

@@ -481,6 +481,11 @@ class TranscriptPane(ScrollView, can_focus=True):
         body.append("\n\n" + hints, "italic")
         self._add(Entry("intro", lambda _e: Panel(body, border_style=palette_of(self).text(INFO)), gap=True))
 
+    def show_note(self, text: str) -> None:
+        """A dim line of the pane's own (not an event): e.g. that a replay shows the last part of a long session."""
+        note = Text(text, "dim italic")
+        self._add(Entry("note", lambda _e: note))
+
     def add_event(self, event: Event) -> None:
         """One entry (or a few) per event; events the transcript does not show are ignored."""
         match event:

@@ -2,6 +2,11 @@
 
 The CLI, the benchmarks and the tests all go through `run_evaluation`, so what a test proves about a run is
 what `ledgeragent eval` does.
+
+The run folder has one writer: it is locked (`core.folder_lock`) before anything in it is read or written.
+Two runs on one folder would append to one trials.jsonl, overwrite each other's run.json and results.json, and
+open (and delete) the same per-worker databases, whose names (`work/<domain>-slot-1.sqlite`) every process
+counts from 1.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from core.evaluation.report import write_report
 from core.evaluation.results import ResultsError, ResultStore, RunHeader, TrialSummary
 from core.evaluation.rewards import NLJudge
 from core.evaluation.runner import AgentVariant, DomainRun, EvalRunner, RunSettings
+from core.folder_lock import FolderLock
 from core.llm.tokenizer import tokenizer_name
 
 
@@ -53,6 +59,16 @@ async def run_evaluation(runs: Sequence[DomainRun], variants: Sequence[AgentVari
                          on_trial: Callable[[TrialSummary], None] | None = None) -> EvalOutcome:
     """Run (or finish) an evaluation into `folder`. `on_start(total, already_done)` is called once before the
     first trial, `on_trial` after each one (progress display)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with FolderLock.acquire(folder):  # FolderBusy (naming the holder's pid) when another run writes there
+        return await _run_locked(runs, variants, settings, header, folder, resume=resume, judge=judge,
+                                 prices=prices, on_start=on_start, on_trial=on_trial)
+
+
+async def _run_locked(runs: Sequence[DomainRun], variants: Sequence[AgentVariant], settings: RunSettings,
+                      header: RunHeader, folder: Path, *, resume: bool, judge: NLJudge | None,
+                      prices: PriceTable | None, on_start: Callable[[int, int], None] | None,
+                      on_trial: Callable[[TrialSummary], None] | None) -> EvalOutcome:
     tokenizer_name()  # load the tokenizer now, not inside the first trial's timeout
     store = ResultStore(folder)
     header = header.model_copy(update={"created": header.created or datetime.now(UTC).isoformat(timespec="seconds")})

@@ -259,10 +259,11 @@ async def test_light_theme_toggle(console_app: Callable[..., OperatorConsole]) -
 
 
 def test_session_folder_is_outside_the_package(tmp_path: Path) -> None:
-    from console.storage import new_session_dir
+    from console.storage import new_session_folder
 
-    folder = new_session_dir("retail", "x", tmp_path)
-    assert folder.parent == tmp_path / "sessions"
+    claim = new_session_folder("retail", "x", tmp_path)
+    claim.release()
+    assert claim.path.parent == tmp_path / "sessions"
 
 
 async def test_the_review_says_when_the_arguments_box_has_the_keys(

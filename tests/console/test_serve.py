@@ -304,11 +304,14 @@ def test_consoles_starting_in_the_same_second_get_separate_folders(tmp_path: Pat
     """Two tabs opened at once start two consoles at once: each must claim its own session folder."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from console.storage import new_session_dir
+    from console.storage import new_session_folder
 
     with ThreadPoolExecutor(8) as pool:
-        folders = list(pool.map(lambda _: new_session_dir("retail", "same", tmp_path), range(16)))
-    assert len(set(folders)) == 16 and all(f.is_dir() for f in folders)
+        claims = list(pool.map(lambda _: new_session_folder("retail", "same", tmp_path), range(16)))
+    folders = [claim.path for claim in claims]
+    assert len(set(folders)) == 16 and all(claim.path.is_dir() and claim.lock.held for claim in claims)
+    for claim in claims:
+        claim.release()
 
 
 def test_the_browser_figures_run() -> None:
