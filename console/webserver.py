@@ -26,6 +26,7 @@ import html
 import itertools
 import json
 import logging
+import re
 import signal
 import socket
 import sys
@@ -33,7 +34,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import aiohttp_jinja2
 import jinja2
@@ -81,6 +82,9 @@ SECURITY_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame
                     "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
                     "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
 UNSPECIFIED_HOSTS = ("0.0.0.0", "::", "")
+# The request headers the server reads: each must be UTF-8 text (`_not_utf8`), or the request is a 400.
+READ_HEADERS = ("Host", "Origin", "Authorization", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-Dest")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what aiohttp's surrogateescape makes of bytes that are not UTF-8
 
 
 class BadMessage(ValueError):
@@ -568,6 +572,11 @@ class ConsoleServer(Server):
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         """Why this request may not go on (a ready error page), or None to let it through."""
+        unreadable = _not_utf8(request, self.cookie_name)
+        if unreadable is not None:
+            return self._refuse(request, 400, "Bad request", f"The request's {html.escape(unreadable)} is not "
+                                "UTF-8 text. If it is this console's cookie, open the address that "
+                                "<code>ledgeragent serve</code> printed again.", detail=f"{unreadable} is not UTF-8")
         header = request.headers.get("Host", "")  # not `request.host`: without a header that is our own name
         try:
             host = (urlsplit(f"//{header}").hostname or "").lower()
@@ -878,6 +887,27 @@ def _all_in_use(limit: int) -> str:
 def _query_size(request: web.Request) -> tuple[int, int]:
     """The first terminal size, from `/ws?width=…&height=…` (clamped; ValueError if not positive integers)."""
     return terminal_size(request.query.get("width", "80"), request.query.get("height", "24"))
+
+
+def _not_utf8(request: web.Request, cookie_name: str) -> str | None:
+    """What of the request the server reads is not UTF-8 text (None when all of it is).
+
+    aiohttp decodes header bytes with `surrogateescape`, so bytes that are not UTF-8 (Latin-1, an encoded lone
+    surrogate) come through as lone surrogates, which no comparison or log line may meet (comparing such a
+    cookie with the token was a UnicodeEncodeError, a 500). Only what the server reads is checked: the
+    headers in READ_HEADERS, its own cookie, the address's query. Other headers and other services'
+    cookies (any service on this host can set a cookie for it) are never read, so they cannot lock anyone out.
+    """
+    for name in READ_HEADERS:
+        if any(_SURROGATE.search(value) for value in request.headers.getall(name, ())):
+            return f"{name} header"
+    if _SURROGATE.search(request.cookies.get(cookie_name, "")):
+        return "cookie"
+    try:
+        parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        return "address"
+    return None
 
 
 def _bearer(request: web.Request) -> str | None:
