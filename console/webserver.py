@@ -45,6 +45,7 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from console import web_driver
 from console.desk.serving import DeskProcess
 from console.serve_policy import (
     TOKEN_ENV,
@@ -69,6 +70,7 @@ IDLE_TIMEOUT = 5.0  # seconds a connection may take to send a whole request, or 
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message from the page (keys, a paste): more closes the tab
 HEARTBEAT = 15.0  # seconds between websocket pings: a vanished browser is noticed within twice that
 PRESTART_TTL = 10.0  # seconds a console started for a page load waits for that page's websocket, then is ended
+PRESTART_SIZE = (80, 24)  # the COLUMNS x ROWS a pre-started console gets; it draws only at its tab's size
 PRESTART_BUFFER = 4 * 1024 * 1024  # bytes of screen output kept for a pre-started console before a tab takes it
 STDERR_LINES = 20  # lines of a console's stderr logged (console.tab reduces it to one; this is the fuse)
 STDERR_LINE_CHARS = 500
@@ -186,9 +188,13 @@ class Relay:
 class ConsoleProcess(AppService):
     """One console process behind one browser tab, started with the environment we chose, not a copy of ours."""
 
-    def __init__(self, command: str, *, environment: Mapping[str, str], **kwargs: Any) -> None:
+    def __init__(self, command: str, *, environment: Mapping[str, str], sized_by_tab: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(command, **kwargs)
         self._environment = dict(environment)
+        # Started before its tab exists (`ConsoleServer._prestart`): it waits for the tab's size before it
+        # draws (console.web_driver), and the first thing it is sent is that size.
+        self.sized_by_tab = sized_by_tab
         self.drawn = asyncio.Event()  # the console has sent a screen: it is up and reads its stdin
         self.ending = asyncio.Event()  # its app has ended by itself (q, a crash): the process is on its way out
         self.size = (0, 0)  # the terminal size it was started with, or last told
@@ -197,7 +203,8 @@ class ConsoleProcess(AppService):
         # textual-serve starts from os.environ.copy(): keep only the keys it adds, on top of our allowlist.
         served = super()._build_environment(width=width, height=height)
         keep = SERVE_ENV_NAMES | (DEBUG_ENV_NAMES if self.debug else frozenset())
-        return self._environment | {name: value for name, value in served.items() if name in keep}
+        ours = {"TEXTUAL_DRIVER": web_driver.DRIVER} | ({web_driver.SIZE_ENV: "wait"} if self.sized_by_tab else {})
+        return self._environment | {name: value for name, value in served.items() if name in keep} | ours
 
     @property
     def pid(self) -> int | None:
@@ -391,7 +398,6 @@ class ConsoleServer(Server):
         self._prestarted: list[tuple[ConsoleProcess, Relay]] = []  # started for a page, no tab has taken them yet
         self._background: set[asyncio.Task[None]] = set()
         self._prestarting = False  # a console for a page load is being started
-        self._last_size = (80, 24)  # the last tab's terminal size: a reloaded page most likely has it again
         self._desk: DeskProcess | None = None  # --supervise: the one headless desk every tab joins
         self._desk_socket: Path | None = None
         self._tab_numbers = itertools.count(1)  # for the default operator name of a desk tab
@@ -700,9 +706,10 @@ class ConsoleServer(Server):
             self._used += 1
             self._prestarting = True
         relay = Relay()
-        process = self._console(key, write_bytes=relay.write_bytes, write_str=relay.write_str, close=relay.close)
+        process = self._console(key, write_bytes=relay.write_bytes, write_str=relay.write_str, close=relay.close,
+                                sized_by_tab=True)
         try:
-            await process.start(*self._last_size)
+            await process.start(*PRESTART_SIZE)  # a placeholder: it waits for its tab's size to draw
         except Exception:
             log.exception("could not pre-start a console")
             self._forget(process)
@@ -765,14 +772,12 @@ class ConsoleServer(Server):
         else:
             process = adopted[0]
         self._tabs[process] = websocket
-        self._last_size = (width, height)
         try:
             if adopted is None:
                 await process.start(width, height)
-            else:  # started for this page (or another one): what it drew so far, then the tab's own size
+            else:  # started for this page (or another one): the tab's size first (it waits for it to draw)
+                await process.set_terminal_size(width, height)
                 await adopted[1].attach(websocket)
-                if process.size != (width, height):
-                    await process.set_terminal_size(width, height)
             operator = self._operators.get(process)
             log.info("tab opened from %s: console pid %s%s%s (%d/%d)", request.remote, process.pid,
                      " (pre-started)" if adopted else "", f" as operator {operator}" if operator else "", self._used,

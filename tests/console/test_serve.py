@@ -121,7 +121,7 @@ async def test_a_key_over_the_websocket_runs_the_demo_and_closing_the_tab_ends_i
             if environ is not None:  # what the console process really got: our allowlist + textual-serve's keys
                 assert not set(SECRETS) & set(environ), "a secret reached the tab's console"
                 assert environ["LEDGERAGENT_HOME"] == str(home.resolve())
-                assert environ["TEXTUAL_DRIVER"] == "textual.drivers.web_driver:WebDriver"
+                assert environ["TEXTUAL_DRIVER"] == "console.web_driver:TabDriver"  # Textual's, sized by its tab
                 extra = set(environ) - CHILD_ENV_NAMES - {"LEDGERAGENT_HOME", "TEXTUAL_DRIVER", "TEXTUAL_FPS",
                                                           "TEXTUAL_COLOR_SYSTEM", "TERM_PROGRAM",
                                                           "TERM_PROGRAM_VERSION", "COLUMNS", "ROWS"}
@@ -417,7 +417,11 @@ def test_textual_serve_environment_copy_is_replaced(monkeypatch: pytest.MonkeyPa
     env = process._build_environment(width=120, height=40)
     assert "SECRET_X" not in env
     assert env["COLUMNS"] == "120" and env["ROWS"] == "40" and env["PATH"] == "/bin"
-    assert env["TEXTUAL_DRIVER"] == "textual.drivers.web_driver:WebDriver"
+    assert env["TEXTUAL_DRIVER"] == "console.web_driver:TabDriver"
+    assert "LEDGERAGENT_TAB_SIZE" not in env  # only a console started before its tab waits for the tab's size
+    waiting = ConsoleProcess("true", environment={"PATH": "/bin"}, sized_by_tab=True, write_bytes=nothing,
+                             write_str=nothing, close=nothing, download_manager=DownloadManager())
+    assert waiting._build_environment(width=80, height=24)["LEDGERAGENT_TAB_SIZE"] == "wait"
 
 
 # ------------------------------------------------------------------------------------------ real browser
