@@ -659,7 +659,11 @@ class ConsoleServer(Server):
         }
         response = aiohttp_jinja2.render_template("app_index.html", request, context)
         response.headers["Cache-Control"] = "no-store"
-        self._in_background(self._prestart(self._operator_key(request)))
+        unlike = _not_a_navigation(request)
+        if unlike is None:
+            self._in_background(self._prestart(self._operator_key(request)))
+        else:
+            log.info("served the page without pre-starting a console: not a navigation of this page (%s)", unlike)
         return response
 
     # ------------------------------------------------------------------------------------ pre-started consoles
@@ -913,6 +917,24 @@ def _not_utf8(request: web.Request, cookie_name: str) -> str | None:
     except UnicodeDecodeError:
         return "address"
     return None
+
+
+def _not_a_navigation(request: web.Request) -> str | None:
+    """None for a browser's top-level navigation of this server's own page; else what it is instead.
+
+    Only such a request gets a console started for it before its websocket comes (`_prestart`). A page on
+    another port of this host is same-site (cookies, SameSite=Strict ones too, do not tell ports apart), so
+    its `fetch(…, {mode: "no-cors", credentials: "include"})` comes with the operator's cookie; the browser
+    marks it `Sec-Fetch-Mode: no-cors`, `Sec-Fetch-Site: same-site`, which no page script can change. A
+    request without the headers (a program, a browser too old to send them) starts nothing either: its
+    websocket, if one comes, starts its own console.
+    """
+    mode, site, dest = (request.headers.get(name, "") for name in ("Sec-Fetch-Mode", "Sec-Fetch-Site",
+                                                                     "Sec-Fetch-Dest"))
+    if mode == "navigate" and dest == "document" and site in ("same-origin", "none"):
+        return None
+    return ", ".join(f"{name} {value[:20]!r}" if value else f"no {name}"
+                     for name, value in (("Sec-Fetch-Mode", mode), ("Sec-Fetch-Site", site), ("Sec-Fetch-Dest", dest)))
 
 
 def _bearer(request: web.Request) -> str | None:

@@ -262,6 +262,33 @@ async def test_in_the_browser_the_page_names_its_tab_operator(tmp_path: Path) ->
             await browser.close()
 
 
+NAVIGATION = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-Dest": "document"}
+OTHER_THAN_PROBE_CONNECTED = re.compile(r"desk host: desk: (?!probe )\S+ connected")
+
+
+async def test_a_desk_tab_no_websocket_took_never_joins_the_desk(tmp_path: Path) -> None:
+    """A console started as the page is served, at a desk, is an operator's process: it used to join the desk
+    at once and claim the first free inbox item (its cursor) for as long as it lived, with nobody at the tab.
+    It joins only once a tab's websocket has taken it; one no tab takes is ended without ever joining."""
+    with ServedConsole(*DESK, "--token", TOKEN, home=tmp_path / "home") as server, server.log_on_failure():
+        socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
+        probe = await RemoteDesk.connect(socket, "probe")
+        try:
+            await until_items(probe)
+            claims: set[str | None] = set()
+            probe.subscribe(lambda: claims.update(i.claimed_by for i in probe.snapshot().items))
+            async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"} | NAVIGATION) as http:
+                async with http.get(f"{server.url}/") as page:
+                    assert page.status == 200
+            pid = server.wait_for_line(r"pre-started console pid (\d+) for a page load", 60).group(1)
+            server.wait_for_line(rf"pre-started console pid {pid} not taken by a tab within \d+ s: ended", 120)
+            joined = [line for line in server.lines if OTHER_THAN_PROBE_CONNECTED.search(line)]
+            assert not joined, joined
+            assert claims <= {None} and all(i.claimed_by is None for i in probe.snapshot().items)
+        finally:
+            await probe.close()
+
+
 async def test_a_desk_host_that_dies_is_said_in_the_server_log(tmp_path: Path) -> None:
     with ServedConsole(*DESK, "--token", TOKEN, home=tmp_path / "home") as server, server.log_on_failure():
         found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
