@@ -106,7 +106,15 @@ def add_hosting_arguments(parser: argparse.ArgumentParser) -> None:
                        help="run the desk without a UI and serve it on this Unix socket (in a private folder) "
                             "until SIGTERM; operators join with --connect")
     group.add_argument("--connect", metavar="PATH",
-                       help="open the desk served at this Unix socket (by --listen) as --operator")
+                       help="open the desk served at this Unix socket (by --listen) as --operator (a desk that "
+                            "knows its operators wants your token, in $LEDGERAGENT_DESK_TOKEN)")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--operators", metavar="NAME,NAME",
+                     help="with --listen: the desk's operators, each with a token made now and printed once (on "
+                          "stderr); a connection is the operator whose token it presents, never the name it states")
+    who.add_argument("--operators-file", metavar="FILE",
+                     help="with --listen: the desk's operators as lines NAME HASH (sha256:<hex> or scrypt:…; "
+                          "python -m console.operators NAME makes them)")
 
 
 def _cmd_supervise(args: argparse.Namespace) -> int:

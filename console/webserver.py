@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import hmac
 import html
-import itertools
 import json
 import logging
 import re
@@ -47,13 +46,13 @@ from textual_serve.server import Server, to_int
 
 from console import web_driver
 from console.desk.serving import DeskProcess
+from console.operators import DESK_TOKEN_ENV, Operators
 from console.serve_policy import (
     TOKEN_ENV,
     ServeConfig,
     allowed_origins,
     is_loopback,
     origin_allowed,
-    tab_operator,
     terminal_size,
 )
 
@@ -400,9 +399,11 @@ class ConsoleServer(Server):
         self._prestarting = False  # a console for a page load is being started
         self._desk: DeskProcess | None = None  # --supervise: the one headless desk every tab joins
         self._desk_socket: Path | None = None
-        self._tab_numbers = itertools.count(1)  # for the default operator name of a desk tab
-        self._started_for: dict[ConsoleProcess, str | None] = {}  # a pre-started console's page `?operator=`
+        self._started_for: dict[ConsoleProcess, str | None] = {}  # the operator a pre-started console is for
         self._operators: dict[ConsoleProcess, str] = {}  # desk tabs: who each console acts as
+        # At a desk: the token each operator presented (theirs, or the shared one), which their tabs present to
+        # the desk's socket in turn: the desk host knows the same operators (`_desk_operators`).
+        self._tokens: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -442,7 +443,7 @@ class ConsoleServer(Server):
         """
         if self.config.desk is not None and self._desk is None:
             desk = self.config.desk
-            self._desk = DeskProcess(desk.host, desk.environment, log=log.info)
+            self._desk = DeskProcess(desk.host, desk.environment, log=log.info, operators=self._desk_operators())
             self._desk_socket = await self._desk.start()
         runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
@@ -462,6 +463,16 @@ class ConsoleServer(Server):
         self._announce()
         return runner
 
+    def _desk_operators(self) -> str | None:
+        """Who the desk host is to know, as an --operators-file: the operators and their tokens' hashes (with
+        the shared token: its one operator); None without a token (then nothing here knows anyone either)."""
+        config = self.config
+        if config.operators is not None:
+            return config.operators.text()
+        if config.token is not None:
+            return Operators.from_tokens({config.operator: config.token}).text()
+        return None
+
     def _announce(self) -> None:
         """What the server is, where, and who can reach it: each line true for this configuration."""
         url = self.open_url()
@@ -473,12 +484,23 @@ class ConsoleServer(Server):
         bound = f"[{self.host}]" if ":" in self.host else self.host
         everywhere = " (every interface)" if self.host in UNSPECIFIED_HOSTS else ""
         out.print(f"listening: http://{bound}:{self.port}{everywhere}", highlight=False)
-        out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
-        out.print(f"session folders: {escape(str(self.config.home / 'sessions'))}", highlight=False)
-        if self.config.desk is not None:
-            example = url + ("&" if "?" in url else "?") + "operator=alice"
-            out.print(f"supervision desk: every tab is an operator at one desk, named in its address "
-                      f"(e.g. {escape(example)}; default operator-<tab number>)", highlight=False)
+        config = self.config
+        if config.shown_tokens:  # --operators: each one's address, with their token, this once
+            for name, token in config.shown_tokens.items():
+                out.print(f"open as {escape(name)}: [bold cyan]{escape(self.open_url(token))}[/]", highlight=False)
+        elif config.operators is not None:
+            out.print(f"open: [bold cyan]{escape(url)}[/] with ?token=<your token>", highlight=False)
+        else:
+            out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
+        out.print(f"session folders: {escape(str(config.home / 'sessions'))}", highlight=False)
+        if config.operators is not None:
+            out.print(f"supervision desk: operators {escape(', '.join(config.operators.names))}; each tab is the "
+                      "operator whose token it presents (give each their own address, keep them apart)",
+                      highlight=False)
+        elif config.desk is not None:
+            out.print(f"supervision desk: every tab is operator {escape(config.operator)} (the "
+                      f"{'access token' if config.token else 'address'} is one identity: give each person their "
+                      "own with --operators)", highlight=False)
         for line in self._reach():
             out.print(line, highlight=False)
         if self.config.live_model:
@@ -514,10 +536,11 @@ class ConsoleServer(Server):
                          "TLS proxy in front (docs/browser.md)[/]")
         return lines
 
-    def open_url(self) -> str:
-        """The URL to open in a browser, with the token when there is one."""
+    def open_url(self, token: str | None = None) -> str:
+        """The URL to open in a browser, with the token (the shared one, or `token`) when there is one."""
         base = self.public_url.rstrip("/") + "/"
-        return base + (f"?{urlencode({'token': self.config.token})}" if self.config.token else "")
+        token = token or self.config.token
+        return base + (f"?{urlencode({'token': token})}" if token else "")
 
     async def on_startup(self, app: web.Application) -> None:
         """Nothing: textual-serve prints a logo and the raw command here; `_announce` says what matters."""
@@ -561,7 +584,11 @@ class ConsoleServer(Server):
             refusal = self._refusal(request)
             if refusal is not None:
                 return refusal
-            if self.config.token is not None and "token" in request.query and request.path == "/":
+            who = await self._authenticate(request)
+            if isinstance(who, web.Response):
+                return who
+            request["operator"] = who
+            if self.config.authenticated and request.query.get("token") and request.path == "/":
                 return self._keep_token_in_cookie(request)
             try:
                 response = await handler(request)
@@ -605,21 +632,36 @@ class ConsoleServer(Server):
                 _query_size(request)
             except ValueError as exc:
                 return self._refuse(request, 400, "Bad terminal size", html.escape(str(exc)), detail=str(exc))
-        if self.config.desk is not None and request.path in ("/", "/ws") and "operator" in request.query:
-            try:
-                tab_operator(request.query["operator"], 0)
-            except ValueError as exc:
-                return self._refuse(request, 400, "Bad operator name", html.escape(str(exc)),
-                                    detail=f"operator {request.query['operator'][:40]!r}")
-        token = self.config.token
-        if token is None:
-            return None
+        if self.config.desk is not None and "operator" in request.query:
+            # Who a tab is comes from its token, never from what its address says.
+            return self._refuse(request, 400, "Operators are known by their token",
+                                "An address cannot name its operator: open the address printed for you (it ends "
+                                "in <code>?token=…</code>); the desk knows whose token it is.",
+                                detail=f"operator {request.query['operator'][:40]!r} in the address")
+        return None
+
+    async def _authenticate(self, request: web.Request) -> str | web.Response:
+        """Who presents this request (a refusal page if nobody the server knows): at a desk with --operators,
+        the operator whose token it is; otherwise, with the shared token or without a token, the one identity
+        `config.operator` ("" for a console without a desk, where it does not matter)."""
+        config = self.config
+        if not config.authenticated:
+            return config.operator
         presented = request.query.get("token") or request.cookies.get(self.cookie_name) or _bearer(request)
-        if presented is None or not hmac.compare_digest(presented.encode(), token.encode()):
+        who: str | None = None
+        if presented is not None and config.operators is not None:
+            operators = config.operators
+            who = await asyncio.to_thread(operators.identify, presented) if operators.slow else \
+                operators.identify(presented)
+        elif presented is not None and config.token is not None:
+            who = config.operator if hmac.compare_digest(presented.encode(), config.token.encode()) else None
+        if who is not None and presented is not None and config.desk is not None:
+            self._tokens[who] = presented
+        if who is None:
             return self._refuse(request, 401, "Access token needed",
                                 "Open the address that <code>ledgeragent serve</code> printed (it ends in "
                                 "<code>?token=…</code>); your browser then keeps the token in a cookie.")
-        return None
+        return who
 
     def _refuse(self, request: web.Request, status: int, title: str, message: str, detail: str = "") -> web.Response:
         log.warning("refused %s %s from %s: %d %s%s", request.method, request.path, request.remote, status, title,
@@ -632,9 +674,8 @@ class ConsoleServer(Server):
         response = web.Response(status=303, headers={"Location": "./" + (f"?{urlencode(rest)}" if rest else ""),
                                                      "Cache-Control": "no-store", **SECURITY_HEADERS})
         https = request.secure or self.public_url.startswith("https:")
-        assert self.config.token is not None
-        response.set_cookie(self.cookie_name, self.config.token, path="/", httponly=True, samesite="Strict",
-                            secure=https)
+        response.set_cookie(self.cookie_name, request.query["token"], path="/", httponly=True, samesite="Strict",
+                            secure=https)  # checked by `_authenticate`: the shared token, or an operator's
         return response
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -674,17 +715,21 @@ class ConsoleServer(Server):
         task.add_done_callback(self._background.discard)
 
     def _operator_key(self, request: web.Request) -> str | None:
-        """At a desk, the `?operator=` the request names (checked by `_refusal`); None anywhere else."""
-        return request.query.get("operator") if self.config.desk is not None else None
+        """At a desk, the operator the request's token belongs to (`_authenticate`); None anywhere else."""
+        return str(request["operator"]) if self.config.desk is not None else None
 
     def _console(self, key: str | None, **kwargs: Any) -> ConsoleProcess:
-        """A console process for a tab; at a desk, one that joins it as `key` (the page's `?operator=`)."""
+        """A console process for a tab; at a desk, one that joins it as operator `key`, with the token that
+        operator presented in its environment (never on its command line): the desk host checks it too."""
         command = self.command
+        environment = dict(self.config.environment)
         operator = None
-        if self.config.desk is not None and self._desk_socket is not None:
-            operator = tab_operator(key, next(self._tab_numbers))
+        if self.config.desk is not None and self._desk_socket is not None and key is not None:
+            operator = key
             command = self.config.desk.tab_command(self._desk_socket, operator)
-        process = ConsoleProcess(command, environment=self.config.environment, download_manager=self.download_manager,
+            if operator in self._tokens:
+                environment[DESK_TOKEN_ENV] = self._tokens[operator]
+        process = ConsoleProcess(command, environment=environment, download_manager=self.download_manager,
                                  debug=self.debug, **kwargs)
         if operator is not None:
             self._operators[process] = operator

@@ -166,7 +166,7 @@ async def test_pages_of_another_origin_cannot_open_a_console(options: tuple[str,
 
 async def test_a_fetch_from_another_port_starts_no_console_and_joins_no_desk(browser: Chromium,
                                                                               tmp_path: Path) -> None:
-    """The operator's browser has the desk's cookie; a page on another loopback port fetches the desk's
+    """Alice's browser has her cookie for the desk; a page on another loopback port fetches the desk's
     address (`no-cors`, with credentials: the cookie goes along, ports are one site). That used to get a
     console started, which joined the desk as an operator and claimed the first free call for as long as it
     lived, again and again. Now the page is served and nothing is started: the browser's `Sec-Fetch-*`
@@ -177,15 +177,16 @@ async def test_a_fetch_from_another_port_starts_no_console_and_joins_no_desk(bro
     from tests.support.desk_remote import SCENARIO, until_items
 
     desk = ("--supervise", "--mode", "approve writes", "--domain", "retail", "--scenarios", SCENARIO)
-    with ServedConsole(*desk, home=tmp_path / "home") as server, server.log_on_failure():
+    with ServedConsole(*desk, "--operators", "alice,probe", home=tmp_path / "home") as server, \
+            server.log_on_failure():
         socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
-        probe = await RemoteDesk.connect(socket, "probe")
+        tokens = {name: url.split("?token=", 1)[1] for name, url in server.operator_urls.items()}
+        probe = await RemoteDesk.connect(socket, "probe", token=tokens["probe"])
         try:
             await until_items(probe)
-            assert server.token is not None
             attacker = await browser.new_page(800, 600)
             await attacker.send("Network.setCookie", name=f"ledgeragent_token_{urlsplit(server.url).port}",
-                                value=server.token, url=server.url + "/", httpOnly=True, sameSite="Strict")
+                                value=tokens["alice"], url=server.url + "/", httpOnly=True, sameSite="Strict")
             async with HostilePages(server.url) as pages:
                 result = await result_of(attacker, f"{pages.url}/fetching.html?{urlencode({'url': server.url + '/'})}")
             # The request is made with the cookie; its answer is then withheld from the page (our
