@@ -59,7 +59,10 @@ Safe by default: binds 127.0.0.1 and makes a random access token for the run (se
 LEDGERAGENT_TOKEN, or --token); every page and websocket request must present it: open the printed URL once,
 the browser keeps the token in a cookie. --no-token drops it, on a loopback address only. Tabs get only the
 environment a console needs (the LLM key only with --model). For TLS, put a reverse proxy in front and give
-its address with --public-url: see docs/browser.md."""
+its address with --public-url: see docs/browser.md.
+
+With --supervise every tab is an operator at one desk: the operator its token belongs to (--operators makes
+each their own, --operators-file names them by hash); with the shared token, every tab is --operator."""
 MIN_TOKEN_LENGTH = 16
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

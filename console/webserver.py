@@ -8,13 +8,17 @@ reason: re-read its server.py and app_service.py before bumping it. From aiohttp
 `AppRunner._make_server` and `web.Server`'s `_loop`/`_kwargs`, to answer its parser's errors itself
 (`HttpProtocol`); tests/console/test_browser_bad_input.py sends those requests over a raw socket.
 
-Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` checks the Origin and the size,
-takes the console started when the page was served (`_prestart`: its start overlaps the page's own load), or
-claims one of `max_sessions` slots and starts one (`ConsoleProcess`), and relays keys and screen bytes until
-either side closes. Closing the tab asks a running console to quit (killed if it has not within
-`STOP_GRACE`) and ends a console that is still starting at once; its session folder (trace.jsonl, db.sqlite)
-stays on disk, since the console writes the trace as it goes. Every refusal is one log line and a clear page
-or close reason; a bad tab never takes the server or another tab with it.
+Every request is checked first (`_guard`): its Host, the UTF-8 of what is read of it, the Origin of a
+websocket, then who presents it (`_authenticate`: the shared token, or at a desk with --operators the operator
+whose token it is; never a name in the address). Per tab: the page (`/`) loads xterm.js, which opens `/ws`;
+`handle_websocket` checks the size, takes the console started when the page was served (`_prestart`: only
+for a browser's top-level navigation of the page, `_not_a_navigation`; its start overlaps the page's own load
+and it draws only once it has the tab's size, `console.web_driver`), or claims one of `max_sessions` slots and
+starts one (`ConsoleProcess`), and relays keys and screen bytes until either side closes. Closing the tab
+asks a running console to quit (killed if it has not within `STOP_GRACE`) and ends a console that is still
+starting at once; its session folder (trace.jsonl, db.sqlite) stays on disk, since the console writes the
+trace as it goes. Every refusal is one log line and a clear page or close reason; a bad tab never takes the
+server or another tab with it.
 """
 
 from __future__ import annotations
@@ -779,7 +783,8 @@ class ConsoleServer(Server):
     def _adopt(self, key: str | None = None) -> tuple[ConsoleProcess, Relay] | None:
         """A pre-started console for a new tab, if one is waiting and still usable; unusable ones are ended.
 
-        At a desk only one started for the same `?operator=` (or for none, both): it already acts as that name.
+        At a desk only one started for the same operator (the one the page's token belongs to): it already acts
+        as that operator, with their token.
         """
         for entry in list(self._prestarted):
             process, relay = entry
