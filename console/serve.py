@@ -87,7 +87,7 @@ class ServeError(Exception):
 def register(subparsers: Any) -> None:
     """Add the `serve` subcommand (with its handler) to an argparse subparsers object."""
     from console.cli_common import _add_console_arguments
-    from console.supervise_args import add_session_arguments
+    from console.supervise_args import add_operator_arguments, add_session_arguments
 
     # "resolve": the desk's --domain and --mode (supervise's declaration, console.supervise_args) replace the
     # console's, declared first; their defaults are None, so each mode of `serve` applies its own (build_config).
@@ -117,13 +117,7 @@ def register(subparsers: Any) -> None:
     desk.add_argument("--supervise", action="store_true",
                       help="serve one supervision desk (`supervise --listen`, started with the server); every tab "
                            "is an operator at it: the one its token belongs to (with the shared token: --operator)")
-    who = desk.add_mutually_exclusive_group()
-    who.add_argument("--operators", metavar="NAME,NAME",
-                     help="the desk's operators, each with a token of their own made for this run and printed once "
-                          "(its open: address); a tab is the operator whose token it presents (not with --token)")
-    who.add_argument("--operators-file", metavar="FILE",
-                     help="the desk's operators as lines NAME HASH (sha256:<hex> or scrypt:…; make them with "
-                          "python -m console.operators NAME): each opens the address with ?token=<their token>")
+    add_operator_arguments(desk, serving=True)  # instead of the shared token: not with --token
     add_session_arguments(desk, serving=True)
     parser.set_defaults(handler=cmd_serve)
 

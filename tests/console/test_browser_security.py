@@ -17,13 +17,12 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from benchmarks.browser import Chromium, DevToolsError, Page, find_chromium
+from benchmarks.browser import Chromium, Page, find_chromium
 from benchmarks.serve import ServedConsole
 
 CHROMIUM = find_chromium()
@@ -101,19 +100,6 @@ class HostilePages:
     async def __aexit__(self, *exc: object) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Chromium]:
-    assert CHROMIUM is not None
-    try:
-        chromium = await Chromium(CHROMIUM).start()
-    except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
-        pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
-    try:
-        yield chromium
-    finally:
-        await chromium.close()
 
 
 async def logged(server: ServedConsole, fragment: str, count: int, timeout: float = 60.0) -> list[str]:

@@ -23,7 +23,7 @@ import aiohttp
 import pyte
 import pytest
 
-from benchmarks.browser import Chromium, DevToolsError, Page, find_chromium
+from benchmarks.browser import Chromium, Page, find_chromium
 from benchmarks.serve import ServedConsole
 
 CHROMIUM = find_chromium()
@@ -118,19 +118,6 @@ async def until_equal(page: Page, expected: Reference, cols: int, rows: int,
 
 def side_by_side(shown: Sequence[str], expected: Sequence[str]) -> str:
     return "\n".join(f"{'  ' if a == b else '!='} {a}\n   {b}" for a, b in zip(shown, expected, strict=False))
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Chromium]:
-    assert CHROMIUM is not None
-    try:
-        chromium = await Chromium(CHROMIUM).start()
-    except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
-        pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
-    try:
-        yield chromium
-    finally:
-        await chromium.close()
 
 
 async def test_a_pre_started_console_draws_at_the_tab_size_at_two_sizes_and_after_a_reload(

@@ -46,13 +46,18 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return one_line(result.stderr)
 
 
-async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
-    path = folder / "sock" / "desk.sock"
+async def listening(folder: Path, path: Path, *options: str) -> asyncio.subprocess.Process:
+    """`supervise --listen PATH` on the retail scenario, its audit log at folder/audit.jsonl, as a child process."""
     env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
     argv = ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
-            "--scenarios", SCENARIO, "--repeat", "2", "--audit", str(folder / "audit.jsonl")]
-    child = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE)
+            "--scenarios", SCENARIO, "--audit", str(folder / "audit.jsonl"), *options]
+    return await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE)
+
+
+async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
+    path = folder / "sock" / "desk.sock"
+    child = await listening(folder, path, "--repeat", "2")
     try:
         assert child.stdout is not None and child.stderr is not None
         line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
@@ -86,11 +91,7 @@ async def test_a_headless_desk_with_operators_knows_each_by_their_token(folder: 
     """`supervise --listen --operators alice,bob`: each gets a token, said once on stderr; `--connect` as
     alice needs alice's token ($LEDGERAGENT_DESK_TOKEN); a name alone, or another's token, is refused."""
     path = folder / "sock" / "desk.sock"
-    env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
-    argv = ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
-            "--scenarios", SCENARIO, "--operators", "alice,bob", "--audit", str(folder / "audit.jsonl")]
-    child = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE)
+    child = await listening(folder, path, "--operators", "alice,bob")
     try:
         assert child.stdout is not None and child.stderr is not None
         assert (await asyncio.wait_for(child.stdout.readline(), 60)).decode() == f"desk: 1 session(s) at {path}\n"
