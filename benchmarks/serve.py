@@ -56,6 +56,7 @@ class ServedConsole:
         self.url = ""  # where it listens (http://127.0.0.1:port), for clients on this machine
         self.open_url = ""  # what it tells a person to open (the public URL, with the token)
         self.token: str | None = None  # the access token in `open_url` (made by the server unless given)
+        self.operator_urls: dict[str, str] = {}  # `--operators`: each operator's own address, with their token
         self._changed = threading.Condition()
         self._drained = 0  # streams read to their end (2: the server has exited)
         self._process: subprocess.Popen[str] | None = None
@@ -69,8 +70,12 @@ class ServedConsole:
         threading.Thread(target=self._drain, args=(self._process.stderr, None), daemon=True).start()
         try:
             self.url = self.wait_for_line(r"listening: (\S+)", self.timeout).group(1)
-            self.open_url = self.wait_for_line(r"open: (\S+)", self.timeout).group(1)
+            self.open_url = self.wait_for_line(r"open(?: as \S+)?: (\S+)", self.timeout).group(1)
             self.token = parse_qs(urlsplit(self.open_url).query).get("token", [None])[0]
+            self.wait_for_line(r"Ctrl\+C stops the server", self.timeout)  # the last line of the announcement
+            with self._changed:
+                found = [re.search(r"open as (\S+): (\S+)", line) for line in self.lines]
+            self.operator_urls = {match.group(1): match.group(2) for match in found if match}
         except BaseException:
             self.stop()
             raise

@@ -31,7 +31,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from console.serve_policy import LOOPBACK_NAMES as LOOPBACK_NAMES  # re-exported: the policy's names stay here too
@@ -47,6 +47,9 @@ from console.serve_policy import origin_allowed as origin_allowed
 from console.serve_policy import parse_origin as parse_origin
 from console.serve_policy import terminal_size as terminal_size
 
+if TYPE_CHECKING:
+    from console.operators import Operators
+
 HELP = "serve the operator console to web browsers (one console process per tab)"
 DESCRIPTION = """\
 Serve the operator console to web browsers. Each tab runs its own console process, with its own session
@@ -56,7 +59,10 @@ Safe by default: binds 127.0.0.1 and makes a random access token for the run (se
 LEDGERAGENT_TOKEN, or --token); every page and websocket request must present it: open the printed URL once,
 the browser keeps the token in a cookie. --no-token drops it, on a loopback address only. Tabs get only the
 environment a console needs (the LLM key only with --model). For TLS, put a reverse proxy in front and give
-its address with --public-url: see docs/browser.md."""
+its address with --public-url: see docs/browser.md.
+
+With --supervise every tab is an operator at one desk: the operator its token belongs to (--operators makes
+each their own, --operators-file names them by hash); with the shared token, every tab is --operator."""
 MIN_TOKEN_LENGTH = 16
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -81,7 +87,7 @@ class ServeError(Exception):
 def register(subparsers: Any) -> None:
     """Add the `serve` subcommand (with its handler) to an argparse subparsers object."""
     from console.cli_common import _add_console_arguments
-    from console.supervise_args import add_session_arguments
+    from console.supervise_args import add_operator_arguments, add_session_arguments
 
     # "resolve": the desk's --domain and --mode (supervise's declaration, console.supervise_args) replace the
     # console's, declared first; their defaults are None, so each mode of `serve` applies its own (build_config).
@@ -110,7 +116,8 @@ def register(subparsers: Any) -> None:
         "above); the desk runs them headless and every tab is an operator at it")
     desk.add_argument("--supervise", action="store_true",
                       help="serve one supervision desk (`supervise --listen`, started with the server); every tab "
-                           "is an operator at it (open /?operator=NAME; default operator-<tab number>)")
+                           "is an operator at it: the one its token belongs to (with the shared token: --operator)")
+    add_operator_arguments(desk, serving=True)  # instead of the shared token: not with --token
     add_session_arguments(desk, serving=True)
     parser.set_defaults(handler=cmd_serve)
 
@@ -142,10 +149,14 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
     from console.live import SessionSpec, SupervisionMode
     from console.storage import data_root
 
-    token, source = choose_token(args.token, environ.get(TOKEN_ENV) or None, no_token=args.no_token)
+    operators, shown = desk_operators(args, environ)
+    if operators is not None:
+        token, source = None, "operators"
+    else:
+        token, source = choose_token(args.token, environ.get(TOKEN_ENV) or None, no_token=args.no_token)
     if args.public_url is not None and not args.public_url.startswith(("http://", "https://")):
         raise ServeError("--public-url must start with http:// or https://")
-    check_bind(args.host, token, public_url=args.public_url)
+    check_bind(args.host, token, public_url=args.public_url, operators=operators is not None)
     home = Path(environ["LEDGERAGENT_HOME"]) if environ.get("LEDGERAGENT_HOME") else data_root()
     if getattr(args, "supervise", False):
         desk = desk_serving(args, environ, home.resolve())
@@ -153,7 +164,8 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
                            environment=child_environment(environ, home=home.resolve(), live_model=False),
                            host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                            public_url=args.public_url.rstrip("/") if args.public_url else None,
-                           home=home.resolve(), token_source=source, desk=desk)
+                           home=home.resolve(), token_source=source, desk=desk, operators=operators,
+                           shown_tokens=shown, operator=shared_operator(args, operators))
     given = desk_only_options_given(args)
     if given:
         raise ServeError(f"{', '.join(given)}: only with --supervise (they choose the desk's sessions)")
@@ -185,6 +197,45 @@ def build_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
                        host=args.host, port=args.port, token=token, max_sessions=args.max_sessions,
                        public_url=args.public_url.rstrip("/") if args.public_url else None, home=home.resolve(),
                        live_model=live, token_source=source)
+
+
+def desk_operators(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[Operators | None, dict[str, str]]:
+    """`--operators` (a token made for each, to print once) or `--operators-file`; (None, {}) without them.
+
+    Each operator's own token replaces the shared one, so --token, --no-token and $LEDGERAGENT_TOKEN are
+    refused alongside (which token would be whose?); so is a desk-less server (its tabs are not operators
+    at a desk: they all run the console as --operator).
+    """
+    from console.operators import OperatorError, generate, load_file, parse_names
+
+    given = "--operators" if args.operators is not None else "--operators-file" if args.operators_file else None
+    if given is None:
+        return None, {}
+    if not getattr(args, "supervise", False):
+        raise ServeError(f"{given}: only with --supervise (the operators of a desk)")
+    shared = [name for name, is_given in (("--token", args.token is not None), ("--no-token", args.no_token),
+                                          (f"${TOKEN_ENV}", bool(environ.get(TOKEN_ENV)))) if is_given]
+    if shared:
+        raise ServeError(f"{given}: each operator has a token of their own; not with {', '.join(shared)}")
+    try:
+        if args.operators is not None:
+            return generate(parse_names(args.operators))
+        return load_file(Path(args.operators_file)), {}
+    except OperatorError as exc:
+        raise ServeError(str(exc)) from None
+
+
+def shared_operator(args: argparse.Namespace, operators: Operators | None) -> str:
+    """At a desk without --operators, who the one shared token (or no token) is: serve's --operator, checked as
+    an operator name (it goes on the tabs' command line and into the desk's operators file)."""
+    from console.operators import OperatorError, check_name
+
+    if operators is not None:
+        return ""
+    try:
+        return check_name(args.operator)
+    except OperatorError as exc:
+        raise ServeError(f"--operator: {exc} (with --supervise the shared token acts as this operator)") from None
 
 
 def desk_serving(args: argparse.Namespace, environ: Mapping[str, str], home: Path) -> DeskServing:
@@ -298,16 +349,17 @@ def choose_token(option: str | None, environment: str | None, *, no_token: bool)
     return secrets.token_urlsafe(24), "generated"
 
 
-def check_bind(host: str, token: str | None, *, public_url: str | None = None) -> None:
+def check_bind(host: str, token: str | None, *, public_url: str | None = None, operators: bool = False) -> None:
     """A token of at least 16 characters, and no token-less server anyone but this machine can reach.
 
     Without a token the server must be on loopback (`--host`) and be reached only there: a `--public-url`
-    on another host means a reverse proxy makes it public, whatever address it binds.
+    on another host means a reverse proxy makes it public, whatever address it binds. `operators`: every
+    operator has a token of their own (as good as a token, wherever it binds).
     """
     if token is not None and len(token) < MIN_TOKEN_LENGTH:
         raise ServeError(f"the token must be at least {MIN_TOKEN_LENGTH} characters; make one with: "
                          "python -c 'import secrets; print(secrets.token_urlsafe(24))'")
-    if token is not None:
+    if token is not None or operators:
         return
     if not is_loopback(host):
         raise ServeError(f"binding to {host} exposes the console to the network: it needs an access token "

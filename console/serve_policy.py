@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from console.operators import Operators
 
 TOKEN_ENV = "LEDGERAGENT_TOKEN"
 MAX_COLUMNS = 500  # a terminal wider or taller than this is clamped: its frames grow with the area (3000 x 3000
 MAX_ROWS = 200  # took a tab from 86 to 336 MB and sent a 33 MB frame)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")  # the names a browser on this machine uses for us
-# An operator name from a page's `?operator=`: it lands in a command line, the audit log and every screen.
-OPERATOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
 Origin = tuple[str, str, int]  # scheme, lower-case host (no brackets), port (80/443 filled in)
 
@@ -33,7 +34,8 @@ class DeskServing:
 
     host_argv: tuple[str, ...]  # `python -m console supervise --listen`: the socket path goes after it
     host_options: tuple[str, ...]  # supervise's session options as given to serve, after the socket path
-    tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow
+    tab_argv: tuple[str, ...]  # `python -m console.tab desk-connect`: `SOCKET --operator NAME` follow (the tab's
+    # token for the desk's socket comes in its environment, console.operators.DESK_TOKEN_ENV)
     environment: Mapping[str, str] = field(default_factory=dict)  # the host's: the tabs' (+ the key for a model)
     live_model: bool = False  # the host runs sessions on a live model, so it (and only it) has the key
 
@@ -61,8 +63,19 @@ class ServeConfig:
     public_url: str | None
     home: Path  # LEDGERAGENT_HOME of the children: their session folders are under home / "sessions"
     live_model: bool = False  # a real model is configured, so the children get the LLM key
-    token_source: str = "option"  # where the token came from: "generated", "option", "environment" or "none"
+    token_source: str = "option"  # "generated", "option", "environment", "none", or "operators" (theirs alone)
     desk: DeskServing | None = None  # --supervise: every tab joins one headless desk
+    # At a desk, who a tab is. With --operators / --operators-file: the operator whose token the tab presents
+    # (`operators`; `shown_tokens` are the tokens made for this run, printed once at start); `token` is then
+    # None. Otherwise the one shared token (or none) is one identity: `operator` (serve's --operator).
+    operators: Operators | None = None
+    shown_tokens: Mapping[str, str] = field(default_factory=dict)
+    operator: str = ""
+
+    @property
+    def authenticated(self) -> bool:
+        """Every request must present a token: the shared one, or an operator's."""
+        return self.token is not None or self.operators is not None
 
 
 def allowed_origins(port: int, public_url: str | None = None, extra: Sequence[str] = ()) -> frozenset[Origin]:
@@ -132,8 +145,12 @@ def bearer_token(header: str | None) -> str | None:
 
 
 def token_matches(presented: str | None, token: str) -> bool:
-    """A constant-time comparison: how long it takes says nothing about how much of the token was right."""
-    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
+    """A constant-time comparison: how long it takes says nothing about how much of the token was right.
+
+    Bytes that are not UTF-8 (a header decoded with `surrogateescape`) compare as the bytes they were, so a
+    malformed token is a mismatch, never an encoding error."""
+    return presented is not None and hmac.compare_digest(presented.encode("utf-8", "surrogateescape"),
+                                                         token.encode("utf-8", "surrogateescape"))
 
 
 def terminal_size(width: object, height: object) -> tuple[int, int]:
@@ -161,16 +178,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
-
-
-def tab_operator(value: str | None, number: int) -> str:
-    """The operator a desk tab acts as: the page's `?operator=` when given, else "operator-<tab number>".
-
-    ValueError (the reason to show) unless 1-64 characters of letters, digits and `._@-`, starting with a
-    letter or digit: the name goes into a command line and the audit log, so nothing else is let through.
-    """
-    if value is None:
-        return f"operator-{number}"
-    if not OPERATOR_NAME.fullmatch(value):
-        raise ValueError("an operator name is 1-64 letters, digits or . _ @ -, starting with a letter or digit")
-    return value

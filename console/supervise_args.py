@@ -109,7 +109,24 @@ def add_hosting_arguments(parser: argparse.ArgumentParser) -> None:
                        help="run the desk without a UI and serve it on this Unix socket (in a private folder) "
                             "until SIGTERM; operators join with --connect")
     group.add_argument("--connect", metavar="PATH",
-                       help="open the desk served at this Unix socket (by --listen) as --operator")
+                       help="open the desk served at this Unix socket (by --listen) as --operator (a desk that "
+                            "knows its operators wants your token, in $LEDGERAGENT_DESK_TOKEN)")
+    add_operator_arguments(parser)
+
+
+def add_operator_arguments(parser: argparse._ActionsContainer, *, serving: bool = False) -> None:
+    """`--operators NAME,NAME` / `--operators-file FILE` (one or the other): who a served desk's operators are,
+    declared once for `supervise --listen` and `serve --supervise` (`serving`: a tab, not a connection, and the
+    token in its address). Read by console.operators."""
+    who = parser.add_mutually_exclusive_group()
+    scope, whom, where = ("", "a tab", "its open: address") if serving else ("with --listen: ", "a connection",
+                                                                            "on stderr")
+    who.add_argument("--operators", metavar="NAME,NAME",
+                     help=f"{scope}the desk's operators, each with a token of their own made now and printed once "
+                          f"({where}); {whom} is the operator whose token it presents, never a name it states")
+    who.add_argument("--operators-file", metavar="FILE",
+                     help=f"{scope}the desk's operators as lines NAME HASH (sha256:<hex> or scrypt:…; "
+                          "python -m console.operators NAME makes them)")
 
 
 def _cmd_supervise(args: argparse.Namespace) -> int:

@@ -120,6 +120,8 @@ def cmd_supervise(args: argparse.Namespace) -> int:
     from console.desk.hosting import run_hosting
     from console.desk.view import DeskRefused
 
+    if (args.operators is not None or args.operators_file) and not args.listen:
+        raise CliError("--operators/--operators-file: only with --listen (the operators of a served desk)")
     if args.connect:  # another operator's desk: this process only decides (`--listen` runs it)
         return run_hosting(args) or 0
     try:

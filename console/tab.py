@@ -51,6 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from console.cli import main as console_main
 
         if argv[:1] == ["desk-connect"]:  # serve --supervise: this tab is an operator at the one desk
+            # Started before its tab exists (as its page was served): join the desk only once a tab has taken
+            # this process, so a page nobody opened never connects, claims or holds an item.
+            from console.web_driver import wait_for_tab_size
+
+            wait_for_tab_size()
             status = console_main(["supervise", "--connect", *argv[1:]])
         else:
             status = console_main(["console", *argv])

@@ -8,13 +8,17 @@ reason: re-read its server.py and app_service.py before bumping it. From aiohttp
 `AppRunner._make_server` and `web.Server`'s `_loop`/`_kwargs`, to answer its parser's errors itself
 (`HttpProtocol`); tests/console/test_browser_bad_input.py sends those requests over a raw socket.
 
-Per tab: the page (`/`) loads xterm.js, which opens `/ws`; `handle_websocket` checks the Origin and the size,
-takes the console started when the page was served (`_prestart`: its start overlaps the page's own load), or
-claims one of `max_sessions` slots and starts one (`ConsoleProcess`), and relays keys and screen bytes until
-either side closes. Closing the tab asks a running console to quit (killed if it has not within
-`STOP_GRACE`) and ends a console that is still starting at once; its session folder (trace.jsonl, db.sqlite)
-stays on disk, since the console writes the trace as it goes. Every refusal is one log line and a clear page
-or close reason; a bad tab never takes the server or another tab with it.
+Every request is checked first (`_guard`): its Host, the UTF-8 of what is read of it, the Origin of a
+websocket, then who presents it (`_authenticate`: the shared token, or at a desk with --operators the operator
+whose token it is; never a name in the address). Per tab: the page (`/`) loads xterm.js, which opens `/ws`;
+`handle_websocket` checks the size, takes the console started when the page was served (`_prestart`: only
+for a browser's top-level navigation of the page, `_not_a_navigation`; its start overlaps the page's own load
+and it draws only once it has the tab's size, `console.web_driver`), or claims one of `max_sessions` slots and
+starts one (`ConsoleProcess`), and relays keys and screen bytes until either side closes. Closing the tab
+asks a running console to quit (killed if it has not within `STOP_GRACE`) and ends a console that is still
+starting at once; its session folder (trace.jsonl, db.sqlite) stays on disk, since the console writes the
+trace as it goes. Every refusal is one log line and a clear page or close reason; a bad tab never takes the
+server or another tab with it.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
-import itertools
 import json
 import logging
+import re
 import signal
 import socket
 import sys
@@ -32,7 +36,7 @@ from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import aiohttp_jinja2
 import jinja2
@@ -43,7 +47,9 @@ from rich.markup import escape
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from console import web_driver
 from console.desk.serving import DeskProcess
+from console.operators import DESK_TOKEN_ENV, Operators
 from console.serve_policy import (
     TOKEN_ENV,
     ServeConfig,
@@ -53,7 +59,6 @@ from console.serve_policy import (
     host_name,
     is_loopback,
     origin_allowed,
-    tab_operator,
     terminal_size,
     token_matches,
 )
@@ -71,6 +76,7 @@ IDLE_TIMEOUT = 5.0  # seconds a connection may take to send a whole request, or 
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message from the page (keys, a paste): more closes the tab
 HEARTBEAT = 15.0  # seconds between websocket pings: a vanished browser is noticed within twice that
 PRESTART_TTL = 10.0  # seconds a console started for a page load waits for that page's websocket, then is ended
+PRESTART_SIZE = (80, 24)  # the COLUMNS x ROWS a pre-started console gets; it draws only at its tab's size
 PRESTART_BUFFER = 4 * 1024 * 1024  # bytes of screen output kept for a pre-started console before a tab takes it
 STDERR_LINES = 20  # lines of a console's stderr logged (console.tab reduces it to one; this is the fuse)
 STDERR_LINE_CHARS = 500
@@ -84,6 +90,9 @@ SECURITY_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame
                     "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
                     "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
 UNSPECIFIED_HOSTS = ("0.0.0.0", "::", "")
+# The request headers the server reads: each must be UTF-8 text (`_not_utf8`), or the request is a 400.
+READ_HEADERS = ("Host", "Origin", "Authorization", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-Dest")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what aiohttp's surrogateescape makes of bytes that are not UTF-8
 
 
 class BadMessage(ValueError):
@@ -185,9 +194,13 @@ class Relay:
 class ConsoleProcess(AppService):
     """One console process behind one browser tab, started with the environment we chose, not a copy of ours."""
 
-    def __init__(self, command: str, *, environment: Mapping[str, str], **kwargs: Any) -> None:
+    def __init__(self, command: str, *, environment: Mapping[str, str], sized_by_tab: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(command, **kwargs)
         self._environment = dict(environment)
+        # Started before its tab exists (`ConsoleServer._prestart`): it waits for the tab's size before it
+        # draws (console.web_driver), and the first thing it is sent is that size.
+        self.sized_by_tab = sized_by_tab
         self.drawn = asyncio.Event()  # the console has sent a screen: it is up and reads its stdin
         self.ending = asyncio.Event()  # its app has ended by itself (q, a crash): the process is on its way out
         self.size = (0, 0)  # the terminal size it was started with, or last told
@@ -196,7 +209,8 @@ class ConsoleProcess(AppService):
         # textual-serve starts from os.environ.copy(): keep only the keys it adds, on top of our allowlist.
         served = super()._build_environment(width=width, height=height)
         keep = SERVE_ENV_NAMES | (DEBUG_ENV_NAMES if self.debug else frozenset())
-        return self._environment | {name: value for name, value in served.items() if name in keep}
+        ours = {"TEXTUAL_DRIVER": web_driver.DRIVER} | ({web_driver.SIZE_ENV: "wait"} if self.sized_by_tab else {})
+        return self._environment | {name: value for name, value in served.items() if name in keep} | ours
 
     @property
     def pid(self) -> int | None:
@@ -390,12 +404,13 @@ class ConsoleServer(Server):
         self._prestarted: list[tuple[ConsoleProcess, Relay]] = []  # started for a page, no tab has taken them yet
         self._background: set[asyncio.Task[None]] = set()
         self._prestarting = False  # a console for a page load is being started
-        self._last_size = (80, 24)  # the last tab's terminal size: a reloaded page most likely has it again
         self._desk: DeskProcess | None = None  # --supervise: the one headless desk every tab joins
         self._desk_socket: Path | None = None
-        self._tab_numbers = itertools.count(1)  # for the default operator name of a desk tab
-        self._started_for: dict[ConsoleProcess, str | None] = {}  # a pre-started console's page `?operator=`
+        self._started_for: dict[ConsoleProcess, str | None] = {}  # the operator a pre-started console is for
         self._operators: dict[ConsoleProcess, str] = {}  # desk tabs: who each console acts as
+        # At a desk: the token each operator presented (theirs, or the shared one), which their tabs present to
+        # the desk's socket in turn: the desk host knows the same operators (`_desk_operators`).
+        self._tokens: dict[str, str] = {}
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -435,7 +450,7 @@ class ConsoleServer(Server):
         """
         if self.config.desk is not None and self._desk is None:
             desk = self.config.desk
-            self._desk = DeskProcess(desk.host, desk.environment, log=log.info)
+            self._desk = DeskProcess(desk.host, desk.environment, log=log.info, operators=self._desk_operators())
             self._desk_socket = await self._desk.start()
         runner = _AppRunner(await self._make_app(), handle_signals=False, access_log=None,
                                shutdown_timeout=2 * STOP_GRACE, keepalive_timeout=IDLE_TIMEOUT)
@@ -455,6 +470,16 @@ class ConsoleServer(Server):
         self._announce()
         return runner
 
+    def _desk_operators(self) -> str | None:
+        """Who the desk host is to know, as an --operators-file: the operators and their tokens' hashes (with
+        the shared token: its one operator); None without a token (then nothing here knows anyone either)."""
+        config = self.config
+        if config.operators is not None:
+            return config.operators.text()
+        if config.token is not None:
+            return Operators.from_tokens({config.operator: config.token}).text()
+        return None
+
     def _announce(self) -> None:
         """What the server is, where, and who can reach it: each line true for this configuration."""
         url = self.open_url()
@@ -466,12 +491,23 @@ class ConsoleServer(Server):
         bound = f"[{self.host}]" if ":" in self.host else self.host
         everywhere = " (every interface)" if self.host in UNSPECIFIED_HOSTS else ""
         out.print(f"listening: http://{bound}:{self.port}{everywhere}", highlight=False)
-        out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
-        out.print(f"session folders: {escape(str(self.config.home / 'sessions'))}", highlight=False)
-        if self.config.desk is not None:
-            example = url + ("&" if "?" in url else "?") + "operator=alice"
-            out.print(f"supervision desk: every tab is an operator at one desk, named in its address "
-                      f"(e.g. {escape(example)}; default operator-<tab number>)", highlight=False)
+        config = self.config
+        if config.shown_tokens:  # --operators: each one's address, with their token, this once
+            for name, token in config.shown_tokens.items():
+                out.print(f"open as {escape(name)}: [bold cyan]{escape(self.open_url(token))}[/]", highlight=False)
+        elif config.operators is not None:
+            out.print(f"open: [bold cyan]{escape(url)}[/] with ?token=<your token>", highlight=False)
+        else:
+            out.print(f"open: [bold cyan]{escape(url)}[/]", highlight=False)
+        out.print(f"session folders: {escape(str(config.home / 'sessions'))}", highlight=False)
+        if config.operators is not None:
+            out.print(f"supervision desk: operators {escape(', '.join(config.operators.names))}; each tab is the "
+                      "operator whose token it presents (give each their own address, keep them apart)",
+                      highlight=False)
+        elif config.desk is not None:
+            out.print(f"supervision desk: every tab is operator {escape(config.operator)} (the "
+                      f"{'access token' if config.token else 'address'} is one identity: give each person their "
+                      "own with --operators)", highlight=False)
         for line in self._reach():
             out.print(line, highlight=False)
         if self.config.live_model:
@@ -507,10 +543,11 @@ class ConsoleServer(Server):
                          "TLS proxy in front (docs/browser.md)[/]")
         return lines
 
-    def open_url(self) -> str:
-        """The URL to open in a browser, with the token when there is one."""
+    def open_url(self, token: str | None = None) -> str:
+        """The URL to open in a browser, with the token (the shared one, or `token`) when there is one."""
         base = self.public_url.rstrip("/") + "/"
-        return base + (f"?{urlencode({'token': self.config.token})}" if self.config.token else "")
+        token = token or self.config.token
+        return base + (f"?{urlencode({'token': token})}" if token else "")
 
     async def on_startup(self, app: web.Application) -> None:
         """Nothing: textual-serve prints a logo and the raw command here; `_announce` says what matters."""
@@ -554,7 +591,11 @@ class ConsoleServer(Server):
             refusal = self._refusal(request)
             if refusal is not None:
                 return refusal
-            if self.config.token is not None and "token" in request.query and request.path == "/":
+            who = await self._authenticate(request)
+            if isinstance(who, web.Response):
+                return who
+            request["operator"] = who
+            if self.config.authenticated and request.query.get("token") and request.path == "/":
                 return self._keep_token_in_cookie(request)
             try:
                 response = await handler(request)
@@ -571,6 +612,11 @@ class ConsoleServer(Server):
 
     def _refusal(self, request: web.Request) -> web.Response | None:
         """Why this request may not go on (a ready error page), or None to let it through."""
+        unreadable = _not_utf8(request, self.cookie_name)
+        if unreadable is not None:
+            return self._refuse(request, 400, "Bad request", f"The request's {html.escape(unreadable)} is not "
+                                "UTF-8 text. If it is this console's cookie, open the address that "
+                                "<code>ledgeragent serve</code> printed again.", detail=f"{unreadable} is not UTF-8")
         host = host_name(request.headers.get("Host", ""))  # not `request.host`: without a header that is ours
         if not host:
             return self._refuse(request, 400, "Bad request", "The request has no <code>Host</code> header.")
@@ -588,21 +634,36 @@ class ConsoleServer(Server):
                 _query_size(request)
             except ValueError as exc:
                 return self._refuse(request, 400, "Bad terminal size", html.escape(str(exc)), detail=str(exc))
-        if self.config.desk is not None and request.path in ("/", "/ws") and "operator" in request.query:
-            try:
-                tab_operator(request.query["operator"], 0)
-            except ValueError as exc:
-                return self._refuse(request, 400, "Bad operator name", html.escape(str(exc)),
-                                    detail=f"operator {request.query['operator'][:40]!r}")
-        token = self.config.token
-        if token is None:
-            return None
+        if self.config.desk is not None and "operator" in request.query:
+            # Who a tab is comes from its token, never from what its address says.
+            return self._refuse(request, 400, "Operators are known by their token",
+                                "An address cannot name its operator: open the address printed for you (it ends "
+                                "in <code>?token=…</code>); the desk knows whose token it is.",
+                                detail=f"operator {request.query['operator'][:40]!r} in the address")
+        return None
+
+    async def _authenticate(self, request: web.Request) -> str | web.Response:
+        """Who presents this request (a refusal page if nobody the server knows): at a desk with --operators,
+        the operator whose token it is; otherwise, with the shared token or without a token, the one identity
+        `config.operator` ("" for a console without a desk, where it does not matter)."""
+        config = self.config
+        if not config.authenticated:
+            return config.operator
         presented = request.query.get("token") or request.cookies.get(self.cookie_name) or _bearer(request)
-        if not token_matches(presented, token):
+        who: str | None = None
+        if presented is not None and config.operators is not None:
+            operators = config.operators
+            who = await asyncio.to_thread(operators.identify, presented) if operators.slow else \
+                operators.identify(presented)
+        elif presented is not None and config.token is not None:
+            who = config.operator if token_matches(presented, config.token) else None
+        if who is not None and presented is not None and config.desk is not None:
+            self._tokens[who] = presented
+        if who is None:
             return self._refuse(request, 401, "Access token needed",
                                 "Open the address that <code>ledgeragent serve</code> printed (it ends in "
                                 "<code>?token=…</code>); your browser then keeps the token in a cookie.")
-        return None
+        return who
 
     def _refuse(self, request: web.Request, status: int, title: str, message: str, detail: str = "") -> web.Response:
         log.warning("refused %s %s from %s: %d %s%s", request.method, request.path, request.remote, status, title,
@@ -615,9 +676,8 @@ class ConsoleServer(Server):
         response = web.Response(status=303, headers={"Location": "./" + (f"?{urlencode(rest)}" if rest else ""),
                                                      "Cache-Control": "no-store", **SECURITY_HEADERS})
         https = request.secure or self.public_url.startswith("https:")
-        assert self.config.token is not None
-        response.set_cookie(self.cookie_name, self.config.token, path="/", httponly=True, samesite="Strict",
-                            secure=https)
+        response.set_cookie(self.cookie_name, request.query["token"], path="/", httponly=True, samesite="Strict",
+                            secure=https)  # checked by `_authenticate`: the shared token, or an operator's
         return response
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -642,7 +702,11 @@ class ConsoleServer(Server):
         }
         response = aiohttp_jinja2.render_template("app_index.html", request, context)
         response.headers["Cache-Control"] = "no-store"
-        self._in_background(self._prestart(self._operator_key(request)))
+        unlike = _not_a_navigation(request)
+        if unlike is None:
+            self._in_background(self._prestart(self._operator_key(request)))
+        else:
+            log.info("served the page without pre-starting a console: not a navigation of this page (%s)", unlike)
         return response
 
     # ------------------------------------------------------------------------------------ pre-started consoles
@@ -653,17 +717,21 @@ class ConsoleServer(Server):
         task.add_done_callback(self._background.discard)
 
     def _operator_key(self, request: web.Request) -> str | None:
-        """At a desk, the `?operator=` the request names (checked by `_refusal`); None anywhere else."""
-        return request.query.get("operator") if self.config.desk is not None else None
+        """At a desk, the operator the request's token belongs to (`_authenticate`); None anywhere else."""
+        return str(request["operator"]) if self.config.desk is not None else None
 
     def _console(self, key: str | None, **kwargs: Any) -> ConsoleProcess:
-        """A console process for a tab; at a desk, one that joins it as `key` (the page's `?operator=`)."""
+        """A console process for a tab; at a desk, one that joins it as operator `key`, with the token that
+        operator presented in its environment (never on its command line): the desk host checks it too."""
         command = self.command
+        environment = dict(self.config.environment)
         operator = None
-        if self.config.desk is not None and self._desk_socket is not None:
-            operator = tab_operator(key, next(self._tab_numbers))
+        if self.config.desk is not None and self._desk_socket is not None and key is not None:
+            operator = key
             command = self.config.desk.tab_command(self._desk_socket, operator)
-        process = ConsoleProcess(command, environment=self.config.environment, download_manager=self.download_manager,
+            if operator in self._tokens:
+                environment[DESK_TOKEN_ENV] = self._tokens[operator]
+        process = ConsoleProcess(command, environment=environment, download_manager=self.download_manager,
                                  debug=self.debug, **kwargs)
         if operator is not None:
             self._operators[process] = operator
@@ -689,9 +757,10 @@ class ConsoleServer(Server):
             self._used += 1
             self._prestarting = True
         relay = Relay()
-        process = self._console(key, write_bytes=relay.write_bytes, write_str=relay.write_str, close=relay.close)
+        process = self._console(key, write_bytes=relay.write_bytes, write_str=relay.write_str, close=relay.close,
+                                sized_by_tab=True)
         try:
-            await process.start(*self._last_size)
+            await process.start(*PRESTART_SIZE)  # a placeholder: it waits for its tab's size to draw
         except Exception:
             log.exception("could not pre-start a console")
             self._forget(process)
@@ -712,7 +781,8 @@ class ConsoleServer(Server):
     def _adopt(self, key: str | None = None) -> tuple[ConsoleProcess, Relay] | None:
         """A pre-started console for a new tab, if one is waiting and still usable; unusable ones are ended.
 
-        At a desk only one started for the same `?operator=` (or for none, both): it already acts as that name.
+        At a desk only one started for the same operator (the one the page's token belongs to): it already acts
+        as that operator, with their token.
         """
         for entry in list(self._prestarted):
             process, relay = entry
@@ -754,14 +824,12 @@ class ConsoleServer(Server):
         else:
             process = adopted[0]
         self._tabs[process] = websocket
-        self._last_size = (width, height)
         try:
             if adopted is None:
                 await process.start(width, height)
-            else:  # started for this page (or another one): what it drew so far, then the tab's own size
+            else:  # started for this page (or another one): the tab's size first (it waits for it to draw)
+                await process.set_terminal_size(width, height)
                 await adopted[1].attach(websocket)
-                if process.size != (width, height):
-                    await process.set_terminal_size(width, height)
             operator = self._operators.get(process)
             log.info("tab opened from %s: console pid %s%s%s (%d/%d)", request.remote, process.pid,
                      " (pre-started)" if adopted else "", f" as operator {operator}" if operator else "", self._used,
@@ -876,6 +944,45 @@ def _all_in_use(limit: int) -> str:
 def _query_size(request: web.Request) -> tuple[int, int]:
     """The first terminal size, from `/ws?width=…&height=…` (clamped; ValueError if not positive integers)."""
     return terminal_size(request.query.get("width", "80"), request.query.get("height", "24"))
+
+
+def _not_utf8(request: web.Request, cookie_name: str) -> str | None:
+    """What of the request the server reads is not UTF-8 text (None when all of it is).
+
+    aiohttp decodes header bytes with `surrogateescape`, so bytes that are not UTF-8 (Latin-1, an encoded lone
+    surrogate) come through as lone surrogates, which no comparison or log line may meet (comparing such a
+    cookie with the token was a UnicodeEncodeError, a 500). Only what the server reads is checked: the
+    headers in READ_HEADERS, its own cookie, the address's query. Other headers and other services'
+    cookies (any service on this host can set a cookie for it) are never read, so they cannot lock anyone out.
+    """
+    for name in READ_HEADERS:
+        if any(_SURROGATE.search(value) for value in request.headers.getall(name, ())):
+            return f"{name} header"
+    if _SURROGATE.search(request.cookies.get(cookie_name, "")):
+        return "cookie"
+    try:
+        parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        return "address"
+    return None
+
+
+def _not_a_navigation(request: web.Request) -> str | None:
+    """None for a browser's top-level navigation of this server's own page; else what it is instead.
+
+    Only such a request gets a console started for it before its websocket comes (`_prestart`). A page on
+    another port of this host is same-site (cookies, SameSite=Strict ones too, do not tell ports apart), so
+    its `fetch(…, {mode: "no-cors", credentials: "include"})` comes with the operator's cookie; the browser
+    marks it `Sec-Fetch-Mode: no-cors`, `Sec-Fetch-Site: same-site`, which no page script can change. A
+    request without the headers (a program, a browser too old to send them) starts nothing either: its
+    websocket, if one comes, starts its own console.
+    """
+    mode, site, dest = (request.headers.get(name, "") for name in ("Sec-Fetch-Mode", "Sec-Fetch-Site",
+                                                                     "Sec-Fetch-Dest"))
+    if mode == "navigate" and dest == "document" and site in ("same-origin", "none"):
+        return None
+    return ", ".join(f"{name} {value[:20]!r}" if value else f"no {name}"
+                     for name, value in (("Sec-Fetch-Mode", mode), ("Sec-Fetch-Site", site), ("Sec-Fetch-Dest", dest)))
 
 
 def _bearer(request: web.Request) -> str | None:

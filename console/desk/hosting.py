@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,17 +24,19 @@ from console.cli_errors import CliError
 from console.desk.desk import Desk, check_operator
 from console.desk.remote import DeskHost, RemoteDesk, SocketPathError, check_socket_path
 from console.desk.view import DeskRefused
+from console.operators import DESK_TOKEN_ENV, OperatorError, Operators, generate, load_file, parse_names
 
 
 async def host_until_stopped(desk: Desk, path: Path, *, announce: Callable[[str], None] | None = None,
                              log: Callable[[str], None] | None = None, stop: asyncio.Event | None = None,
-                             notes: Sequence[str] = ()) -> int:
+                             notes: Sequence[str] = (), operators: Operators | None = None) -> int:
     """Serve `desk` at `path`, run its sessions, keep serving after they ended, until `stop` (SIGTERM/SIGINT).
 
     `announce` gets exactly one line, once the socket accepts connections: "desk: N session(s) at PATH";
     then `log` gets each of `notes` (e.g. where the audit log is: said only once the desk really serves).
     Stopping before the sessions ended ends them (their traces say desk_closed). Raises CliError (one line)
-    when the socket cannot be served.
+    when the socket cannot be served. `operators`: the desk knows them, and a connection is the operator
+    whose token it presents (`DeskHost`).
     """
     out = announce or (lambda line: print(line, flush=True))
     stop = stop or asyncio.Event()
@@ -44,7 +47,7 @@ async def host_until_stopped(desk: Desk, path: Path, *, announce: Callable[[str]
             loop.add_signal_handler(signum, stop.set)
             handled.append(signum)
     try:
-        host = DeskHost(desk, path, log=log)
+        host = DeskHost(desk, path, log=log, operators=operators)
         await host.start()
     except SocketPathError as exc:
         for signum in handled:
@@ -85,18 +88,23 @@ def run_hosting(args: argparse.Namespace, build_desk: Callable[[], Desk] | None 
             raise CliError("--listen needs the desk's sessions")
         path = Path(args.listen)
         make = build_desk
+        operators, tokens = listen_operators(args)
+        told = [*notes, *(f"desk: {name}'s token, shown this once: {token} (they connect with "
+                          f"{DESK_TOKEN_ENV}=<it> ledgeragent supervise --connect {path} --operator {name})"
+                          for name, token in tokens.items())]
 
         async def serve() -> int:
-            return await host_until_stopped(make(), path, notes=notes,
+            return await host_until_stopped(make(), path, notes=told, operators=operators,
                                             log=lambda line: print(line, file=sys.stderr, flush=True))
 
         return asyncio.run(serve())
     if getattr(args, "connect", None):
         target = args.connect
         show = screens or open_screens
+        token = os.environ.get(DESK_TOKEN_ENV) or None
 
         async def join() -> int:
-            remote = await connect(target, args.operator)
+            remote = await connect(target, args.operator, token=token)
             try:
                 return await show(remote)
             finally:
@@ -106,12 +114,26 @@ def run_hosting(args: argparse.Namespace, build_desk: Callable[[], Desk] | None 
     return None
 
 
-async def connect(path: Path | str, operator: str, *, timeout: float = 10.0) -> RemoteDesk:
-    """A `RemoteDesk` on the desk at `path` as `operator`; CliError (one line) when there is none there."""
+def listen_operators(args: argparse.Namespace) -> tuple[Operators | None, dict[str, str]]:
+    """`--listen` with `--operators` (a token made for each, shown once) or `--operators-file`; (None, {})
+    without them: then a connection is the operator it names (the socket's permissions are the lock)."""
+    try:
+        if getattr(args, "operators", None) is not None:
+            return generate(parse_names(args.operators))
+        if getattr(args, "operators_file", None):
+            return load_file(Path(args.operators_file)), {}
+    except OperatorError as exc:
+        raise CliError(str(exc)) from None
+    return None, {}
+
+
+async def connect(path: Path | str, operator: str, *, timeout: float = 10.0, token: str | None = None) -> RemoteDesk:
+    """A `RemoteDesk` on the desk at `path` as `operator` (with `token`, for a desk that knows its operators);
+    CliError (one line) when there is none there, or it refuses us."""
     try:
         name = check_operator(operator)
         target = check_socket_path(Path(path))
-        return await RemoteDesk.connect(target, name, timeout=timeout)
+        return await RemoteDesk.connect(target, name, timeout=timeout, token=token)
     except (DeskRefused, SocketPathError) as exc:
         raise CliError(str(exc)) from None
 

@@ -10,8 +10,12 @@ checks stay the only doors from the network. The protocol is JSON lines, read st
 no NaN, no lone surrogates, bounded depth) with a bounded line size; a bad line gets a one-line error and the
 connection, and every other one, goes on.
 
-Client -> host: `{"id": <int>, "op": <name>, ...fields}`; the first must be `hello` with the operator's
-name, which holds for the whole connection (a request cannot act for someone else). Host -> client: the
+Client -> host: `{"id": <int>, "op": <name>, ...fields}`; the first must be `hello`, which makes the connection
+an operator for its whole life (a request cannot act for someone else). At a desk that knows its operators
+(`DeskHost(operators=...)`: `supervise --listen --operators/--operators-file`, and always under `serve
+--supervise`) the hello carries a `token` and the connection is the operator it belongs to (an `operator` name
+sent along must be that one); the name is never the client's word. Elsewhere the hello names the operator,
+and the socket's permissions (this user's processes only) are the whole lock. Host -> client: the
 answer `{"id": <id>, "ok": true, "result": ...}` or `{"id": <id>, "ok": false, "error": "<one line>"}`
 (the text of the `DeskRefused` the desk raised), and pushes `{"push": "snapshot", "snapshot": {...}}`
 (`DeskSnapshot.to_json`). Pushes are coalesced per connection: at most one is being written at a time and
@@ -39,6 +43,7 @@ from typing import Any
 
 from console.desk.desk import Desk, check_operator
 from console.desk.view import DeskListener, DeskRefused, DeskSnapshot, ItemView
+from console.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators
 from core import strict_json
 
 log = logging.getLogger("ledgeragent.desk")
@@ -203,9 +208,13 @@ class DeskHost:
     """Serves `desk` on the Unix socket at `path` (see the module docstring for the protocol)."""
 
     def __init__(self, desk: Desk, path: Path, *, max_connections: int = MAX_CONNECTIONS,
-                 max_request: int = MAX_REQUEST, log: Callable[[str], None] | None = None) -> None:
+                 max_request: int = MAX_REQUEST, log: Callable[[str], None] | None = None,
+                 operators: Operators | None = None) -> None:
         self.desk = desk
         self.path = check_socket_path(path)
+        # Who may say hello as whom: with operators, a connection is the operator whose token it presents;
+        # without, the name it states (the socket's permissions, this user's processes only, are the lock).
+        self.operators = operators
         self.max_connections = max_connections
         self.max_request = max_request
         self.log = log or (lambda _line: None)
@@ -250,7 +259,7 @@ class DeskHost:
                 self.path.unlink()
 
     @property
-    def operators(self) -> list[str]:
+    def connected(self) -> list[str]:
         """The operators connected now, one name per connection, sorted."""
         return sorted(c.operator for c in self._connections if c.operator is not None)
 
@@ -261,6 +270,24 @@ class DeskHost:
         for connection in self._connections:
             if connection.operator is not None:
                 connection.dirty.set()
+
+    async def _who(self, fields: Mapping[str, Any]) -> str:
+        """The operator a hello makes this connection: its token's, at a desk that knows its operators (the
+        name it states, if any, must be that one); else the name it states."""
+        named = fields.get("operator")
+        if self.operators is None:
+            return check_operator(_text(fields, "operator", 200))
+        token = _text(fields, "token", MAX_TOKEN_LENGTH, optional=True)
+        if not token:
+            raise DeskRefused(f"this desk knows its operators: say hello with your token (${DESK_TOKEN_ENV})")
+        operators = self.operators
+        who = await asyncio.to_thread(operators.identify, token) if operators.slow else operators.identify(token)
+        if who is None:
+            self.log("desk: refused a hello: a token this desk does not know")
+            raise DeskRefused("this desk does not know that token")
+        if named not in (None, "") and named != who:
+            raise DeskRefused(f"this token is {who}'s, not {str(named)[:64]}'s")
+        return who
 
     def snapshot_line(self) -> bytes:
         """The push line of the desk's current snapshot, built once per change whatever the connections."""
@@ -365,9 +392,10 @@ class DeskHost:
         if op == "hello":
             if connection.operator is not None:
                 raise DeskRefused(f"this connection is {connection.operator}'s already")
-            connection.operator = check_operator(_text(fields, "operator", 200))
+            connection.operator = await self._who(fields)
             connection.dirty.set()
-            self.log(f"desk: {connection.operator} connected ({len(self.operators)} connection(s))")
+            how = " (by token)" if self.operators is not None else ""
+            self.log(f"desk: {connection.operator} connected{how} ({len(self.connected)} connection(s))")
             return {"operator": connection.operator}
         operator = connection.operator
         if operator is None:
@@ -444,9 +472,11 @@ class RemoteDesk:
     `DeskRefused("the desk is gone")`. Open with `await RemoteDesk.connect(path, operator)`.
     """
 
-    def __init__(self, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
+                 token: str | None = None) -> None:
         self.path = path
         self.operator = operator
+        self.token = token  # for a desk that knows its operators: whose this connection is
         self.clock = clock
         self.gone = False
         self._reader: asyncio.StreamReader | None = None
@@ -461,9 +491,11 @@ class RemoteDesk:
 
     @classmethod
     async def connect(cls, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
-                      timeout: float = 10.0) -> RemoteDesk:
-        """Connect, say hello as `operator`, wait for the first snapshot. DeskRefused with the reason if not."""
-        remote = cls(path, operator, clock=clock)
+                      timeout: float = 10.0, token: str | None = None) -> RemoteDesk:
+        """Connect, say hello as `operator` (with `token`, at a desk that knows its operators: it decides who
+        this is, and `operator` must be that name), wait for the first snapshot. DeskRefused with the reason
+        if not."""
+        remote = cls(path, operator, clock=clock, token=token)
         await remote._open(timeout)
         return remote
 
@@ -488,7 +520,10 @@ class RemoteDesk:
             raise DeskRefused(f"cannot reach the desk at {path}: {exc.strerror or exc}") from None
         self._task = asyncio.create_task(self._read(), name="remote desk")
         try:
-            await asyncio.wait_for(self._request("hello", operator=self.operator), timeout)
+            hello = {"operator": self.operator} | ({"token": self.token} if self.token else {})
+            answer = await asyncio.wait_for(self._request("hello", **hello), timeout)
+            if isinstance(answer, dict) and isinstance(answer.get("operator"), str):
+                self.operator = answer["operator"]  # who the host says this connection is
             await asyncio.wait_for(self._first.wait(), timeout)
         except TimeoutError:
             await self.close()

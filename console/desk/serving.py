@@ -6,18 +6,22 @@ options>` once (the one way to host a desk, with supervise's own options), with 
 as the tabs, its socket in a folder of its own (mode 0700, made with `mkdtemp`), and each tab runs
 `python -m console.tab desk-connect SOCKET --operator NAME` (`supervise --connect`: the desk screens on a
 `RemoteDesk`, through `console.tab`, which keeps its stderr out of the server's log). The socket is a file,
-never a port: the server's token, Origin and Host checks remain the only way in from the network. The host's
+never a port: the server's token, Origin and Host checks remain the only way in from the network. The host
+knows the desk's operators (`--operators-file`, next to the socket: the hashes of the operators' own tokens,
+or of the shared one as its one operator), and each tab presents the token its operator presented to the
+server (in its environment): a connection is the operator whose token it holds, not a name it states. The host's
 stderr lines become server log lines; when the server stops, the host gets SIGTERM (its sessions end with
 their traces complete) and the folder is removed.
 
 Pure argv building is in `console.serve` (`desk_serving`, `desk_host_options`) and `console.serve_policy`
-(`DeskServing`, `tab_operator`); this module only runs the process, with asyncio and nothing from aiohttp.
+(`DeskServing`); this module only runs the process, with asyncio and nothing from aiohttp.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +32,7 @@ from console.cli_errors import CliError
 START_TIMEOUT = 60.0  # seconds the host gets to say where it serves (importing the domains on a loaded machine)
 STOP_GRACE = 10.0  # seconds it gets to end its sessions after SIGTERM, before it is killed
 SOCKET_NAME = "desk.sock"
+OPERATORS_NAME = "operators"  # the host's --operators-file, next to the socket
 LOG_LINES = 200  # host stderr lines logged; a runaway host does not flood the server's log
 LOG_LINE_CHARS = 500
 
@@ -36,9 +41,12 @@ class DeskProcess:
     """The headless desk host as a child of the web server."""
 
     def __init__(self, argv_for: Callable[[Path], Sequence[str]], environment: Mapping[str, str], *,
-                 log: Callable[[str], None]) -> None:
+                 log: Callable[[str], None], operators: str | None = None) -> None:
         self.argv_for = argv_for  # the host's argv, given its socket path
         self.environment = dict(environment)
+        # The desk's operators as an --operators-file (console.operators): each tab presents its operator's
+        # token for the socket, and the host knows whose it is. Written into the private folder, mode 0600.
+        self.operators = operators
         self.log = log
         self.folder: Path | None = None
         self.socket: Path | None = None
@@ -55,8 +63,15 @@ class DeskProcess:
         """Start the host and wait for its one line; the socket path. CliError (one line) if it does not come."""
         self.folder = Path(tempfile.mkdtemp(prefix="ledgeragent-desk-"))  # 0700, ours: the socket's lock
         self.socket = self.folder / SOCKET_NAME
+        argv = list(self.argv_for(self.socket))
+        if self.operators is not None:
+            known = self.folder / OPERATORS_NAME
+            descriptor = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+                out.write(self.operators)
+            argv += ["--operators-file", str(known)]
         self._process = await asyncio.create_subprocess_exec(
-            *self.argv_for(self.socket), env=self.environment, stdin=asyncio.subprocess.DEVNULL,
+            *argv, env=self.environment, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         assert self._process.stdout is not None and self._process.stderr is not None
         errors: list[str] = []

@@ -5,13 +5,14 @@ Only fixtures live here; helpers tests import (waiting on the app) are tests/sup
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.widgets import Input
 
+from benchmarks.browser import Chromium, DevToolsError, find_chromium
 from console.app import OperatorConsole, make_app
 
 
@@ -29,3 +30,19 @@ def console_app(tmp_path: Path) -> Callable[..., OperatorConsole]:
         return make_app(**kwargs)
 
     return build
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Chromium]:
+    """A headless Chromium with a throwaway profile (tests that use it skip when none is installed)."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("Chromium is not installed (Debian package `chromium`)")
+    try:
+        chromium = await Chromium(executable).start()
+    except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
+        pytest.skip(f"Chromium at {executable} cannot start here: {exc}")
+    try:
+        yield chromium
+    finally:
+        await chromium.close()

@@ -220,6 +220,56 @@ async def test_a_request_aiohttp_cannot_parse_gets_the_security_headers(server: 
     assert not any("Traceback" in line for line in server.lines[start:])
 
 
+def not_utf8_requests(server: ServedConsole) -> dict[str, bytes]:
+    """Requests whose headers the server reads (Host, Origin, Authorization, its own cookie, the Sec-Fetch
+    headers) or whose token, in the address, are not UTF-8: Latin-1 bytes, a UTF-8-encoded lone surrogate."""
+    port = urlsplit(server.url).port
+    token = (server.token or "").encode()
+    upgrade = (b"Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n")
+    return {
+        "cookie-latin-1": b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ledgeragent_token_%d=t\xe9\xff\r\n\r\n" % port,
+        "cookie-surrogate": b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ledgeragent_token_%d=\xed\xb2\x80\r\n\r\n"
+                            % port,
+        "bearer-latin-1": b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \xe9\xe9\r\n\r\n",
+        "host-latin-1": b"GET / HTTP/1.1\r\nHost: 127.0.0.\xe9\r\n\r\n",
+        "origin-latin-1": b"GET /ws?width=80&height=24 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token
+                          + b"\r\nOrigin: http://127.0.0.1:\xe9\r\n" + upgrade + b"\r\n",
+        "sec-fetch-latin-1": b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token
+                             + b"\r\nSec-Fetch-Mode: navig\xe9te\r\n\r\n",
+        "token-surrogate": b"GET /?token=%ED%B2%80 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    }
+
+
+@pytest.mark.parametrize("case", ["cookie-latin-1", "cookie-surrogate", "bearer-latin-1", "host-latin-1",
+                                  "origin-latin-1", "sec-fetch-latin-1", "token-surrogate"])
+async def test_a_header_or_cookie_that_is_not_utf8_is_a_400_with_the_security_headers(server: ServedConsole,
+                                                                                      case: str) -> None:
+    """Raw bytes over a socket (aiohttp's own client would refuse or re-encode them). A cookie whose value was
+    not UTF-8 was a 500 and a traceback (UnicodeEncodeError comparing it with the token); a service on
+    another port of this host can set such a cookie for 127.0.0.1."""
+    start = len(server.lines)
+    reply = await raw(server.url, not_utf8_requests(server)[case], timeout=WAIT)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    assert re.fullmatch(r"HTTP/1\.[01] 400 .*", status_line), (status_line, body[:300])
+    headers = {name.strip().lower(): value.strip() for name, _, value in (h.partition(":") for h in header_lines)}
+    for name, value in SECURITY_HEADERS.items():
+        assert headers.get(name.lower()) == value, (name, headers)
+    await wait_until(lambda: any("refused" in line for line in server.lines[start:]), "the refusal logged")
+    assert not any("Traceback" in line or "Error" in line for line in server.lines[start:]), server.lines[start:]
+
+
+async def test_a_foreign_cookie_that_is_not_utf8_breaks_nothing(server: ServedConsole) -> None:
+    """Another service on this host may set any cookie for 127.0.0.1: one that is not the console's is never
+    read, whatever its bytes, so it cannot lock the operator out."""
+    token = (server.token or "").encode()
+    reply = await raw(server.url, b"GET /static/css/xterm.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close"
+                      b"\r\nAuthorization: Bearer " + token + b"\r\nCookie: other=\xe9\xff; x=\xed\xb2\x80\r\n\r\n",
+                      timeout=WAIT)
+    assert reply.startswith(b"HTTP/1.1 200 "), reply[:200]
+
+
 # ------------------------------------------------------------------------------------------ crashes
 
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from benchmarks.browser import Chromium, DevToolsError, Page, find_chromium
+from benchmarks.browser import Chromium, Page, find_chromium
 from benchmarks.serve import ServedConsole
 
 CHROMIUM = find_chromium()
@@ -59,6 +59,15 @@ def framed_page(target: str) -> str:
             f'<iframe sandbox="allow-scripts" srcdoc="{srcdoc}"></iframe></body></html>')
 
 
+def fetching_page(target: str) -> str:
+    """What a page on another port may do without a websocket: fetch the console's address with the cookies
+    the browser has for 127.0.0.1 (an opaque answer it cannot read, but the request is made)."""
+    return ("<!DOCTYPE html><html><body><script>"
+            f"fetch({json.dumps(target)}, {{mode: 'no-cors', credentials: 'include'}})"
+            ".then(() => { window.__result = 'fetched'; }, (e) => { window.__result = 'failed: ' + e; });"
+            "</script></body></html>")
+
+
 class HostilePages:
     """Another local web server, on its own loopback port, serving pages that go for the console."""
 
@@ -74,9 +83,13 @@ class HostilePages:
         async def framed(_: web.Request) -> web.Response:
             return web.Response(text=framed_page(self.target), content_type="text/html")
 
+        async def fetching(request: web.Request) -> web.Response:
+            return web.Response(text=fetching_page(request.query["url"]), content_type="text/html")
+
         app = web.Application()
         app.router.add_get("/direct.html", direct)
         app.router.add_get("/framed.html", framed)
+        app.router.add_get("/fetching.html", fetching)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
@@ -87,19 +100,6 @@ class HostilePages:
     async def __aexit__(self, *exc: object) -> None:
         if self.runner is not None:
             await self.runner.cleanup()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Chromium]:
-    assert CHROMIUM is not None
-    try:
-        chromium = await Chromium(CHROMIUM).start()
-    except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
-        pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
-    try:
-        yield chromium
-    finally:
-        await chromium.close()
 
 
 async def logged(server: ServedConsole, fragment: str, count: int, timeout: float = 60.0) -> list[str]:
@@ -148,3 +148,40 @@ async def test_pages_of_another_origin_cannot_open_a_console(options: tuple[str,
         assert len(refusals) == 3 and all("403 Forbidden" in line for line in refusals), refusals
         assert any("Origin 'null'" in line for line in refusals)
         assert await operator.evaluate("!document.body.classList.contains('-closed')")  # still working
+
+
+async def test_a_fetch_from_another_port_starts_no_console_and_joins_no_desk(browser: Chromium,
+                                                                              tmp_path: Path) -> None:
+    """Alice's browser has her cookie for the desk; a page on another loopback port fetches the desk's
+    address (`no-cors`, with credentials: the cookie goes along, ports are one site). That used to get a
+    console started, which joined the desk as an operator and claimed the first free call for as long as it
+    lived, again and again. Now the page is served and nothing is started: the browser's `Sec-Fetch-*`
+    headers say it is not a navigation of the console's own page."""
+    from urllib.parse import urlencode, urlsplit
+
+    from console.desk.remote import RemoteDesk
+    from tests.support.desk_remote import SCENARIO, until_items
+
+    desk = ("--supervise", "--mode", "approve writes", "--domain", "retail", "--scenarios", SCENARIO)
+    with ServedConsole(*desk, "--operators", "alice,probe", home=tmp_path / "home") as server, \
+            server.log_on_failure():
+        socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
+        tokens = {name: url.split("?token=", 1)[1] for name, url in server.operator_urls.items()}
+        probe = await RemoteDesk.connect(socket, "probe", token=tokens["probe"])
+        try:
+            await until_items(probe)
+            attacker = await browser.new_page(800, 600)
+            await attacker.send("Network.setCookie", name=f"ledgeragent_token_{urlsplit(server.url).port}",
+                                value=tokens["alice"], url=server.url + "/", httpOnly=True, sameSite="Strict")
+            async with HostilePages(server.url) as pages:
+                result = await result_of(attacker, f"{pages.url}/fetching.html?{urlencode({'url': server.url + '/'})}")
+            # The request is made with the cookie; its answer is then withheld from the page (our
+            # Cross-Origin-Resource-Policy: same-origin makes the fetch fail), but the server has served it.
+            assert result in ("fetched", "failed: TypeError: Failed to fetch"), result
+            line = server.wait_for_line(r"served the page without pre-starting a console: not a navigation .*", 60)
+            assert "'no-cors'" in line.group(0) and "'same-site'" in line.group(0)  # the browser's own words
+            assert not any("pre-started console" in line or re.search(r"desk: (?!probe )\S+ connected", line)
+                           for line in server.lines)
+            assert all(item.claimed_by is None for item in probe.snapshot().items)
+        finally:
+            await probe.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -45,13 +46,18 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     return one_line(result.stderr)
 
 
-async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
-    path = folder / "sock" / "desk.sock"
+async def listening(folder: Path, path: Path, *options: str) -> asyncio.subprocess.Process:
+    """`supervise --listen PATH` on the retail scenario, its audit log at folder/audit.jsonl, as a child process."""
     env = os.environ | {"LEDGERAGENT_HOME": str(folder / "home")}
     argv = ["-m", "console", "supervise", "--listen", str(path), "--domain", "retail", "--mode", "approve writes",
-            "--scenarios", SCENARIO, "--repeat", "2", "--audit", str(folder / "audit.jsonl")]
-    child = await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.PIPE)
+            "--scenarios", SCENARIO, "--audit", str(folder / "audit.jsonl"), *options]
+    return await asyncio.create_subprocess_exec(sys.executable, *argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE)
+
+
+async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_sigterm(folder: Path) -> None:
+    path = folder / "sock" / "desk.sock"
+    child = await listening(folder, path, "--repeat", "2")
     try:
         assert child.stdout is not None and child.stderr is not None
         line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
@@ -79,6 +85,51 @@ async def test_a_headless_desk_runs_its_sessions_serves_operators_and_stops_on_s
         if child.returncode is None:
             child.kill()
             await child.wait()
+
+
+async def test_a_headless_desk_with_operators_knows_each_by_their_token(folder: Path) -> None:
+    """`supervise --listen --operators alice,bob`: each gets a token, said once on stderr; `--connect` as
+    alice needs alice's token ($LEDGERAGENT_DESK_TOKEN); a name alone, or another's token, is refused."""
+    path = folder / "sock" / "desk.sock"
+    child = await listening(folder, path, "--operators", "alice,bob")
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        assert (await asyncio.wait_for(child.stdout.readline(), 60)).decode() == f"desk: 1 session(s) at {path}\n"
+        tokens: dict[str, str] = {}
+        while len(tokens) < 2:
+            said = (await asyncio.wait_for(child.stderr.readline(), 60)).decode()
+            found = re.match(r"desk: (\S+)'s token, shown this once: (\S+) \(they connect with "
+                             r"LEDGERAGENT_DESK_TOKEN=<it> ledgeragent supervise --connect ", said)
+            if found:
+                tokens[found.group(1)] = found.group(2)
+        with pytest.raises(CliError, match="this desk knows its operators"):
+            await connect(path, "alice")
+        with pytest.raises(CliError, match="this token is bob's, not alice's"):
+            await connect(path, "alice", token=tokens["bob"])
+        alice = await connect(path, "alice", token=tokens["alice"])
+        await until(alice, lambda: bool(alice.snapshot().items), "an item")
+        item = alice.snapshot().items[0]
+        await alice.decide(item.id, "alice", "accept_verdict")
+        await alice.close()
+        refused = hosting("connect", str(path), "--operator", "alice", home=folder / "home")
+        assert "this desk knows its operators: say hello with your token" in one_error_line(refused)
+        child.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(child.wait(), 60) == 0
+        assert [r["operator"] for r in read_audit(folder / "audit.jsonl").decisions] == ["alice"]
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+
+
+def test_operators_are_only_for_a_served_desk(folder: Path) -> None:
+    home = folder / "home"
+    result = subprocess.run([sys.executable, "-m", "console", "supervise", "--operators", "alice", "--domain",
+                             "retail"], cwd=ROOT, env=os.environ | {"LEDGERAGENT_HOME": str(home)},
+                            capture_output=True, text=True, timeout=120)
+    assert "--operators/--operators-file: only with --listen" in one_error_line(result)
+    bad = hosting("listen", str(folder / "p" / "d.sock"), "--operators", "a b", home=home)
+    assert "operator name 'a b'" in one_error_line(bad)
 
 
 def test_listen_refuses_unusable_paths_in_one_line(folder: Path) -> None:

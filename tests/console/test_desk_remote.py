@@ -19,6 +19,7 @@ import pytest
 from console.desk.audit import read_audit
 from console.desk.remote import GONE, MAX_REQUEST, DeskHost, RemoteDesk, SocketPathError, snapshot_json
 from console.desk.view import DeskRefused
+from console.operators import generate
 from tests.support.desk_remote import Clock, Served, served_desk, socket_folder, specs, until, until_items
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,6 +180,32 @@ async def test_a_connection_acts_only_as_its_own_operator(folder: Path) -> None:
             await alice.claim(alice.snapshot().items[0].id, "bob")
         with pytest.raises(DeskRefused, match="printable"):
             await RemoteDesk.connect(served.path, "x" * 65)
+        await alice.close()
+
+
+async def test_at_a_desk_that_knows_its_operators_a_connection_is_whose_token_it_holds(folder: Path) -> None:
+    """A hello names nobody by itself there: the token decides (a name sent along must be the token's), and
+    the audit log records that operator."""
+    operators, tokens = generate(["alice", "bob"])
+    async with served_desk(folder, specs(1), operators=operators) as served:
+        with pytest.raises(DeskRefused, match=r"this desk knows its operators: say hello with your token"):
+            await RemoteDesk.connect(served.path, "alice")
+        with pytest.raises(DeskRefused, match="this desk does not know that token"):
+            await RemoteDesk.connect(served.path, "alice", token="not-a-token-of-anyone-here")
+        with pytest.raises(DeskRefused, match="this token is bob's, not alice's"):
+            await RemoteDesk.connect(served.path, "alice", token=tokens["bob"])
+        await served.until_logged("desk: refused a hello: a token this desk does not know")
+        alice = await RemoteDesk.connect(served.path, "alice", token=tokens["alice"])
+        assert alice.operator == "alice"
+        await served.until_logged("desk: alice connected (by token)")
+        raw = await RawClient.open(served.path)  # no name at all: the token's owner
+        assert (await raw.send(b'{"id": 1, "op": "hello", "token": "%s"}\n' % tokens["bob"].encode())) == {
+            "id": 1, "ok": True, "result": {"operator": "bob"}}
+        raw.writer.close()
+        await until_items(alice)
+        item = alice.snapshot().items[0].id
+        await alice.decide(item, "alice", "accept_verdict")
+        assert [(r["item"], r["operator"]) for r in read_audit(folder / "audit.jsonl").decisions] == [(item, "alice")]
         await alice.close()
 
 

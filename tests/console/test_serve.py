@@ -121,7 +121,7 @@ async def test_a_key_over_the_websocket_runs_the_demo_and_closing_the_tab_ends_i
             if environ is not None:  # what the console process really got: our allowlist + textual-serve's keys
                 assert not set(SECRETS) & set(environ), "a secret reached the tab's console"
                 assert environ["LEDGERAGENT_HOME"] == str(home.resolve())
-                assert environ["TEXTUAL_DRIVER"] == "textual.drivers.web_driver:WebDriver"
+                assert environ["TEXTUAL_DRIVER"] == "console.web_driver:TabDriver"  # Textual's, sized by its tab
                 extra = set(environ) - CHILD_ENV_NAMES - {"LEDGERAGENT_HOME", "TEXTUAL_DRIVER", "TEXTUAL_FPS",
                                                           "TEXTUAL_COLOR_SYSTEM", "TERM_PROGRAM",
                                                           "TERM_PROGRAM_VERSION", "COLUMNS", "ROWS"}
@@ -255,7 +255,7 @@ async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Pat
     gets that very process, with everything it drew so far; one that no tab takes is ended and frees its slot."""
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--max-sessions", "1", home=home) as server, server.log_on_failure():
-        bearer = {"Authorization": f"Bearer {server.token}"}
+        bearer = {"Authorization": f"Bearer {server.token}"} | NAVIGATION
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{server.url}/", headers=bearer) as response:
                 assert response.status == 200
@@ -281,6 +281,45 @@ async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Pat
             await asyncio.wait_for(tab.painted.wait(), 60)
             assert tab.socket.close_code is None  # not refused as "in use"
             await tab.close()
+
+
+# What a browser sends when the person opens the page (typed, a bookmark, a reload, the redirect from ?token=).
+NAVIGATION = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-Dest": "document"}
+
+
+NOT_NAVIGATIONS = {
+    "no headers": {},  # curl, a script, a browser that sends none: the websocket starts its console
+    "no-cors fetch": {"Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "empty"},
+    "cors fetch": {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "empty"},
+    "same-site link": NAVIGATION | {"Sec-Fetch-Site": "same-site"},  # a link on a page of another port here
+    "cross-site link": NAVIGATION | {"Sec-Fetch-Site": "cross-site"},
+    "iframe": NAVIGATION | {"Sec-Fetch-Dest": "iframe"},  # framed (the page also refuses to be shown framed)
+    "site missing": {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+}
+
+
+async def test_only_a_navigation_to_the_page_itself_pre_starts_a_console(tmp_path: Path) -> None:
+    """A page on another port of this host (same-site: cookies do not tell ports apart) fetching the console's
+    address, or a program with the token, got the page and a console started for it, one after another as
+    each ended; at a desk that console joined as an operator. Only a browser's top-level navigation of this
+    server's own origin starts one now (`Sec-Fetch-*`); the page is served either way."""
+    with ServedConsole("--pace", "0", home=tmp_path / "home") as server, server.log_on_failure():
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {server.token}"}) as http:
+            for what, headers in NOT_NAVIGATIONS.items():
+                start = len(server.lines)
+                async with http.get(f"{server.url}/", headers=headers) as response:
+                    assert response.status == 200 and "textual-terminal" in await response.text(), what
+                server.wait_for_line(r"served the page without pre-starting a console: not a navigation", 60,
+                                     start=start)
+            assert not any("pre-started console" in line for line in server.lines)
+            for site in ("none", "same-origin"):  # typed or a bookmark; a reload or a link on our own page
+                start = len(server.lines)
+                async with http.get(f"{server.url}/", headers=NAVIGATION | {"Sec-Fetch-Site": site}) as response:
+                    assert response.status == 200
+                pid = server.wait_for_line(r"pre-started console pid (\d+) for a page load", 60, start=start).group(1)
+                tab = await Tab.open(http, server.url)  # takes it, so the next page load may start one again
+                server.wait_for_line(rf"tab opened .*console pid {pid} \(pre-started\)", 60, start=start)
+                await tab.close()
 
 
 def test_a_public_address_without_a_token_is_refused_before_binding(capsys: pytest.CaptureFixture[str]) -> None:
@@ -421,7 +460,11 @@ def test_textual_serve_environment_copy_is_replaced(monkeypatch: pytest.MonkeyPa
     env = process._build_environment(width=120, height=40)
     assert "SECRET_X" not in env
     assert env["COLUMNS"] == "120" and env["ROWS"] == "40" and env["PATH"] == "/bin"
-    assert env["TEXTUAL_DRIVER"] == "textual.drivers.web_driver:WebDriver"
+    assert env["TEXTUAL_DRIVER"] == "console.web_driver:TabDriver"
+    assert "LEDGERAGENT_TAB_SIZE" not in env  # only a console started before its tab waits for the tab's size
+    waiting = ConsoleProcess("true", environment={"PATH": "/bin"}, sized_by_tab=True, write_bytes=nothing,
+                             write_str=nothing, close=nothing, download_manager=DownloadManager())
+    assert waiting._build_environment(width=80, height=24)["LEDGERAGENT_TAB_SIZE"] == "wait"
 
 
 # ------------------------------------------------------------------------------------------ real browser

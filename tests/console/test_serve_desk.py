@@ -1,7 +1,8 @@
-"""`ledgeragent serve --supervise` (issue 15 item 5): one headless desk host (`supervise --listen`, with
-supervise's session options), started and ended with the real server (`python -m console.serve --port 0`), its
-socket in a private folder; operators named by the page's `?operator=` (checked), each tab's console started to
-join the desk as that operator (`supervise --connect`).
+"""`ledgeragent serve --supervise`: one headless desk host (`supervise --listen`, with supervise's session
+options), started and ended with the real server (`python -m console.serve --port 0`), its socket in a private
+folder; each tab is the operator its token belongs to (`--operators`, `--operators-file`, or the one shared
+token as `--operator`), never a name in its address, and its console joins the desk as that operator
+(`supervise --connect`), presenting that token to the desk's socket too.
 
 The desk screens a tab shows (`console.desk_app`) are built on another branch: here the desk
 is driven over its socket with `RemoteDesk`, as the tabs' processes will drive it.
@@ -10,6 +11,7 @@ is driven over its socket with `RemoteDesk`, as the tabs' processes will drive i
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import os
 import re
@@ -27,9 +29,8 @@ from console.desk.audit import read_audit
 from console.desk.remote import RemoteDesk
 from console.desk.view import DeskRefused
 from console.serve import ServeError, build_config, register
-from console.serve_policy import tab_operator
 from tests.support.cli import one_error_line
-from tests.support.desk_remote import SCENARIO, until, until_items
+from tests.support.desk_remote import SCENARIO, operators_file, until, until_items
 from tests.support.openai_stub import OpenAIStub
 
 CHROMIUM = find_chromium()
@@ -48,12 +49,36 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["serve", *argv])
 
 
-def test_an_operator_name_from_the_page_is_checked() -> None:
-    assert tab_operator(None, 3) == "operator-3"
-    assert tab_operator("alice.b@desk-1", 1) == "alice.b@desk-1"
-    for bad in ("", "a b", "-alice", "a;rm", "x" * 65, "é", "a\n", "$(id)"):
-        with pytest.raises(ValueError, match="1-64 letters"):
-            tab_operator(bad, 1)
+def test_a_desk_knows_its_operators_before_anyone_comes(tmp_path: Path) -> None:
+    """`--operators` makes each a token (shown once), `--operators-file` gives their hashes; either replaces the
+    shared token. Without them the shared token is one identity: serve's --operator."""
+    env = {"LEDGERAGENT_HOME": str(tmp_path)}
+    config = build_config(parse(*DESK, "--operators", "alice,bob.b@desk-1"), env)
+    assert config.operators is not None and config.operators.names == ("alice", "bob.b@desk-1")
+    assert config.token is None and config.token_source == "operators" and config.authenticated
+    tokens = config.shown_tokens
+    assert set(tokens) == {"alice", "bob.b@desk-1"} and len(set(tokens.values())) == 2
+    assert config.operators.identify(tokens["bob.b@desk-1"]) == "bob.b@desk-1"
+    known, file_tokens = operators_file(tmp_path, "carol")
+    listed = build_config(parse(*DESK, "--operators-file", str(known)), env)
+    assert listed.operators is not None and listed.operators.identify(file_tokens["carol"]) == "carol"
+    assert listed.shown_tokens == {}  # the server never had them
+    shared = build_config(parse(*DESK, "--token", TOKEN, "--operator", "carol"), env)
+    assert shared.operators is None and shared.operator == "carol" and shared.token == TOKEN
+    for argv, environ, error in [
+        ((*DESK, "--operators", "a b"), env, "operator name 'a b'"),
+        ((*DESK, "--operators", "alice,alice"), env, "named twice"),
+        (("--operators", "alice"), env, "--operators: only with --supervise"),
+        ((*DESK, "--operators", "alice", "--token", TOKEN), env, "a token of their own; not with --token"),
+        ((*DESK, "--operators", "alice", "--no-token"), env, "not with --no-token"),
+        ((*DESK, "--operators", "alice"), env | {"LEDGERAGENT_TOKEN": TOKEN}, r"not with \$LEDGERAGENT_TOKEN"),
+        ((*DESK, "--operators-file", str(tmp_path / "none")), env, "cannot read the operators file"),
+        ((*DESK, "--operator", "John Smith"), env, "--operator: operator name 'John Smith'"),
+    ]:
+        with pytest.raises(ServeError, match=error):
+            build_config(parse(*argv), environ)
+    with pytest.raises(SystemExit):  # one or the other
+        parse(*DESK, "--operators", "a", "--operators-file", str(known))
 
 
 def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
@@ -148,7 +173,8 @@ async def test_a_served_desk_runs_its_sessions_on_a_live_model_with_the_key_from
     with OpenAIStub(model="agent-m") as stub:
         stub.reply_text("Let me look into that.")  # then the stub has nothing left: the session fails, said
         with ServedConsole(*DESK, "--model", "agent-m", "--base-url", stub.base_url, "--retries", "0",
-                           "--token", TOKEN, home=tmp_path / "home", env=dict(os.environ) | secrets) as server, \
+                           "--token", TOKEN, "--operator", "probe", home=tmp_path / "home",
+                           env=dict(os.environ) | secrets) as server, \
                 server.log_on_failure():
             found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
             server.wait_for_line(r"live model: the desk host gets OPENAI_API_KEY, the tabs \(operators\) never", 5)
@@ -157,7 +183,7 @@ async def test_a_served_desk_runs_its_sessions_on_a_live_model_with_the_key_from
                 entries = dict(e.split(b"=", 1) for e in environ.read_bytes().split(b"\0") if b"=" in e)
                 assert entries.get(b"OPENAI_API_KEY") == b"sk-desk-key" and b"SECRET_X" not in entries
                 assert b"sk-desk-key" not in Path(f"/proc/{found.group(1)}/cmdline").read_bytes()
-            probe = await RemoteDesk.connect(Path(found.group(2)), "probe")
+            probe = await RemoteDesk.connect(Path(found.group(2)), "probe", token=TOKEN)  # the shared token's
             try:
                 await until(probe, lambda: probe.snapshot().rows[0].phase.value in ("ended", "failed"),
                             "the live session's end")
@@ -184,7 +210,8 @@ def test_a_bad_desk_option_is_one_line_and_exit_2_before_the_server_starts(
 async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_server(tmp_path: Path) -> None:
     home = tmp_path / "home"
     secrets = {"SECRET_X": "must-not-reach-the-desk", "OPENAI_API_KEY": "sk-must-not-reach-the-desk"}
-    with ServedConsole(*DESK, "--token", TOKEN, home=home, env=dict(os.environ) | secrets) as server, \
+    known, tokens = operators_file(tmp_path, "alice", "bob")
+    with ServedConsole(*DESK, "--operators-file", str(known), home=home, env=dict(os.environ) | secrets) as server, \
             server.log_on_failure():
         found = server.wait_for_line(r"desk host pid (\d+): desk: 1 session\(s\) at (\S+)", 60)
         pid, socket = int(found.group(1)), Path(found.group(2))
@@ -194,13 +221,17 @@ async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_se
             assert not names & set(secrets) and "LEDGERAGENT_HOME" in names
             words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             assert words[1:6] == [b"-m", b"console", b"supervise", b"--listen", os.fsencode(socket)]
+            assert words[-3:-1] == [b"--operators-file", os.fsencode(socket.parent / "operators")]
         audit = Path(server.wait_for_line(r"desk host: desk: audit log at (\S+)", 30).group(1))
         assert (home / "desks") in audit.parents  # supervise's own default, under the server's data dir
         assert stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE(socket.stat().st_mode) == 0o600
         assert home not in socket.parents  # a private folder of its own, not the data dir
-        alice = await RemoteDesk.connect(socket, "alice")
-        bob = await RemoteDesk.connect(socket, "bob")
+        assert stat.S_IMODE((socket.parent / "operators").stat().st_mode) == 0o600
+        with pytest.raises(DeskRefused, match="this desk knows its operators"):  # a name alone is nobody
+            await RemoteDesk.connect(socket, "alice")
+        alice = await RemoteDesk.connect(socket, "alice", token=tokens["alice"])
+        bob = await RemoteDesk.connect(socket, "bob", token=tokens["bob"])
         await until_items(alice)
         await until_items(bob)
         item = bob.snapshot().items[0].id
@@ -220,33 +251,81 @@ async def test_a_served_desk_is_one_desk_for_every_operator_and_ends_with_the_se
     assert len(traces) == 1 and '"type":"session_ended"' in traces[0].read_text()
 
 
-async def test_each_tab_joins_the_desk_as_the_operator_its_page_names(tmp_path: Path) -> None:
+def tab_environ(pid: int) -> dict[str, str]:
+    path = Path(f"/proc/{pid}/environ")
+    if not path.exists():
+        return {}
+    return dict(e.split("=", 1) for e in path.read_bytes().decode().split("\0") if "=" in e)
+
+
+async def test_a_tab_is_the_operator_its_token_belongs_to_never_the_name_in_its_address(tmp_path: Path) -> None:
+    """`--operators alice,bob`: each gets an address with a token of their own; a tab is whoever's token it
+    presents, its console joins the desk as them with that token (in its environment, not its command line),
+    and an address naming an operator is refused, whoever it names. Before, `?operator=alice` made anyone
+    with the shared token alice, in the audit log too."""
     home = tmp_path / "home"
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with ServedConsole(*DESK, "--token", TOKEN, home=home) as server, server.log_on_failure():
+    with ServedConsole(*DESK, "--operators", "alice,bob", home=home) as server, server.log_on_failure():
         server.wait_for_line(r"desk host pid \d+: desk: ", 60)
-        async with aiohttp.ClientSession(headers=headers) as http:
-            for query in ("operator=a%20b", "operator=%24%28id%29", "operator=" + "x" * 65):
-                async with http.get(f"{server.url}/?{query}") as page:
-                    assert page.status == 400 and "Bad operator name" in await page.text()
-                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-                    await http.ws_connect(f"{server.url}/ws?width=80&height=24&{query}")
-                assert refused.value.status == 400
+        assert set(server.operator_urls) == {"alice", "bob"}
+        tokens = {name: url.split("?token=", 1)[1] for name, url in server.operator_urls.items()}
+        server.wait_for_line(r"supervision desk: operators alice, bob; each tab is the operator whose token", 5)
+        async with aiohttp.ClientSession() as http:
+            alice = {"Authorization": f"Bearer {tokens['alice']}"}
+            for path in ("/?operator=bob", "/ws?width=80&height=24&operator=bob", "/?operator=alice"):
+                async with http.get(server.url + path, headers=alice) as page:
+                    assert page.status == 400 and "Operators are known by their token" in await page.text(), path
+            for wrong in ({}, {"Authorization": f"Bearer {TOKEN}"}, {"Authorization": f"Bearer {tokens['alice']}x"}):
+                async with http.get(f"{server.url}/", headers=wrong) as page:
+                    assert page.status == 401
             start = len(server.lines)
-            tab = await Tab.open(http, server.url, width=100, height=30, token=None)
-            named = await http.ws_connect(f"{server.url}/ws?width=100&height=30&operator=alice")
-            server.wait_for_line(r"tab opened .* as operator alice ", 60, start=start)
-            server.wait_for_line(r"tab opened .* as operator operator-\d+ ", 60, start=start)
-            await named.close()
-            await tab.socket.close()
+            tabs = {name: await Tab.open(http, server.url, width=100, height=30, token=tokens[name])
+                    for name in ("alice", "bob")}
+            for name, tab in tabs.items():
+                pid = int(server.wait_for_line(rf"tab opened .* console pid (\d+) as operator {name} ", 60,
+                                               start=start).group(1))
+                await asyncio.wait_for(tab.painted.wait(), 60)
+                environ = tab_environ(pid)
+                if environ:
+                    assert environ["LEDGERAGENT_DESK_TOKEN"] == tokens[name]
+                    assert tokens[name].encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+                server.wait_for_line(rf"desk host: desk: {name} connected \(by token\)", 60, start=start)
+            for tab in tabs.values():
+                await tab.close()
+        # The browser's way: ?token= once, then the cookie holds alice's own token.
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+            async with browser.get(server.operator_urls["alice"], allow_redirects=False) as moved:
+                assert moved.status == 303 and f"={tokens['alice']};" in moved.headers["Set-Cookie"]
+            async with browser.get(f"{server.url}/") as page:
+                assert page.status == 200
+
+
+async def test_with_the_shared_token_every_tab_is_the_one_operator(tmp_path: Path) -> None:
+    """No --operators: the token is one identity, serve's --operator, in every tab (the same person in two
+    tabs, as far as the desk can tell); an address cannot name anyone else."""
+    with ServedConsole(*DESK, "--token", TOKEN, "--operator", "carol", home=tmp_path / "home") as server, \
+            server.log_on_failure():
+        server.wait_for_line(r"desk host pid \d+: desk: ", 60)
+        server.wait_for_line(r"supervision desk: every tab is operator carol \(the access token is one identity", 5)
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            async with http.get(f"{server.url}/?operator=mallory") as page:
+                assert page.status == 400
+            start = len(server.lines)
+            first = await Tab.open(http, server.url, width=100, height=30)
+            second = await Tab.open(http, server.url, width=100, height=30)
+            for tab in (first, second):
+                await asyncio.wait_for(tab.painted.wait(), 60)
+            opened = [line for line in server.lines[start:] if "tab opened" in line]
+            assert len(opened) == 2 and all(" as operator carol " in line for line in opened), opened
+            await first.close()
+            await second.close()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
-async def test_in_the_browser_the_page_names_its_tab_operator(tmp_path: Path) -> None:
-    """The page's script carries `?operator=` to the websocket URL that textual.js builds itself."""
+async def test_in_the_browser_a_tab_is_the_operator_of_the_address_printed_for_them(tmp_path: Path) -> None:
+    """The token in the address printed for carol goes into the cookie; the page and its websocket carry it."""
     assert CHROMIUM is not None
     home = tmp_path / "home"
-    with ServedConsole(*DESK, home=home) as server, server.log_on_failure():
+    with ServedConsole(*DESK, "--operators", "alice,carol", home=home) as server, server.log_on_failure():
         server.wait_for_line(r"desk host pid \d+: desk: ", 60)
         try:
             browser = await Chromium(CHROMIUM).start()
@@ -255,11 +334,42 @@ async def test_in_the_browser_the_page_names_its_tab_operator(tmp_path: Path) ->
         try:
             start = len(server.lines)
             page = await browser.new_page(1200, 700)
-            await page.goto(server.open_url + "&operator=carol")  # the printed URL holds the token
-            server.wait_for_line(r"tab opened .* as operator carol ", 60, start=start)
+            await page.goto(server.operator_urls["carol"])
+            server.wait_for_line(r"tab opened .* \(pre-started\) as operator carol ", 60, start=start)
+            server.wait_for_line(r"desk host: desk: carol connected \(by token\)", 60, start=start)
             await page.close()
         finally:
             await browser.close()
+
+
+NAVIGATION = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-Dest": "document"}
+OTHER_THAN_PROBE_CONNECTED = re.compile(r"desk host: desk: (?!probe )\S+ connected")
+
+
+async def test_a_desk_tab_no_websocket_took_never_joins_the_desk(tmp_path: Path) -> None:
+    """A console started as the page is served, at a desk, is an operator's process: it used to join the desk
+    at once and claim the first free inbox item (its cursor) for as long as it lived, with nobody at the tab.
+    It joins only once a tab's websocket has taken it; one no tab takes is ended without ever joining."""
+    known, tokens = operators_file(tmp_path, "carol", "probe")
+    with ServedConsole(*DESK, "--operators-file", str(known), home=tmp_path / "home") as server, \
+            server.log_on_failure():
+        socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
+        probe = await RemoteDesk.connect(socket, "probe", token=tokens["probe"])
+        try:
+            await until_items(probe)
+            claims: set[str | None] = set()
+            probe.subscribe(lambda: claims.update(i.claimed_by for i in probe.snapshot().items))
+            async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {tokens['carol']}"} | NAVIGATION) \
+                    as http:
+                async with http.get(f"{server.url}/") as page:
+                    assert page.status == 200
+            pid = server.wait_for_line(r"pre-started console pid (\d+) for a page load", 60).group(1)
+            server.wait_for_line(rf"pre-started console pid {pid} not taken by a tab within \d+ s: ended", 120)
+            joined = [line for line in server.lines if OTHER_THAN_PROBE_CONNECTED.search(line)]
+            assert not joined, joined
+            assert claims <= {None} and all(i.claimed_by is None for i in probe.snapshot().items)
+        finally:
+            await probe.close()
 
 
 async def test_a_desk_host_that_dies_is_said_in_the_server_log(tmp_path: Path) -> None:
@@ -284,10 +394,11 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
     desk's state is read over its socket by a third operator, `probe`, who only watches."""
     assert CHROMIUM is not None
     home = tmp_path / "home"
-    with ServedConsole(*DESK, home=home) as server, server.log_on_failure():
+    with ServedConsole(*DESK, "--operators", "alice,bob,probe", home=home) as server, server.log_on_failure():
         socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
         audit = Path(server.wait_for_line(r"desk host: desk: audit log at (\S+)", 30).group(1))
-        probe = await RemoteDesk.connect(socket, "probe")
+        probe_token = server.operator_urls["probe"].split("?token=", 1)[1]
+        probe = await RemoteDesk.connect(socket, "probe", token=probe_token)
         await until_items(probe)
         first = probe.snapshot().items[0].id
         try:
@@ -296,12 +407,12 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
             pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             alice = await browser.new_page(1600, 900)
-            await alice.goto(server.open_url + "&operator=alice")
+            await alice.goto(server.operator_urls["alice"])
             await alice.wait_for(FIRST_BYTE, timeout=60)
             # Her inbox has the focus and its first row highlighted: that is her claim.
             await until(probe, lambda: probe.snapshot().items[0].claimed_by == "alice", "alice's claim")
             bob = await browser.new_page(1600, 900)
-            await bob.goto(server.open_url + "&operator=bob")
+            await bob.goto(server.operator_urls["bob"])
             await bob.wait_for(FIRST_BYTE, timeout=60)
             server.wait_for_line(r"desk host: desk: bob connected", 60)
             await bob.press("a", "KeyA", 65, text="a")  # refused: alice holds it

@@ -14,6 +14,7 @@ from pathlib import Path
 from console.desk.desk import Desk
 from console.desk.remote import DeskHost, RemoteDesk
 from console.live import SessionSpec, SupervisionMode
+from console.operators import Operators, generate
 
 SCENARIO = "refund-to-original-payment"  # retail: its first write is a REVISE the operator must weigh
 
@@ -77,12 +78,12 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def served_desk(folder: Path, sessions: Sequence[SessionSpec], *, clock: Callable[[], float] | None = None,
-                      claim_ttl: float = 60.0) -> AsyncIterator[Served]:
-    """A Desk running `sessions` (data under `folder`), served at `folder/sock/desk.sock`."""
+                      claim_ttl: float = 60.0, operators: Operators | None = None) -> AsyncIterator[Served]:
+    """A Desk running `sessions` (data under `folder`), served at `folder/sock/desk.sock` (knowing `operators`)."""
     extra = {} if clock is None else {"clock": clock}
     desk = Desk(sessions, root=folder / "home", audit_path=folder / "audit.jsonl", claim_ttl=claim_ttl, **extra)
     path = folder / "sock" / "desk.sock"
-    served = Served(desk, DeskHost(desk, path), path)
+    served = Served(desk, DeskHost(desk, path, operators=operators), path)
     served.host.log = served.say
     await served.host.start()
     runner = asyncio.create_task(desk.run())
@@ -117,3 +118,11 @@ async def until(remote: RemoteDesk, condition: Callable[[], bool], what: str, ti
 
 async def until_items(remote: RemoteDesk, count: int = 1) -> None:
     await until(remote, lambda: len(remote.snapshot().items) >= count, f"{count} inbox item(s)")
+
+
+def operators_file(folder: Path, *names: str) -> tuple[Path, dict[str, str]]:
+    """An `--operators-file` for `names` in `folder`, each with a token made now: the file, and the tokens."""
+    operators, tokens = generate(names)
+    path = folder / "operators"
+    path.write_text(operators.text(), encoding="utf-8")
+    return path, tokens
