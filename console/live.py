@@ -20,6 +20,7 @@ from console.storage import new_session_dir
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus
+from core.evidence import EvidenceMode
 from core.gate import GateDecision
 from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, estimate_tokens
 from core.llm.openai_model import OpenAIChatModel
@@ -74,6 +75,9 @@ class SessionSpec:
     # careful offline agent planned from it. Needs scenario=None.
     task: str | None = None
     user_model: str | None = None  # with a task: an LLM user simulator plays the customer (same endpoint)
+    # Who makes the reads a write lacks (core.evidence): "assist" (the gate) or "ask" (the model, told to);
+    # None: the scenario's own mode if it names one, else assist.
+    evidence: str | None = None
 
     @property
     def label(self) -> str | None:
@@ -403,10 +407,10 @@ class LiveSession:
     async def open(self) -> None:
         self.folder = new_session_dir(self.spec.domain, self.spec.label or "chat", self.root)
         self.backend = await self._open_database(self.folder / "db.sqlite")
-        config = AGENTS[self.spec.agent]
+        scripted = self.scenario.evidence if self.scenario is not None else None
+        config = replace(AGENTS[self.spec.agent], evidence=EvidenceMode.choose(self.spec.evidence, scripted))
         if self.spec.disabled_predicates:
-            config = AgentConfig(ledger=config.ledger, gate=config.gate,
-                                 disabled_predicates=frozenset(self.spec.disabled_predicates))
+            config = replace(config, disabled_predicates=frozenset(self.spec.disabled_predicates))
         self.session = Session(
             domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
             supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,

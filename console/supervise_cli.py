@@ -33,14 +33,15 @@ def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
     if args.specs:
         if args.domain != "all" or args.scenarios is not None or args.tasks is not None:
             raise CliError("give --specs or --domain/--scenarios/--tasks, not both")
-        specs = load_specs_file(Path(args.specs), mode)
+        specs = load_specs_file(Path(args.specs), mode, args.evidence)
     else:
         if args.user_model and args.tasks is None:
             raise CliError("--user-model plays a task's customer: it needs --tasks")
         specs = []
         if args.scenarios is not None or args.tasks is None:
             specs += scenario_specs(args.domain, args.scenarios or "all", mode, pace=args.pace,
-                                    model=args.model or "scripted", base_url=args.base_url, agent=args.agent)
+                                    model=args.model or "scripted", base_url=args.base_url, agent=args.agent,
+                                    evidence=args.evidence)
         if args.tasks is not None:
             specs += _task_specs(args, mode)
     if not specs:
@@ -53,7 +54,7 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
     from console.task_sessions import task_specs
 
     base = SessionSpec(scenario=None, mode=mode, agent=args.agent, pace=args.pace, model=args.model or "scripted",
-                       base_url=args.base_url, user_model=args.user_model)
+                       base_url=args.base_url, user_model=args.user_model, evidence=args.evidence)
     text = args.tasks.strip()
     ids: list[str] | str = "all" if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     if not ids:

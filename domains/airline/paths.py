@@ -1,4 +1,5 @@
-"""Where airline read results land in the ledger, what each write makes stale, and who the customer is.
+"""Where airline read results land in the ledger, what each write can change, which reads the gate may make
+itself, and who the customer is.
 
 Ledger layout (one record per path, exactly as the tool returned it):
 
@@ -23,13 +24,16 @@ compares against that user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import date, timedelta
 from typing import Any
 
-from core.ledger import LedgerReader, PathMap, PathRule, StaleRule
+from core.evidence import EvidenceReads, GateRead, Owner
+from core.gate import GateContext
+from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
 PROFILE_PATH = "user"
-MAX_SEGMENTS = 8  # longest itinerary whose flights a write stales one by one (tau2's longest has 4)
 
 
 def identify(ledger: LedgerReader) -> str | None:
@@ -49,24 +53,201 @@ def _is_customer_profile(_call: ToolCall, result: Any, ledger: LedgerReader) -> 
     return customer is None or result.get("user_id") == customer
 
 
-def _segment_paths(template: str) -> tuple[str, ...]:
-    """One stale pattern per possible segment of a write's `flights` argument (missing indexes are skipped)."""
-    return tuple(template.format(i=i) for i in range(MAX_SEGMENTS))
+# ---------------------------------------------------------------------------------------------------
+# What each write can change (core.ledger.WriteEffect), from tau2's airline tools (mock_backends/airline):
+#
+#   book_reservation        the booker's profile (the new reservation's id; each gift card's amount, each
+#                           certificate, spent whole) and each booked flight date's seats: the offer seen for it,
+#                           and every search on that date (a one-stop search also lists second legs of the next
+#                           day, so the day before too); a credit card leaves the payment methods as they were
+#   cancel_reservation      the reservation (status, refund records); no seat is released, no card credited
+#   update_reservation_     the reservation (bags or flights and cabin, the payment record); the owner's gift card
+#     baggages / _flights   when it pays (its amount); no seat moves
+#   update_reservation_     the reservation's passengers
+#     passengers
+#   send_certificate        that profile's payment methods (a new certificate)
+#
+# Flight statuses, routes and the airport list never change. A payment method's kind comes from the owner's
+# profile as observed (its source never changes); when the ledger cannot tell, it is taken as spent.
+
+MAX_SEGMENTS = 8  # longest itinerary whose flights a write stales one by one (tau2's longest has 4)
 
 
-# A booking decrements seats on each booked flight date: the offers seen for those flights, and every search
-# on those dates, no longer show the current seat counts. It also spends gift cards or certificates and adds
-# the reservation to the profile.
-_BOOKING_STALES = (
-    PROFILE_PATH,
-    "users.{user_id}",
-    *_segment_paths("flights.{{flights.{i}.flight_number}}.{{flights.{i}.date}}"),
-    *_segment_paths("flight_search.*.*.{{flights.{i}.date}}"),
-    *_segment_paths("onestop_search.*.*.{{flights.{i}.date}}"),
+def _methods_of(ledger: LedgerReader, user_id: str | None) -> Mapping[str, Any]:
+    profile = ledger.get(f"users.{user_id}") if user_id else None
+    methods = profile.get("payment_methods") if isinstance(profile, Mapping) else None
+    return methods if isinstance(methods, Mapping) else {}
+
+
+def _spent(ledger: LedgerReader, user_id: str | None, payment_id: str) -> str | None:
+    """The profile field a payment with `payment_id` changes: a gift card's amount, a certificate (spent
+    whole), nothing for a credit card (None); unknown kinds as a certificate (the method itself)."""
+    if not payment_id:
+        return "payment_methods"
+    method = _methods_of(ledger, user_id).get(payment_id)
+    source = method.get("source") if isinstance(method, Mapping) else None
+    if source == "credit_card":
+        return None
+    if source == "gift_card":
+        return f"payment_methods.{payment_id}.amount"
+    return f"payment_methods.{payment_id}"
+
+
+def _profiles_of(ledger: LedgerReader, user_id: str | None) -> tuple[str, ...]:
+    if user_id is None:
+        return ("users.*", PROFILE_PATH)
+    return (f"users.{user_id}", PROFILE_PATH) if user_id == identify(ledger) else (f"users.{user_id}",)
+
+
+def _booker_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, str(call.arguments.get("user_id", "")))
+
+
+def _booking_fields(call: ToolCall, ledger: LedgerReader) -> list[str]:
+    user_id = str(call.arguments.get("user_id", ""))
+    payments = call.arguments.get("payment_methods")
+    ids = [str(p.get("payment_id")) for p in payments if isinstance(p, Mapping)] if isinstance(payments, list) \
+        else []
+    spent = [field for field in (_spent(ledger, user_id, pid) for pid in dict.fromkeys(ids)) if field is not None]
+    return ["reservations", *spent]
+
+
+def _segments(call: ToolCall) -> list[tuple[str, str]]:
+    flights = call.arguments.get("flights")
+    found = [(str(f.get("flight_number")), str(f.get("date"))) for f in flights if isinstance(f, Mapping)] \
+        if isinstance(flights, list) else []
+    return found[:MAX_SEGMENTS]
+
+
+def _day_before(day: str) -> str | None:
+    try:
+        return (date.fromisoformat(day) - timedelta(days=1)).isoformat()
+    except ValueError:
+        return None
+
+
+def _booked_searches(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    """Every search a booked flight date shows up in: direct ones on its date, one-stop ones on its date and
+    the day before (a one-stop search lists second legs of the next day)."""
+    paths: list[str] = []
+    for _number, day in _segments(call):
+        before = _day_before(day)
+        paths += [f"flight_search.*.*.{day}", f"onestop_search.*.*.{day}"]
+        if before is not None:
+            paths.append(f"onestop_search.*.*.{before}")
+    return list(dict.fromkeys(paths))
+
+
+def _booked_offers(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    return [f"flights.{number}.{day}" for number, day in _segments(call)]
+
+
+def _cabin_seats(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    return [f"available_seats.{call.arguments.get('cabin')}"]
+
+
+def _reservation_owner(call: ToolCall, ledger: LedgerReader) -> str | None:
+    record = ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
+    owner = record.get("user_id") if isinstance(record, Mapping) else None
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _owner_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, _reservation_owner(call, ledger))
+
+
+def _update_payment(call: ToolCall, ledger: LedgerReader) -> list[str] | None:
+    """A paid update charges (or refunds) its one payment method: a gift card's amount; a credit card pays
+    outside the profile; with the owner unknown, the whole payment methods field."""
+    owner = _reservation_owner(call, ledger)
+    if owner is None:
+        return ["payment_methods"]
+    field = _spent(ledger, owner, str(call.arguments.get("payment_id", "")))
+    return [] if field is None else [field]
+
+
+def _certified_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, str(call.arguments.get("user_id", "")))
+
+
+RESERVATION = "reservations.{reservation_id}"
+WRITE_EFFECTS = (
+    WriteEffect("book_reservation", _booker_profiles, _booking_fields, note="its id; gift cards, certificates"),
+    WriteEffect("book_reservation", _booked_offers, _cabin_seats, note="the seats of the booked cabin"),
+    WriteEffect("book_reservation", _booked_searches, note="search results list seats"),
+    WriteEffect("cancel_reservation", (RESERVATION,), ("status", "payment_history")),
+    WriteEffect("update_reservation_baggages", (RESERVATION,),
+                ("total_baggages", "nonfree_baggages", "payment_history")),
+    WriteEffect("update_reservation_baggages", _owner_profiles, _update_payment),
+    WriteEffect("update_reservation_flights", (RESERVATION,), ("flights", "cabin", "payment_history")),
+    WriteEffect("update_reservation_flights", _owner_profiles, _update_payment),
+    WriteEffect("update_reservation_passengers", (RESERVATION,), ("passengers",)),
+    WriteEffect("send_certificate", _certified_profiles, ("payment_methods",)),
 )
-# Changing flights or bags may charge or refund a gift card, so the profile is stale too. `users.*` is
-# deliberately broad: the arguments do not name the reservation's owner.
-_PAID_UPDATE_STALES = ("reservations.{reservation_id}", PROFILE_PATH, "users.*")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reads the gate may make itself (core.evidence). The first profile read identifies the customer, so the
+# gate reads a profile only once someone is identified (core.evidence refuses any read before), and then only
+# the customer's own; a reservation that is not the customer's is the gate's evidence only.
+
+
+def _record_of(field: str) -> Owner:
+    def owner(result: Any, _ledger: LedgerReader) -> str | None:
+        value = result.get(field) if isinstance(result, Mapping) else None
+        return value if isinstance(value, str) else "?"
+
+    return owner
+
+
+def _customer_profile(_names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
+                      ctx: GateContext) -> Mapping[str, Any] | None:
+    return None if ctx.customer_id is None else {"user_id": ctx.customer_id}
+
+
+def _known_route(flight_number: str, call: ToolCall, ledger: LedgerReader) -> tuple[str, str] | None:
+    """Where a flight goes, from what was observed or what the write names: a flight number flies one route.
+
+    A reservation that holds it says so; a change of a one-flight trip keeps the trip's route (the policy
+    keeps origin and destination); a one-flight booking flies the booking's route."""
+    for path in ledger.observed_paths("reservations.*"):
+        for record in ledger.observations(path):
+            flights = record.get("flights") if isinstance(record, Mapping) else None
+            for flight in flights if isinstance(flights, list) else []:
+                if isinstance(flight, Mapping) and flight.get("flight_number") == flight_number:
+                    origin, destination = flight.get("origin"), flight.get("destination")
+                    if isinstance(origin, str) and isinstance(destination, str):
+                        return origin, destination
+    if len(_segments(call)) != 1:
+        return None
+    trip: Any = call.arguments
+    if call.name != "book_reservation":
+        trip = ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
+        if not isinstance(trip, Mapping) or len(trip.get("flights") or []) != 1:
+            return None
+    origin, destination = trip.get("origin"), trip.get("destination")
+    return (origin, destination) if isinstance(origin, str) and isinstance(destination, str) else None
+
+
+def _search_for(names: Mapping[str, str], call: ToolCall, ledger: LedgerReader,
+                _ctx: GateContext) -> Mapping[str, Any] | None:
+    route = _known_route(names["flight_number"], call, ledger)
+    return None if route is None else {"origin": route[0], "destination": route[1], "date": names["date"]}
+
+
+EVIDENCE_READS = EvidenceReads(
+    reads=(
+        GateRead(PROFILE_PATH, "get_user_details", _customer_profile, _record_of("user_id")),
+        GateRead("users.{user_id}", "get_user_details", owner=_record_of("user_id")),
+        GateRead("reservations.{reservation_id}", "get_reservation_details", owner=_record_of("user_id")),
+        GateRead("flights.{flight_number}.{date}.status", "get_flight_status"),
+        GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for,
+                 note="the flight's route from a reservation holding it, or the trip's own"),
+        GateRead("flight_search.{origin}.{destination}.{date}", "search_direct_flight"),
+        GateRead("onestop_search.{origin}.{destination}.{date}", "search_onestop_flight"),
+        GateRead("airports", "list_all_airports"),
+    ),
+)
 
 PATH_MAP = PathMap(
     # the writes a rule counts (core.ledger.PathMap.effect_tools)
@@ -83,12 +264,5 @@ PATH_MAP = PathMap(
         PathRule("get_flight_status", "flights.{flight_number}.{date}.status"),
         PathRule("list_all_airports", "airports"),
     ),
-    stale_rules=(
-        StaleRule("book_reservation", _BOOKING_STALES),
-        StaleRule("cancel_reservation", ("reservations.{reservation_id}",)),
-        StaleRule("update_reservation_flights", _PAID_UPDATE_STALES),
-        StaleRule("update_reservation_baggages", _PAID_UPDATE_STALES),
-        StaleRule("update_reservation_passengers", ("reservations.{reservation_id}",)),
-        StaleRule("send_certificate", ("users.{user_id}", PROFILE_PATH)),
-    ),
+    write_effects=WRITE_EFFECTS,
 )
