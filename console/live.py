@@ -151,11 +151,23 @@ class OperatorSupervisor:
         self.pending: PendingReview | None = None
 
     def needs_review(self, decision: GateDecision | None) -> bool:
+        if decision is None:
+            return self._asks(None, None)
+        return self._asks(decision.verdict.value, None if decision.refusal is None else decision.refusal.value)
+
+    def needs_review_of(self, event: Any) -> bool:
+        """`needs_review` for a recorded GateDecided (what the desk counts, from the event)."""
+        return self._asks(event.verdict, getattr(event, "refusal", None))
+
+    def _asks(self, verdict: str | None, refusal: str | None) -> bool:
+        """Whether the mode asks a human about a call with this verdict. A REVISE that only needs a read goes
+        straight back to the model in every mode but "approve writes": the model can make the read, and a
+        human asked to approve a refusal for a missing record would only be a stop."""
         if self.mode is SupervisionMode.AUTOPILOT:
             return False
         if self.mode is SupervisionMode.APPROVE_WRITES:
             return True
-        return decision is not None and decision.verdict.value != "ALLOW"
+        return verdict is not None and verdict != "ALLOW" and refusal != "needs_read"
 
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
         if not self.needs_review(decision):

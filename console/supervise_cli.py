@@ -20,6 +20,7 @@ from rich.table import Table
 from console.cli_errors import CliError
 from console.desk.audit import AuditFilter, call_key, describe_outcome, read_audit
 from console.desk_specs import load_specs_file, repeated, scenario_specs
+from console.facts import verdict_words
 from console.live import SessionSpec, SupervisionMode
 from console.model_args import model_settings
 from console.storage import data_root
@@ -164,7 +165,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             waited = record.get("waited_s")
             table.add_row(*(escape(str(v)) for v in (
                 record.get("when", ""), record.get("operator", ""), record.get("session", ""),
-                record.get("tool", ""), record.get("gate_verdict"), ", ".join(record.get("failing_rules") or []),
+                record.get("tool", ""), verdict_words(record.get("gate_verdict"), record.get("gate_refusal")),
+                ", ".join(record.get("failing_rules") or []),
                 record.get("decision", ""), record.get("reason", ""),
                 f"{waited:.1f} s" if isinstance(waited, int | float) else "",
                 _outcome_word(describe_outcome(read.outcomes.get(call_key(record)))))))

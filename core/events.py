@@ -159,6 +159,7 @@ class SupervisorDecided(_Event):
     reason: str = ""
     edited_arguments: dict[str, Any] | None = None
     waited_s: float | None = None  # how long the call waited for this human (None: not measured)
+    gate_refusal: Literal["needs_read", "breaks_rule"] | None = None  # the kind of the REVISE decided on
 
 
 class ToolResultEvent(_Event):

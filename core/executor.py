@@ -133,6 +133,7 @@ class CallExecutor:
                 self.bus.emit(SupervisorDecided(
                     step=step, call=CallInfo.of(call),
                     gate_verdict=None if decision is None else decision.verdict.value,
+                    gate_refusal=None if decision is None or decision.refusal is None else decision.refusal.value,
                     decision=resolution.decision.value, who=resolution.who, when=self.clock(),
                     reason=resolution.reason, waited_s=resolution.waited_s,
                     edited_arguments=None if resolution.arguments is None or unfit is not None
