@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.textview import shorten
+from core.gate import RefusalKind
 
 DECISION_WORDS = {
     "approve": "approved: run it",
@@ -40,13 +41,14 @@ OUTCOME_WORDS = {
 }
 
 
-# A REVISE's kind, as GateDecided.refusal records it (core.gate.RefusalKind): the same words everywhere.
-REFUSAL_WORDS = {"needs_read": "needs a read", "breaks_rule": "breaks a rule"}
-
-
 def refusal_words(refusal: object) -> str:
-    """"needs a read" / "breaks a rule" for a REVISE's recorded kind (a RefusalKind or its value); "" for none."""
-    return REFUSAL_WORDS.get(str(getattr(refusal, "value", refusal)), "") if refusal is not None else ""
+    """"needs a read" / "breaks a rule" for a REVISE's recorded kind (GateDecided.refusal, a RefusalKind or its
+    value), in RefusalKind's own words; "" for none (ALLOW, BLOCK, or a trace recorded before kinds)."""
+    value = getattr(refusal, "value", refusal)
+    return RefusalKind(value).label if value in REFUSAL_VALUES else ""
+
+
+REFUSAL_VALUES = frozenset(kind.value for kind in RefusalKind)
 
 
 def verdict_words(verdict: str | None, refusal: object = None) -> str:

@@ -195,8 +195,11 @@ class CallExecutor:
             if not planned:
                 break
             supplied = False
-            for read in planned:
-                record = await self._gate_read(read, call, step, len(records) + 1, private)
+            # the round's reads run together (they are independent); what they returned is then taken in the
+            # planned order, so the events, the ledger and the trace are the same whatever finished first
+            fetched = await asyncio.gather(*(self._fetch(read) for read in planned))
+            for read, got in zip(planned, fetched, strict=True):
+                record = self._gate_read(read, got, call, step, len(records) + 1, private)
                 records.append(record)
                 supplied |= record.outcome != "error"
             if not supplied:
@@ -208,21 +211,26 @@ class CallExecutor:
                 break
         return replace(decision, gate_reads=tuple(records)) if records else decision
 
-    async def _gate_read(self, read: PlannedRead, write: ToolCall, step: int, number: int,
-                         private: dict[str, LedgerEntry]) -> GateReadRecord:
-        """One read by the gate for `write`: run, then absorbed (or kept private: another customer's record)."""
+    async def _fetch(self, read: PlannedRead) -> Any:
+        """What the read returns, or why it could not be made (a ToolError, or the arguments' problems)."""
+        spec = self.domain.tool(read.rule.tool)
+        problems = ["no such read tool"] if spec is None or spec.kind is not ToolKind.READ else \
+            validate_arguments(spec, read.arguments)
+        if problems:
+            return ToolError("invalid arguments: " + "; ".join(problems))
+        try:
+            return await self.backend.call(read.rule.tool, dict(read.arguments))
+        except ToolError as exc:
+            return exc
+
+    def _gate_read(self, read: PlannedRead, result: Any, write: ToolCall, step: int, number: int,
+                   private: dict[str, LedgerEntry]) -> GateReadRecord:
+        """One read by the gate for `write`, once made: absorbed (or kept private: another customer's record)."""
         assert self.ledger is not None
         call = ToolCall(f"{write.id}~gate{number}", read.rule.tool, dict(read.arguments))
-        spec = self.domain.tool(call.name)
-        problems = ["no such read tool"] if spec is None or spec.kind is not ToolKind.READ else \
-            validate_arguments(spec, call.arguments)
         info = CallInfo.of(call)
-        if problems:
-            return self._gate_read_failed(info, step, write, read, "invalid arguments: " + "; ".join(problems))
-        try:
-            result = await self.backend.call(call.name, call.arguments)
-        except ToolError as exc:
-            return self._gate_read_failed(info, step, write, read, exc.message)
+        if isinstance(result, ToolError):
+            return self._gate_read_failed(info, step, write, read, result.message)
         customer = self.domain.context(self.ledger).customer_id
         owner = None if read.rule.owner is None else read.rule.owner(result, self.ledger)
         if owner is not None and owner != customer:

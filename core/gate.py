@@ -487,8 +487,8 @@ def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], s
         reason = f"{shown} may have changed since {stale_by}; read it again before this call"
     else:
         reason = f"this rule needs {shown}, which has not been observed; read it first"
-    suggestions = [s for s in (path_map.suggest_read(p) if path_map else None for p in paths) if s]
-    if suggestions and not hint:
+    suggestions = [] if hint or path_map is None else [s for s in map(path_map.suggest_read, paths) if s]
+    if suggestions:
         reason += f" (e.g. {', '.join(suggestions)})"
     if hint:
         reason += f". {hint}"

@@ -205,11 +205,8 @@ def _customer_profile(_names: Mapping[str, str], _call: ToolCall, _ledger: Ledge
     return None if ctx.customer_id is None else {"user_id": ctx.customer_id}
 
 
-def _known_route(flight_number: str, call: ToolCall, ledger: LedgerReader) -> tuple[str, str] | None:
-    """Where a flight goes, from what was observed or what the write names: a flight number flies one route.
-
-    A reservation that holds it says so; a change of a one-flight trip keeps the trip's route (the policy
-    keeps origin and destination); a one-flight booking flies the booking's route."""
+def _observed_route(flight_number: str, ledger: LedgerReader) -> tuple[str, str] | None:
+    """Where a flight goes, as a reservation observed in this conversation shows it (a number flies one route)."""
     for path in ledger.observed_paths("reservations.*"):
         for record in ledger.observations(path):
             flights = record.get("flights") if isinstance(record, Mapping) else None
@@ -218,21 +215,71 @@ def _known_route(flight_number: str, call: ToolCall, ledger: LedgerReader) -> tu
                     origin, destination = flight.get("origin"), flight.get("destination")
                     if isinstance(origin, str) and isinstance(destination, str):
                         return origin, destination
-    if len(_segments(call)) != 1:
+    return None
+
+
+def _itinerary_search(flight_number: str, day: str, call: ToolCall,
+                      ledger: LedgerReader) -> tuple[str, str, str, str] | None:
+    """The search that shows a flight of the itinerary a write books or switches to, from the trip alone: (tool,
+    origin, destination, date), or None when the trip does not say.
+
+    The trip is the booking's own, or the reservation's as observed (a change keeps origin and destination). A
+    one-way trip goes origin -> destination; a round trip goes out and back, split where its dates are furthest
+    apart. A leg of one flight is a direct search of its route; a leg of two, the one-stop search from the leg's
+    start to its end on the first flight's date (it lists second flights of the next day too). Longer legs are
+    left to the model. The search is public data: a wrong guess costs one read, and the rule then still asks."""
+    segments = _segments(call)
+    if (flight_number, day) not in segments:
         return None
-    trip: Any = call.arguments
-    if call.name != "book_reservation":
-        trip = ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
-        if not isinstance(trip, Mapping) or len(trip.get("flights") or []) != 1:
+    trip: Any = call.arguments if call.name == "book_reservation" else \
+        ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
+    if not isinstance(trip, Mapping):
+        return None
+    origin, destination, kind = trip.get("origin"), trip.get("destination"), trip.get("flight_type")
+    if not isinstance(origin, str) or not isinstance(destination, str):
+        return None
+    legs: list[tuple[int, int, str, str]] = [(0, len(segments), origin, destination)]
+    if kind == "round_trip":
+        if len(segments) < 2:
             return None
-    origin, destination = trip.get("origin"), trip.get("destination")
-    return (origin, destination) if isinstance(origin, str) and isinstance(destination, str) else None
+        gaps = [(_days_between(segments[i][1], segments[i + 1][1]), i + 1) for i in range(len(segments) - 1)]
+        split = max(gaps)[1]
+        legs = [(0, split, origin, destination), (split, len(segments), destination, origin)]
+    elif kind != "one_way":
+        return None
+    position = segments.index((flight_number, day))
+    for start, end, leg_from, leg_to in legs:
+        if start <= position < end:
+            if end - start == 1:
+                return "search_direct_flight", leg_from, leg_to, day
+            if end - start == 2:
+                return "search_onestop_flight", leg_from, leg_to, segments[start][1]
+    return None
 
 
-def _search_for(names: Mapping[str, str], call: ToolCall, ledger: LedgerReader,
-                _ctx: GateContext) -> Mapping[str, Any] | None:
-    route = _known_route(names["flight_number"], call, ledger)
-    return None if route is None else {"origin": route[0], "destination": route[1], "date": names["date"]}
+def _days_between(first: str, second: str) -> int:
+    try:
+        return (date.fromisoformat(second) - date.fromisoformat(first)).days
+    except ValueError:
+        return 0
+
+
+def _search_for(tool: str) -> Any:
+    """The arguments of `tool` (a direct or one-stop search) that show flight `{flight_number}` on `{date}`: its
+    observed route first (a cabin change on the flights already booked), else the itinerary's leg."""
+
+    def arguments(names: Mapping[str, str], call: ToolCall, ledger: LedgerReader,
+                  _ctx: GateContext) -> Mapping[str, Any] | None:
+        route = _observed_route(names["flight_number"], ledger)
+        if route is not None:
+            found: tuple[str, str, str, str] | None = ("search_direct_flight", *route, names["date"])
+        else:
+            found = _itinerary_search(names["flight_number"], names["date"], call, ledger)
+        if found is None or found[0] != tool:
+            return None
+        return {"origin": found[1], "destination": found[2], "date": found[3]}
+
+    return arguments
 
 
 EVIDENCE_READS = EvidenceReads(
@@ -241,8 +288,10 @@ EVIDENCE_READS = EvidenceReads(
         GateRead("users.{user_id}", "get_user_details", owner=_record_of("user_id")),
         GateRead("reservations.{reservation_id}", "get_reservation_details", owner=_record_of("user_id")),
         GateRead("flights.{flight_number}.{date}.status", "get_flight_status"),
-        GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for,
-                 note="the flight's route from a reservation holding it, or the trip's own"),
+        GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for("search_direct_flight"),
+                 note="the flight's route from a reservation holding it, or the itinerary's leg"),
+        GateRead("flights.{flight_number}.{date}", "search_onestop_flight", _search_for("search_onestop_flight"),
+                 note="a two-flight leg of the itinerary: the one-stop search of the leg"),
         GateRead("flight_search.{origin}.{destination}.{date}", "search_direct_flight"),
         GateRead("onestop_search.{origin}.{destination}.{date}", "search_onestop_flight"),
         GateRead("airports", "list_all_airports"),

@@ -260,11 +260,14 @@ async def measure(name: str, folder: Path, modes: Sequence[EvidenceMode] = tuple
 
 
 def markdown(rows: Sequence[tuple[Figures, Figures]]) -> str:
-    lines = ["| domain | tasks | identification added | gold writes | refused, ask (needs a read) | refused, assist "
-             "| reads the gate made (failed) |", "|---|---|---|---|---|---|---|"]
+    lines = ["| domain | tasks | identification added | gold writes | refused, ask: all (needs a read / breaks a "
+             "rule / BLOCK) | refused, assist | reads the gate made (failed) |", "|---|---|---|---|---|---|---|"]
     for ask, assist in rows:
+        blocked = sum(r.verdict == "BLOCK" for r in ask.refused)
+        broken = len(ask.refused) - ask.needs_read - blocked
         lines.append(f"| {ask.domain} | {ask.tasks} | {ask.identified} | {ask.writes} | {len(ask.refused)} "
-                     f"({ask.needs_read}) | {len(assist.refused)} | {assist.gate_reads} ({assist.failed_gate_reads}) |")
+                     f"({ask.needs_read} / {broken} / {blocked}) | {len(assist.refused)} | {assist.gate_reads} "
+                     f"({assist.failed_gate_reads}) |")
     details = [f"- {f.domain} {f.mode}: task {r.task_id} {r.action_id} {r.tool} {r.verdict}"
                f"{' (' + r.refusal + ')' if r.refusal else ''} from {', '.join(r.rules)}"
                for _, f in rows for r in f.refused]
