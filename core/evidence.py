@@ -93,6 +93,27 @@ class GateRead:
         return None if found is None else dict(found.groupdict())
 
 
+def record_of(field: str) -> Owner:
+    """The owner of a record that names it in `field` (an order's `user_id`); "?" (nobody known, so not the
+    customer) for a result that does not."""
+
+    def owner(result: Any, _ledger: LedgerReader) -> str | None:
+        value = result.get(field) if isinstance(result, Mapping) else None
+        return value if isinstance(value, str) else "?"
+
+    return owner
+
+
+def customer_as(argument: str) -> ReadArguments:
+    """Arguments naming the identified customer (`{argument: ctx.customer_id}`): the read of their own profile."""
+
+    def arguments(_names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
+                  ctx: GateContext) -> Mapping[str, Any] | None:
+        return None if ctx.customer_id is None else {argument: ctx.customer_id}
+
+    return arguments
+
+
 @dataclass(frozen=True)
 class PlannedRead:
     """One read the gate is about to make, for the paths it refills."""

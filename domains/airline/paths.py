@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from core.evidence import EvidenceReads, GateRead, Owner
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.gate import GateContext
 from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
@@ -192,19 +192,6 @@ WRITE_EFFECTS = (
 # the customer's own; a reservation that is not the customer's is the gate's evidence only.
 
 
-def _record_of(field: str) -> Owner:
-    def owner(result: Any, _ledger: LedgerReader) -> str | None:
-        value = result.get(field) if isinstance(result, Mapping) else None
-        return value if isinstance(value, str) else "?"
-
-    return owner
-
-
-def _customer_profile(_names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
-                      ctx: GateContext) -> Mapping[str, Any] | None:
-    return None if ctx.customer_id is None else {"user_id": ctx.customer_id}
-
-
 def _observed_route(flight_number: str, ledger: LedgerReader) -> tuple[str, str] | None:
     """Where a flight goes, as a reservation observed in this conversation shows it (a number flies one route)."""
     for path in ledger.observed_paths("reservations.*"):
@@ -284,9 +271,9 @@ def _search_for(tool: str) -> Any:
 
 EVIDENCE_READS = EvidenceReads(
     reads=(
-        GateRead(PROFILE_PATH, "get_user_details", _customer_profile, _record_of("user_id")),
-        GateRead("users.{user_id}", "get_user_details", owner=_record_of("user_id")),
-        GateRead("reservations.{reservation_id}", "get_reservation_details", owner=_record_of("user_id")),
+        GateRead(PROFILE_PATH, "get_user_details", customer_as("user_id"), record_of("user_id")),
+        GateRead("users.{user_id}", "get_user_details", owner=record_of("user_id")),
+        GateRead("reservations.{reservation_id}", "get_reservation_details", owner=record_of("user_id")),
         GateRead("flights.{flight_number}.{date}.status", "get_flight_status"),
         GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for("search_direct_flight"),
                  note="the flight's route from a reservation holding it, or the itinerary's leg"),

@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.evidence import EvidenceReads, GateRead, Owner
-from core.gate import GateContext
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
@@ -179,24 +178,11 @@ WRITE_EFFECTS = (
 # that is not the customer's is the gate's evidence only.
 
 
-def _record_of(field: str) -> Owner:
-    def owner(result: Any, _ledger: LedgerReader) -> str | None:
-        value = result.get(field) if isinstance(result, Mapping) else None
-        return value if isinstance(value, str) else "?"
-
-    return owner
-
-
-def _customer_profile(_names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
-                      ctx: GateContext) -> Mapping[str, Any] | None:
-    return None if ctx.customer_id is None else {"user_id": ctx.customer_id}
-
-
 EVIDENCE_READS = EvidenceReads(
     reads=(
-        GateRead(PROFILE_PATH, "get_user_details", _customer_profile, _record_of("user_id")),
-        GateRead("users.{user_id}", "get_user_details", owner=_record_of("user_id")),
-        GateRead("orders.{order_id}", "get_order_details", owner=_record_of("user_id")),
+        GateRead(PROFILE_PATH, "get_user_details", customer_as("user_id"), record_of("user_id")),
+        GateRead("users.{user_id}", "get_user_details", owner=record_of("user_id")),
+        GateRead("orders.{order_id}", "get_order_details", owner=record_of("user_id")),
         GateRead("products.{product_id}", "get_product_details"),
         GateRead("items.{item_id}", "get_item_details"),
         GateRead("catalog.product_types", "list_all_product_types"),

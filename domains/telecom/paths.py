@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.evidence import EvidenceReads, GateRead, Owner
+from core.evidence import EvidenceReads, GateRead, record_of
 from core.gate import GateContext
 from core.ledger import Condition, LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
@@ -198,14 +198,6 @@ WRITE_EFFECTS = (
 # the lookups by phone number or by name (they identify), never the customer's phone (only they can look).
 
 
-def _record_of(field: str) -> Owner:
-    def owner(result: Any, _ledger: LedgerReader) -> str | None:
-        value = result.get(field) if isinstance(result, Mapping) else None
-        return value if isinstance(value, str) else "?"
-
-    return owner
-
-
 def _line_owner(result: Any, ledger: LedgerReader) -> str | None:
     """A line record names no customer: it is the identified customer's when their record lists it."""
     customer = identify(ledger)
@@ -249,11 +241,11 @@ def _usage(names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
 
 EVIDENCE_READS = EvidenceReads(
     reads=(
-        GateRead(CUSTOMER_PATH, "get_customer_by_id", _own_record, _record_of("customer_id")),
-        GateRead("customers.{customer_id}", "get_customer_by_id", _own_record, _record_of("customer_id")),
+        GateRead(CUSTOMER_PATH, "get_customer_by_id", _own_record, record_of("customer_id")),
+        GateRead("customers.{customer_id}", "get_customer_by_id", _own_record, record_of("customer_id")),
         GateRead("lines.{line_id}", "get_details_by_id", _by_id, _line_owner),
         GateRead("bills.{bill_id}", "get_bills_for_customer", _customers_bill, _bills_owner),
-        GateRead("bills.{bill_id}", "get_details_by_id", _by_id, _record_of("customer_id")),
+        GateRead("bills.{bill_id}", "get_details_by_id", _by_id, record_of("customer_id")),
         GateRead("plans.{plan_id}", "get_details_by_id", _by_id),
         GateRead("usage.{line_id}", "get_data_usage", _usage, note="the tool itself refuses another's line"),
     ),

@@ -35,8 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.evidence import EvidenceReads, GateRead, Owner
-from core.gate import GateContext
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
@@ -125,29 +124,16 @@ WRITE_EFFECTS = (
 # or calendar of anyone but the authenticated patient (a dependant included) is the gate's evidence only.
 
 
-def _record_of(field: str) -> Owner:
-    def owner(result: Any, _ledger: LedgerReader) -> str | None:
-        value = result.get(field) if isinstance(result, Mapping) else None
-        return value if isinstance(value, str) else "?"
-
-    return owner
-
-
-def _own_profile(_names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
-                 ctx: GateContext) -> Mapping[str, Any] | None:
-    return None if ctx.customer_id is None else {"patient_id": ctx.customer_id}
-
-
 EVIDENCE_READS = EvidenceReads(
     reads=(
-        GateRead(PROFILE_PATH, "get_patient_details", _own_profile, _record_of("patient_id")),
-        GateRead("patients.{patient_id}", "get_patient_details", owner=_record_of("patient_id")),
+        GateRead(PROFILE_PATH, "get_patient_details", customer_as("patient_id"), record_of("patient_id")),
+        GateRead("patients.{patient_id}", "get_patient_details", owner=record_of("patient_id")),
         GateRead("providers.{provider_id}", "get_provider_details"),
-        GateRead("appointments.{appointment_id}", "get_appointment_details", owner=_record_of("patient_id")),
-        GateRead("appointment_lists.{patient_id}", "list_patient_appointments", owner=_record_of("patient_id"),
+        GateRead("appointments.{appointment_id}", "get_appointment_details", owner=record_of("patient_id")),
+        GateRead("appointment_lists.{patient_id}", "list_patient_appointments", owner=record_of("patient_id"),
                  note="unfiltered: the listing a clash check needs"),
-        GateRead("records.{record_id}", "get_medical_record", owner=_record_of("patient_id")),
-        GateRead("record_lists.{patient_id}", "list_patient_medical_records", owner=_record_of("patient_id")),
+        GateRead("records.{record_id}", "get_medical_record", owner=record_of("patient_id")),
+        GateRead("record_lists.{patient_id}", "list_patient_medical_records", owner=record_of("patient_id")),
         GateRead("suppliers.{medication}", "list_medication_suppliers"),
     ),
     identification=frozenset({"find_patient_by_email", "find_patient_by_name_dob"}),

@@ -237,3 +237,34 @@ def test_one_proposal_is_one_decision_for_the_anti_loop_memory() -> None:
         assert first.verdict is Verdict.REVISE
         gate.forget_last()
     assert gate.evaluate(call, ledger, ctx).verdict is Verdict.REVISE  # still REVISE, not escalated
+
+
+async def test_a_session_with_gate_reads_rebuilds_and_exports_in_either_mode(tmp_path: Path) -> None:
+    """The trace's gate reads rebuild the ledger the session had (no divergence), and the exported check file
+    holds them as plain reads, so it reproduces every verdict with the paper's gate too."""
+    from core.regate import export_trajectory
+
+    backend = await RetailBackend.open(tmp_path / "session.sqlite")
+    try:
+        session = _session(tmp_path, "s", backend)
+        await session.run()
+    finally:
+        await backend.close()
+    events = load_trace(tmp_path / "s" / "trace.jsonl")
+    timeline = LedgerTimeline.build(events, DOMAIN.path_map)
+    assert not timeline.divergences
+    entry = timeline.at(events[-1].seq).entry(f"orders.{MIA_PENDING}")
+    assert entry is not None and entry.provenance.by == READ_BY_GATE
+    exported = export_trajectory(events)
+    assert [(line["name"], line["expect"]) for line in exported.lines] == [
+        ("find_user_id_by_email", "ALLOW"), ("get_order_details", "ALLOW"), (CANCEL, "ALLOW")]
+    assert exported.lines[1]["note"].startswith("read by the gate for ")
+    from tests.support.gold_replay import calls
+
+    for evidence in EvidenceMode:
+        replay_backend = await RetailBackend.open(tmp_path / f"replay-{evidence.value}.sqlite")
+        try:
+            results = await Checker(DOMAIN, replay_backend, evidence=evidence).run(calls(exported.lines))
+        finally:
+            await replay_backend.close()
+        assert all(r.met for r in results), (evidence, [(r.name, r.verdict) for r in results])

@@ -222,8 +222,15 @@ async def assisted_outcome(domain: Domain, backend: SQLiteToolBackend, lines: Se
     return result
 
 
-def assert_refused_when_assisted(result: CheckResult, verdict: str, predicate: str, why: str) -> None:
-    """A violating variant is refused with evidence assist too, by the same rule (maybe with others)."""
+async def assert_refused_when_assisted(domain: Domain, backend: SQLiteToolBackend, lines: Sequence[Line], verdict: str,
+                                       predicate: str, why: str, *, legal_once_read: bool = False) -> None:
+    """A violating variant is refused with evidence assist too, by `predicate` (maybe with others); a variant whose
+    only fault is a read the agent skipped (`legal_once_read`) runs once the gate has made that read."""
+    result = await assisted_outcome(domain, backend, lines)
+    if legal_once_read:
+        assert (result.verdict, result.executed) == ("ALLOW", True), (why, result.reason)
+        assert result.gate_reads, "legal once read: the gate made the read the agent skipped"
+        return
     assert result.kind == "write" and not result.executed, (why, result)
     assert result.verdict == verdict and predicate in result.predicates, (why, result.verdict, result.predicates,
                                                                           result.reason)

@@ -39,7 +39,6 @@ from tests.support.gold_replay import (
     Template,
     assert_refused_when_assisted,
     assert_rejected,
-    assisted_outcome,
     calls,
     cli_check,
     fresh_fixture,
@@ -295,13 +294,9 @@ ASSISTED: dict[str, tuple[str, str]] = {}
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 async def test_violating_variant_is_refused_when_the_gate_reads_itself(variant: Variant, fresh: Template) -> None:
     await set_variant_scene(fresh.backend, variant)
-    result = await assisted_outcome(DOMAIN, fresh.backend, variant.build())
-    if variant.id in LEGAL_ONCE_READ:
-        assert (result.verdict, result.executed) == ("ALLOW", True), (variant.why, result.reason)
-        assert result.gate_reads, "legal once read: the gate made the read the agent skipped"
-        return
     verdict, predicate = ASSISTED.get(variant.id, (variant.verdict, variant.predicate))
-    assert_refused_when_assisted(result, verdict, predicate, variant.why)
+    await assert_refused_when_assisted(DOMAIN, fresh.backend, variant.build(), verdict, predicate, variant.why,
+                                       legal_once_read=variant.id in LEGAL_ONCE_READ)
 
 
 @module_loop
