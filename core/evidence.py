@@ -89,6 +89,10 @@ class GateRead:
         object.__setattr__(self, "_regex", re.compile(regex))
 
     def match(self, path: str) -> dict[str, str] | None:
+        """The placeholders' values when `path` is one this rule refills; never for a pattern (`orders.*`: a rule
+        asking for "any order" names no record the gate could read)."""
+        if any(ch in path for ch in "*?["):
+            return None
         found = self._regex.fullmatch(path)  # type: ignore[attr-defined]
         return None if found is None else dict(found.groupdict())
 

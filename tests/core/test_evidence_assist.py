@@ -178,6 +178,12 @@ def test_the_plan_is_empty_before_identification_and_past_the_bound() -> None:
     assert MAX_GATE_READS <= 8
 
 
+def test_a_pattern_a_rule_asks_for_is_no_record_the_gate_can_read() -> None:
+    rule = GateRead("orders.{order_id}", "get_order_details")
+    assert rule.match("orders.#W1") == {"order_id": "#W1"}
+    assert rule.match("orders.*") is None and rule.match("orders.#W1.items") is None
+
+
 def test_an_identification_tool_cannot_be_declared_as_a_gate_read() -> None:
     with pytest.raises(ValueError, match="never identifies anyone"):
         EvidenceReads(reads=(GateRead("auth.user_id", "find_user_id_by_email"),),
