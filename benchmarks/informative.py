@@ -104,7 +104,7 @@ def bench_mark_stale(docs: Docs, *, records: int, tool: str = "cancel_pending_or
     ledger.restore(start)
     return summarise(f"mark_stale_{tool}_{len(ledger)}",
                      f"ledger.mark_stale({tool}), {len(ledger):,} records, {len(staled):,} staled", samples,
-                     note=f"patterns: {', '.join(DOMAIN.path_map.stale_patterns(call))}")
+                     note=f"targets: {', '.join(p for p, _ in DOMAIN.path_map.stale_targets(call, ledger))}")
 
 
 def bench_backend_info(data: RetailData, *, open_repeat: int = 5, cli_repeat: int = 3,

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from benchmarks.airline import AirlineData, bench_store, load_airline_data
 from benchmarks.airline import bench_gate as bench_airline_gate
+from benchmarks.assist import bench_assist
 from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, LedgerSetup, RetailData, build_ledger, load_retail_data
@@ -91,6 +92,8 @@ def _mark_stale(inputs: Inputs) -> list[Result]:
 GROUPS: tuple[Group, ...] = (
     Group("gate", lambda i: [bench_gate(i.retail.docs, setup=i.big)],
           "retail gate decision, 10,000-record ledger"),
+    Group("gate_assist", lambda i: [bench_assist(i.retail)],
+          "a gate decision that reads 3 records itself, on the full retail DB"),
     Group("telehealth_gate", lambda i: [bench_telehealth_gate(records=GATE_LEDGER_RECORDS)],
           "telehealth gate decision, 10,000-record ledger"),
     Group("telecom_gate", lambda i: [bench_telecom_gate(records=GATE_LEDGER_RECORDS)],

@@ -139,8 +139,8 @@ def make_app(domain: str = "retail", scenario: str | None = "refund-to-original-
              model: str = "scripted", base_url: str | None = None, seat: str = "watch",
              mode: SupervisionMode = SupervisionMode.AUTOPILOT, operator: str = "operator",
              root: Path | None = None, autostart: bool = False, db: Path | None = None,
-             pace: float = 0.0) -> OperatorConsole:
+             pace: float = 0.0, evidence: str | None = None) -> OperatorConsole:
     """The one factory used by the CLI, the tests and the web server."""
     spec = replace(SessionSpec(), domain=domain, scenario=scenario, agent=agent, model=model, base_url=base_url,
-                   seat=seat, mode=mode, db=db, pace=pace)
+                   seat=seat, mode=mode, db=db, pace=pace, evidence=evidence)
     return OperatorConsole(spec, operator=operator, root=root, autostart=autostart)

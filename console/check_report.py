@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from console.cli_errors import CliError, print_error
+from console.facts import verdict_words
 from console.textview import VERDICT_STYLE
 from core.replay import Checker, CheckResult, TrajectoryCall, TrajectoryProblem, iter_trajectory
 
@@ -82,7 +83,7 @@ def _row(table: Table, result: CheckResult) -> None:
     met = "" if result.met is None else ("[green]✓[/]" if result.met else f"[red]✗ {result.expect}[/]")
     style = VERDICT_STYLE.get(result.verdict, "")
     table.add_row(str(result.index), str(result.line), escape(result.name), result.kind,
-                  f"[{style}]{result.verdict}[/]", escape(", ".join(result.predicates)),
+                  f"[{style}]{verdict_words(result.verdict, result.refusal)}[/]", escape(", ".join(result.predicates)),
                   escape(result.reason[:300]), met)
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from console.cli_common import (  # noqa: F401 - re-exported: the old names stay
     _default_operator,
     _domain,
     _scenario,
+    add_evidence_argument,
+    evidence_mode,
     first_scenario,
     infer_domain,
 )
@@ -79,14 +82,14 @@ def _settings(args: argparse.Namespace) -> ModelSettings:
 async def cmd_run(args: argparse.Namespace) -> int:
     domain = _domain(args.domain)
     scenario = _scenario(domain, args.scenario)
-    config = AGENTS[args.agent]
+    evidence = evidence_mode(args.evidence, scenario)
+    config = replace(AGENTS[args.agent], evidence=evidence)
     if args.disable_predicate:
         known = {p.id for p in domain.predicates}
         unknown = sorted(set(args.disable_predicate) - known)
         if unknown:
             raise CliError(f"unknown predicate(s): {', '.join(unknown)}")
-        config = AgentConfig(ledger=config.ledger, gate=config.gate,
-                             disabled_predicates=frozenset(args.disable_predicate))
+        config = replace(config, disabled_predicates=frozenset(args.disable_predicate))
     model = _model(args, scenario)  # before anything is opened: a bad model setting leaves nothing behind
     with claim_session_folder(args.out, domain.name, scenario.name) as claimed:
         folder = claimed.path
@@ -106,7 +109,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
             await backend.close()
     verdicts = [e.verdict for e in bus.history if isinstance(e, GateDecided)]
     problems = []
-    if scenario.expect.verdicts is not None and args.agent == "ledger" and verdicts != scenario.expect.verdicts:
+    scripted_for = scenario.evidence or "assist"  # the verdicts a script expects hold in the mode it was written for
+    if (scenario.expect.verdicts is not None and args.agent == "ledger" and evidence.value == scripted_for
+            and verdicts != scenario.expect.verdicts):
         problems.append(f"expected gate verdicts {scenario.expect.verdicts}, got {verdicts}")
     if scenario.expect.end_reason is not None and result.reason != scenario.expect.end_reason:
         problems.append(f"expected the session to end with {scenario.expect.end_reason!r}, got {result.reason!r}")
@@ -148,8 +153,8 @@ async def cmd_check(args: argparse.Namespace) -> int:
         backend = await _open_backend(domain, folder.path / "db.sqlite", args.db)
         folder.started()
         try:
-            report = await run_check(path, Checker(domain, backend), json_lines=args.json, show_all=args.all,
-                                     calls=calls)
+            checker = Checker(domain, backend, evidence=evidence_mode(args.evidence))
+            report = await run_check(path, checker, json_lines=args.json, show_all=args.all, calls=calls)
         finally:
             await backend.close()
     return report.exit_code
@@ -206,13 +211,15 @@ def cmd_console(args: argparse.Namespace) -> int:
     model = "operator" if args.seat == "agent" else (args.model or "scripted")
     seat = "watch" if args.seat == "agent" else args.seat
     spec = SessionSpec(domain=domain.name, scenario=scenario, agent=args.agent, model=model, base_url=args.base_url,
-                       seat=seat, mode=SupervisionMode(args.mode), db=Path(args.db) if args.db else None)
+                       seat=seat, mode=SupervisionMode(args.mode), db=Path(args.db) if args.db else None,
+                       evidence=args.evidence)
     problems = spec.problems()
     if problems:
         raise CliError("; ".join(problems))
     app = make_app(domain.name, scenario, agent=args.agent, model=model, base_url=args.base_url, seat=seat,
                    mode=SupervisionMode(args.mode), operator=args.operator, autostart=args.autostart,
-                   db=spec.db, pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0))
+                   db=spec.db, pace=args.pace if args.pace is not None else (0.6 if model == "scripted" else 0.0),
+                   evidence=args.evidence)
     settings = _settings(args)
     app.model_factory = lambda chosen: settings.build(chosen.model, chosen.base_url)  # also for sessions started later
     app.run()
@@ -272,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=positive_int, default=60)
     run.add_argument("--db", help="start from this data: a tau2 db.json or a .sqlite file (default: seed data)")
     run.add_argument("--out", help="session folder (default: a new folder under the user data dir)")
+    add_evidence_argument(run, None)
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="replay a trajectory of tool calls (or a session's trace.jsonl: the calls "
@@ -286,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--as-recorded", action="store_true",
                        help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
                        "check lines): every write judged in its recorded context, then applied as recorded")
+    add_evidence_argument(check, "assist")
     check.set_defaults(handler=cmd_check)
 
     preds = sub.add_parser("predicates", help="list a domain's predicates")

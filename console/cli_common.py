@@ -14,6 +14,7 @@ from console.cli_errors import CliError as CliError  # re-exported
 from console.cli_errors import non_negative_float, print_error
 from console.model_args import add_model_arguments
 from core.domain import Domain
+from core.evidence import EvidenceMode
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 
@@ -68,6 +69,23 @@ def first_scenario(domain: Domain) -> str | None:
     return available[0] if available else None
 
 
+EVIDENCE_MODES = ("assist", "ask")
+
+
+def add_evidence_argument(parser: argparse._ActionsContainer, default: str | None) -> None:
+    """`--evidence assist|ask`: who makes the reads a write's rules lack (core.evidence). `default` None: the
+    scenario's own mode if it names one, else assist."""
+    shown = default or "assist, or the scenario's own"
+    parser.add_argument("--evidence", choices=EVIDENCE_MODES, default=default,
+                        help=f"assist: the gate reads missing or stale records itself before judging a write; ask: "
+                             f"the model is told to read them (the paper's gate). Default: {shown}")
+
+
+def evidence_mode(chosen: str | None, scenario: Scenario | None = None) -> EvidenceMode:
+    """The mode a session runs in: the operator's choice, else the scenario's, else assist."""
+    return EvidenceMode.choose(chosen, None if scenario is None else scenario.evidence)
+
+
 def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     from console.live import SupervisionMode
 
@@ -88,6 +106,7 @@ def _add_console_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", action="store_true",
                         help="two sessions of the scenario side by side: the function-calling baseline and "
                         "LedgerAgent, the same customer lines, stepped together")
+    add_evidence_argument(parser, None)
     parser.add_argument("--pace", type=non_negative_float,
                         help="seconds between steps (default 0.6 for the scripted demo, so an audience can follow; "
                         "0 for real models)")

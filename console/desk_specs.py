@@ -40,6 +40,7 @@ class SpecLine(BaseModel):
     db: str | None = Field(default=None, min_length=1, max_length=4096)
     disabled_predicates: list[str] = Field(default_factory=list, max_length=200)
     pace: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    evidence: Literal["assist", "ask"] | None = None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -62,7 +63,8 @@ def check_scenario(domain: str, scenario: str | None) -> None:
 
 
 def scenario_specs(domain: str, scenarios: str, mode: SupervisionMode, *, pace: float = 0.0,
-                   model: str = "scripted", base_url: str | None = None, agent: str = "ledger") -> list[SessionSpec]:
+                   model: str = "scripted", base_url: str | None = None, agent: str = "ledger",
+                   evidence: str | None = None) -> list[SessionSpec]:
     """`--domain D|all --scenarios all|name,name` as specs: the command-line words read here, the specs built
     by `console.task_sessions.scenario_specs` (the one builder: domain by domain, scenarios in name order, each
     named once; with `all`, a name is `domain/name` or one only one domain has). CliError (one line) for an
@@ -74,14 +76,15 @@ def scenario_specs(domain: str, scenarios: str, mode: SupervisionMode, *, pace: 
     wanted = "all" if scenarios.strip() == "all" else [s.strip() for s in scenarios.split(",") if s.strip()]
     if not wanted:
         raise CliError("--scenarios names no scenario (give all, or name,name)")
-    base = SessionSpec(mode=mode, pace=pace, model=model, base_url=base_url, agent=agent)
+    base = SessionSpec(mode=mode, pace=pace, model=model, base_url=base_url, agent=agent, evidence=evidence)
     try:
         return build(None if domain == "all" else domain, wanted, base)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
 
-def load_specs_file(path: Path, default_mode: SupervisionMode) -> list[SessionSpec]:
+def load_specs_file(path: Path, default_mode: SupervisionMode,
+                    default_evidence: str | None = None) -> list[SessionSpec]:
     """Every line of `path` as a SessionSpec (blank lines skipped); the first bad line is a CliError."""
     if not path.is_file():
         raise CliError(f"no such specs file: {path}")
@@ -113,7 +116,8 @@ def load_specs_file(path: Path, default_mode: SupervisionMode) -> list[SessionSp
                                model=line.model, base_url=line.base_url, user_model=line.user_model,
                                mode=SupervisionMode(line.mode) if line.mode else default_mode,
                                max_steps=line.max_steps, db=Path(line.db) if line.db else None,
-                               disabled_predicates=tuple(line.disabled_predicates), pace=line.pace)
+                               disabled_predicates=tuple(line.disabled_predicates), pace=line.pace,
+                               evidence=line.evidence or default_evidence)
             problems = spec.problems()
             if problems:
                 raise CliError(f"{where}: {'; '.join(problems)}")

@@ -76,6 +76,10 @@ def register(subparsers: Any) -> None:
     ablation.add_argument("--no-gate", action="store_true", help="ledger agent without the gate (rendering only)")
     ablation.add_argument("--disable-predicate", action="append", default=[], metavar="ID",
                           help="switch one gate predicate off (repeatable)")
+    ablation.add_argument("--evidence", choices=("ask", "assist", "both"), default="ask",
+                          help="who makes the reads a write lacks: ask (default, the paper: the model is told to "
+                               "read), assist (the gate reads them itself: its own agent label, ledger-assist), or "
+                               "both")
     ablation.add_argument("--compact-history", action="store_true",
                           help="ledger agent: send ledger-held read results as references to their ledger paths")
     ablation.add_argument("--error-rate", type=float, default=0.0, metavar="P",

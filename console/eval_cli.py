@@ -59,6 +59,7 @@ from core.evaluation.rewards import NLJudge, TrialBackend
 from core.evaluation.runner import AgentVariant, DomainRun, Participants, RunSettings
 from core.evaluation.tasks import Task, TaskFileError, read_task_ids, read_tasks, select_tasks
 from core.evaluation.tau2_format import write_tau2
+from core.evidence import EvidenceMode
 from core.folder_lock import FolderLock
 from core.llm.base import ChatModel
 from core.llm.tokenizer import tokenizer_name
@@ -149,11 +150,15 @@ def _variants(args: argparse.Namespace, domains: list[Domain]) -> list[AgentVari
         raise EvalInputError(f"unknown predicate(s): {', '.join(unknown)}")
     variants: list[AgentVariant] = []
     if args.agent in ("ledger", "both"):
-        config = AgentConfig(ledger=True, gate=not args.no_gate,
-                             disabled_predicates=frozenset(args.disable_predicate),
-                             compact_history=args.compact_history)
-        label = config.label + ("-compact" if args.compact_history else "")
-        variants.append(AgentVariant(label, config))
+        modes = (EvidenceMode.ASK, EvidenceMode.ASSIST) if args.evidence == "both" else (EvidenceMode(args.evidence),)
+        for evidence in modes:
+            config = AgentConfig(ledger=True, gate=not args.no_gate,
+                                 disabled_predicates=frozenset(args.disable_predicate),
+                                 compact_history=args.compact_history, evidence=evidence)
+            # the paper's gate keeps its label; evidence assist is a configuration of its own in every table
+            assisted = "-assist" if evidence is EvidenceMode.ASSIST and config.gate else ""
+            label = config.label + assisted + ("-compact" if args.compact_history else "")
+            variants.append(AgentVariant(label, config))
     if args.agent in ("fc", "both"):
         variants.append(AgentVariant("fc", AgentConfig(ledger=False, gate=False)))
     return variants

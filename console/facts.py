@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.textview import shorten
+from core.gate import RefusalKind
 
 DECISION_WORDS = {
     "approve": "approved: run it",
@@ -44,6 +45,51 @@ OUTCOME_WORDS = {
 }
 
 
+def refusal_words(refusal: object) -> str:
+    """"needs a read" / "breaks a rule" for a REVISE's recorded kind (GateDecided.refusal, a RefusalKind or its
+    value), in RefusalKind's own words; "" for none (ALLOW, BLOCK, or a trace recorded before kinds)."""
+    value = getattr(refusal, "value", refusal)
+    return RefusalKind(value).label if value in REFUSAL_VALUES else ""
+
+
+REFUSAL_VALUES = frozenset(kind.value for kind in RefusalKind)
+
+
+def verdict_words(verdict: str | None, refusal: object = None) -> str:
+    """A verdict with its kind when it has one: "REVISE · needs a read", "BLOCK", "" (no gate)."""
+    kind = refusal_words(refusal)
+    return f"{verdict} · {kind}" if verdict and kind else (verdict or "")
+
+
+def gate_reads_summary(e: Any) -> str:
+    """The reads the gate made itself before a verdict, from GateDecided.gate_reads ("" when none)."""
+    reads = getattr(e, "gate_reads", None) or []
+    parts = []
+    for read in reads:
+        if read.outcome == "ok":
+            parts.append(read.text)
+        elif read.outcome == "gate_only":
+            parts.append(f"{read.text} (not the customer's: for the gate only, not shown to the model)")
+        else:
+            parts.append(f"{read.text} (failed: {read.detail})")
+    return "the gate read " + "; ".join(parts) + " itself" if parts else ""
+
+
+def read_by_gate(e: Any) -> str:
+    """How a tool result names a read the gate made itself (ToolResultEvent.by/gate_only); "" for any other."""
+    if getattr(e, "by", "") != "gate":
+        return ""
+    return "read by the gate, for its own check only: not shown to the model" if getattr(e, "gate_only", False) \
+        else "read by the gate"
+
+
+def returned_for_read(rows: Any) -> str:
+    """The desk's count of needs-a-read REVISEs that went straight back to the model (no human asked), over its
+    sessions' rows ("" while there are none)."""
+    returned = sum(getattr(row, "returned", 0) for row in rows)
+    return f"  returned for a read {returned}" if returned else ""
+
+
 def words(token: str) -> str:
     """An internal token in plain words (unknown tokens come back with underscores spaced)."""
     if token == "###STOP###":
@@ -65,21 +111,27 @@ def crashed_rules(e: Any) -> list[str]:
 
 
 def verdict_summary(e: Any) -> str:
-    """The gate's verdict in one line: which rules objected, or which passed, and which were skipped."""
+    """The gate's verdict in one line: its kind for a REVISE (needs a read / breaks a rule), which rules objected,
+    or which passed, which were skipped, and the reads the gate made itself."""
     failed = failed_rules(e)
     skipped = disabled_rules(e)
+    kind = refusal_words(getattr(e, "refusal", None))
+    verdict = f"{e.verdict} ({kind})" if kind else e.verdict
     if failed:
-        text = f"{e.verdict}: " + "; ".join(
+        text = f"{verdict}: " + "; ".join(
             f"{r.predicate_id}{' (crashed)' if r.status == 'error' else ''}" for r in failed)
     elif skipped:
         checked = len(e.results) - len(skipped)
-        text = f"{e.verdict}: {checked} rule(s) passed"
+        text = f"{verdict}: {checked} rule(s) passed"
     elif e.results:
-        text = f"{e.verdict}: all {len(e.results)} rule(s) passed"
+        text = f"{verdict}: all {len(e.results)} rule(s) passed"
     else:
-        text = f"{e.verdict}: no rule guards this tool"
+        text = f"{verdict}: no rule guards this tool"
     if skipped:
         text += f"; NOT CHECKED (disabled): {', '.join(skipped)}"
+    reads = gate_reads_summary(e)
+    if reads:
+        text += f"; {reads}"
     return text
 
 

@@ -20,6 +20,7 @@ from console.storage import SessionFolder, new_session_folder
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus
+from core.evidence import EvidenceMode
 from core.gate import GateDecision
 from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, estimate_tokens
 from core.llm.openai_model import OpenAIChatModel
@@ -77,6 +78,9 @@ class SessionSpec:
     # with a task and the scripted agent: simulated errors (core.error_profile), the same draw `eval` makes for
     # trial 0; the agent's name then says so ("scripted-simulated-errors(realistic)") wherever it is shown
     error_profile: str | None = None
+    # Who makes the reads a write lacks (core.evidence): "assist" (the gate) or "ask" (the model, told to);
+    # None: the scenario's own mode if it names one, else assist.
+    evidence: str | None = None
 
     @property
     def label(self) -> str | None:
@@ -169,11 +173,23 @@ class OperatorSupervisor:
         self.pending: PendingReview | None = None
 
     def needs_review(self, decision: GateDecision | None) -> bool:
+        if decision is None:
+            return self._asks(None, None)
+        return self._asks(decision.verdict.value, None if decision.refusal is None else decision.refusal.value)
+
+    def needs_review_of(self, event: Any) -> bool:
+        """`needs_review` for a recorded GateDecided (what the desk counts, from the event)."""
+        return self._asks(event.verdict, getattr(event, "refusal", None))
+
+    def _asks(self, verdict: str | None, refusal: str | None) -> bool:
+        """Whether the mode asks a human about a call with this verdict. A REVISE that only needs a read goes
+        straight back to the model in every mode but "approve writes": the model can make the read, and a
+        human asked to approve a refusal for a missing record would only be a stop."""
         if self.mode is SupervisionMode.AUTOPILOT:
             return False
         if self.mode is SupervisionMode.APPROVE_WRITES:
             return True
-        return decision is not None and decision.verdict.value != "ALLOW"
+        return verdict is not None and verdict != "ALLOW" and refusal != "needs_read"
 
     async def review(self, call: ToolCall, decision: GateDecision | None) -> Resolution:
         if not self.needs_review(decision):
@@ -438,10 +454,10 @@ class LiveSession:
         self._claim = new_session_folder(self.spec.domain, self.spec.label or "chat", self.root)
         self.folder = self._claim.path
         self.backend = await self._open_database(self.folder / "db.sqlite")
-        config = AGENTS[self.spec.agent]
+        scripted = self.scenario.evidence if self.scenario is not None else None
+        config = replace(AGENTS[self.spec.agent], evidence=EvidenceMode.choose(self.spec.evidence, scripted))
         if self.spec.disabled_predicates:
-            config = AgentConfig(ledger=config.ledger, gate=config.gate,
-                                 disabled_predicates=frozenset(self.spec.disabled_predicates))
+            config = replace(config, disabled_predicates=frozenset(self.spec.disabled_predicates))
         self.session = Session(
             domain=self.domain, backend=self.backend, model=self.model, user=self._user(), config=config,
             supervisor=self.supervisor, trace_path=self.folder / "trace.jsonl", bus=self.bus,

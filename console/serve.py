@@ -285,13 +285,14 @@ CONSOLE_MODE = "autopilot"
 
 def desk_only_options_given(args: argparse.Namespace) -> list[str]:
     """The options of supervise's session declaration that `serve` has only for the desk and that were given
-    (every one but --domain and --mode, which the console has too; None is "not given" when serving)."""
+    (every one but --domain, --mode and --evidence, which the console has too; None is "not given" when
+    serving)."""
     from console.supervise_args import add_session_arguments
 
     reference = argparse.ArgumentParser(add_help=False)
     add_session_arguments(reference, serving=True)
     return [action.option_strings[0] for action in reference._actions
-            if action.dest not in ("domain", "mode") and getattr(args, action.dest, None) is not None]
+            if action.dest not in ("domain", "mode", "evidence") and getattr(args, action.dest, None) is not None]
 
 
 def desk_host_options(args: argparse.Namespace, *, model_options: bool = False) -> list[str]:

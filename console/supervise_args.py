@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from console.cli_common import AGENT_NAMES, _default_operator
+from console.cli_common import AGENT_NAMES, _default_operator, add_evidence_argument
 from console.cli_errors import non_negative_float, positive_float, positive_int
 from console.model_args import add_model_arguments
 
@@ -82,6 +82,7 @@ def add_session_arguments(parser: argparse._ActionsContainer, *, serving: bool =
                              + ("; without --supervise: autopilot)" if serving else ")"))
     parser.add_argument("--concurrency", type=positive_int, default=default(8), metavar="N",
                         help="sessions running at once (default: 8)")
+    add_evidence_argument(parser, None)  # the console's own option too (serve): same name, same meaning
     if not serving:
         parser.add_argument("--agent", choices=AGENT_NAMES, default="ledger",
                             help="the agent of the scenario and task sessions (default: ledger)")
@@ -91,8 +92,8 @@ def add_session_arguments(parser: argparse._ActionsContainer, *, serving: bool =
                             help="seconds between steps of each session (default: 0)")
     parser.add_argument("--specs", metavar="FILE",
                         help="JSON lines, one session spec per line (domain, scenario or task, agent, model, "
-                             "base_url, user_model, mode, max_steps, db, disabled_predicates, pace), instead of "
-                             "--domain/--scenarios/--tasks")
+                             "base_url, user_model, mode, max_steps, db, disabled_predicates, pace, evidence), "
+                             "instead of --domain/--scenarios/--tasks")
     parser.add_argument("--amber", type=non_negative_float, default=default(30.0), metavar="SECONDS",
                         help="a pending call turns amber after this long (default: 30)")
     parser.add_argument("--red", type=non_negative_float, default=default(120.0), metavar="SECONDS",

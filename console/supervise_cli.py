@@ -20,6 +20,7 @@ from rich.table import Table
 from console.cli_errors import CliError
 from console.desk.audit import AuditFilter, call_key, describe_outcome, read_audit
 from console.desk_specs import load_specs_file, repeated, scenario_specs
+from console.facts import verdict_words
 from console.live import SessionSpec, SupervisionMode
 from console.model_args import model_settings
 from console.storage import data_root
@@ -33,7 +34,7 @@ def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
     if args.specs:
         if args.domain != "all" or args.scenarios is not None or args.tasks is not None:
             raise CliError("give --specs or --domain/--scenarios/--tasks, not both")
-        specs = load_specs_file(Path(args.specs), mode)
+        specs = load_specs_file(Path(args.specs), mode, args.evidence)
     else:
         if args.user_model and args.tasks is None:
             raise CliError("--user-model plays a task's customer: it needs --tasks")
@@ -42,7 +43,8 @@ def build_specs(args: argparse.Namespace) -> list[SessionSpec]:
         specs = []
         if args.scenarios is not None or args.tasks is None:
             specs += scenario_specs(args.domain, args.scenarios or "all", mode, pace=args.pace,
-                                    model=args.model or "scripted", base_url=args.base_url, agent=args.agent)
+                                    model=args.model or "scripted", base_url=args.base_url, agent=args.agent,
+                                    evidence=args.evidence)
         if args.tasks is not None:
             specs += _task_specs(args, mode)
     if not specs:
@@ -56,7 +58,7 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
 
     base = SessionSpec(scenario=None, mode=mode, agent=args.agent, pace=args.pace, model=args.model or "scripted",
                        base_url=args.base_url, user_model=args.user_model,
-                       error_profile=getattr(args, "error_profile", None))
+                       error_profile=getattr(args, "error_profile", None), evidence=args.evidence)
     text = args.tasks.strip()
     ids: list[str] | str = "all" if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     if not ids:
@@ -168,7 +170,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             waited = record.get("waited_s")
             table.add_row(*(escape(str(v)) for v in (
                 record.get("when", ""), record.get("operator", ""), record.get("session", ""),
-                record.get("tool", ""), record.get("gate_verdict"), ", ".join(record.get("failing_rules") or []),
+                record.get("tool", ""), verdict_words(record.get("gate_verdict"), record.get("gate_refusal")),
+                ", ".join(record.get("failing_rules") or []),
                 record.get("decision", ""), record.get("reason", ""),
                 f"{waited:.1f} s" if isinstance(waited, int | float) else "",
                 _outcome_word(describe_outcome(read.outcomes.get(call_key(record)))))))

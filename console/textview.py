@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from core.gate import RefusalKind
+
 VERDICT_STYLE = {"ALLOW": "bold green", "REVISE": "bold yellow", "BLOCK": "bold red", "ERROR": "bold magenta"}
 
 
@@ -65,6 +67,8 @@ class TranscriptPrinter:
         style = VERDICT_STYLE[e.verdict]
         line = Text("    gate ")
         line.append(f"{e.verdict:<6}", style=style)
+        if getattr(e, "refusal", None):
+            line.append(f" ({RefusalKind(e.refusal).label})", style=style)
         failed = [r for r in e.results if r.status not in ("pass", "disabled")]
         if not failed:
             line.append(f" {len(e.results)} rule(s) passed", style="dim")
@@ -73,6 +77,10 @@ class TranscriptPrinter:
         if e.escalated:
             line.append(" (escalated after repeated REVISE)", style=style)
         self._print(line)
+        for read in getattr(e, "gate_reads", []):
+            how = {"ok": "", "gate_only": " (not the customer's record: for the gate only)"}.get(
+                read.outcome, f" (failed: {read.detail})")
+            self._print(f"      [dim]the gate read {escape(read.text)} itself{escape(how)}[/]")
         for r in failed:
             self._print(f"      [{style}]{escape(r.predicate_id)}[/]: {escape(r.reason)}")
             if r.evidence:
@@ -84,6 +92,15 @@ class TranscriptPrinter:
     def _on_tool_result(self, e: Any) -> None:
         if e.call.requestor == "user":
             self._print(f"  [bold cyan]📱 customer's phone:[/] {escape(format_call(e.call.name, e.call.arguments))}")
+        if getattr(e, "by", "") == "gate":
+            write = self._unshown.get(e.for_call or "")
+            if write is not None:  # the write the gate reads for, first: the read belongs to its judgement
+                self._show_call(write)
+            shown = "(another customer's record: not shown to the model)" if e.gate_only else shorten(e.content, 90)
+            self._print(f"    [dim]⤷ read by the gate: {escape(format_call(e.call.name, e.call.arguments))}[/]")
+            failed = f"    [red]✗ {escape(shorten(e.content, 200))}[/]"
+            self._print(f"    [green]←[/] {escape(shown)}" if e.ok else failed)
+            return
         self._show_call(e.call)
         if e.outcome == "ok":
             self._print(f"    [green]←[/] {escape(shorten(e.content, 110))}")
@@ -100,7 +117,9 @@ class TranscriptPrinter:
 
     def _on_ledger_staled(self, e: Any) -> None:
         if self.show_ledger:
-            self._print(f"    [dim]ledger stale (re-read before relying on): {escape(', '.join(e.paths))}[/]")
+            fields = getattr(e, "fields", {})
+            shown = ", ".join(f"{p} ({', '.join(fields[p])})" if p in fields else p for p in e.paths)
+            self._print(f"    [dim]ledger stale (re-read before relying on): {escape(shown)}[/]")
 
     def _on_environment_synced(self, e: Any) -> None:
         self._print(f"    [dim]sync (line ↔ phone): {escape('; '.join(e.changes))}[/]")

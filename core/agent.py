@@ -12,6 +12,7 @@ from typing import Any
 
 from core.domain import Domain
 from core.events import AssistantTurnEvent, CallInfo, EventBus, LedgerUpdated, ModelRetry
+from core.evidence import EvidenceMode
 from core.executor import CallExecutor, CallOutcome, utc_now
 from core.gate import PolicyGate
 from core.ledger import Ledger, render_value
@@ -45,6 +46,8 @@ class AgentConfig:
     # Ledger agent only: a read result the ledger holds is sent as a short reference to its ledger path(s)
     # instead of in full, so the prompt carries each record once (in the ledger block), not once per read.
     compact_history: bool = False
+    # Who makes the reads a write's rules lack: the model, told to (ASK, the paper), or the gate (ASSIST).
+    evidence: EvidenceMode = EvidenceMode.ASK
 
     @property
     def label(self) -> str:
@@ -82,7 +85,8 @@ class Agent:
                                 disabled=self.config.disabled_predicates, path_map=domain.path_map)
                      if self.config.gate else None)
         self.executor = CallExecutor(domain, backend, bus, ledger=self.ledger if tracks_state else None,
-                                     gate=self.gate, supervisor=supervisor, clock=clock)
+                                     gate=self.gate, supervisor=supervisor, clock=clock,
+                                     evidence=self.config.evidence)
         self.history: list[dict[str, Any]] = []
         self.usage = Usage()
         self._tools = [spec.openai_schema() for spec in domain.agent_tools()]

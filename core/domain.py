@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from core.evidence import EvidenceReads
 from core.gate import GateContext, Predicate
 from core.ledger import LedgerReader, PathMap
 from core.tools import Requestor, ToolKind, ToolSpec
@@ -78,6 +79,8 @@ class Domain:
     # House rules (rules our policy adds, labelled "house rule", REVISE at most) are on unless a domain is
     # built with this off; then every gate over it starts with them disabled, shown as switched off.
     house_rules: bool = True
+    # The reads the gate may make itself (`--evidence assist`), declared next to the path map (core.evidence).
+    evidence_reads: EvidenceReads = field(default_factory=EvidenceReads)
 
     def __post_init__(self) -> None:
         problems = _namespace_problems(self.tools, self.path_map)

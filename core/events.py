@@ -66,6 +66,7 @@ class SessionStarted(_Event):
     predicates: list[str] = []
     disabled_predicates: list[str] = []
     rules_version: str | None = None  # hash of the predicates' source when the console reloaded them
+    evidence: str = "ask"  # who makes the reads a write lacks: "ask" (the model, told to) or "assist" (the gate)
 
 
 class MessageSent(_Event):
@@ -92,6 +93,21 @@ class PredicateResultInfo(BaseModel):
     reason: str
     evidence: list[str]
     policy: str
+    missing: list[str] = []  # status "missing": the absent or stale paths (what a read would supply)
+
+
+class GateReadInfo(BaseModel):
+    """One read the gate made itself before this verdict (evidence assist), as the verdict names it.
+
+    `outcome`: "ok" (absorbed into the ledger, shown to the model like any read), "gate_only" (another
+    customer's record: evidence for this verdict only, never shown to the model) or "error" (the read
+    failed; `detail` says how, and the write stays REVISE)."""
+
+    model_config = ConfigDict(frozen=True)
+    call_id: str
+    text: str  # the read as feedback writes a call: get_order_details(order_id="#W1")
+    outcome: Literal["ok", "gate_only", "error"]
+    detail: str = ""
 
 
 class GateDecided(_Event):
@@ -103,22 +119,31 @@ class GateDecided(_Event):
     escalated: bool = False
     repeated: bool = False
     ledger_version: int = 0
+    # A REVISE's kind (core.gate.RefusalKind): "needs_read" (only missing or stale evidence) or "breaks_rule";
+    # None for ALLOW and BLOCK. Recorded, so every screen words the kind from the event, never re-derives it.
+    refusal: Literal["needs_read", "breaks_rule"] | None = None
+    gate_reads: list[GateReadInfo] = []  # the reads the gate made itself for this verdict, in order
 
     @classmethod
     def of(cls, decision: GateDecision, step: int) -> GateDecided:
+        refusal = decision.refusal
         return cls(
             step=step,
             call=CallInfo.of(decision.call),
             verdict=decision.verdict.value,
             results=[
                 PredicateResultInfo(predicate_id=r.predicate_id, status=r.status.value, verdict=r.verdict.value,
-                                    reason=r.reason, evidence=list(r.evidence), policy=r.policy)
+                                    reason=r.reason, evidence=list(r.evidence), policy=r.policy,
+                                    missing=list(r.missing))
                 for r in decision.results
             ],
             feedback=decision.feedback,
             escalated=decision.escalated,
             repeated=decision.repeated,
             ledger_version=decision.ledger_version,
+            refusal=None if refusal is None else refusal.value,
+            gate_reads=[GateReadInfo.model_validate({"call_id": r.call_id, "text": r.text, "outcome": r.outcome,
+                                                     "detail": r.detail}) for r in decision.gate_reads],
         )
 
 
@@ -134,6 +159,7 @@ class SupervisorDecided(_Event):
     reason: str = ""
     edited_arguments: dict[str, Any] | None = None
     waited_s: float | None = None  # how long the call waited for this human (None: not measured)
+    gate_refusal: Literal["needs_read", "breaks_rule"] | None = None  # the kind of the REVISE decided on
 
 
 class ToolResultEvent(_Event):
@@ -145,6 +171,11 @@ class ToolResultEvent(_Event):
     outcome: Literal["ok", "error", "invalid", "rejected", "vetoed", "undecided"]
     content: str  # exactly what the model was given
     result: Any = None
+    # A read the gate made itself (evidence assist): by "gate", for the write `for_call`. `gate_only`: another
+    # customer's record, evidence for that one verdict, never absorbed into the ledger nor shown to the model.
+    by: Literal["", "gate"] = ""
+    for_call: str | None = None
+    gate_only: bool = False
 
 
 class LedgerUpdated(_Event):
@@ -163,6 +194,7 @@ class LedgerStaled(_Event):
     tool: str
     paths: list[str]
     version: int
+    fields: dict[str, list[str]] = {}  # a partly stale path -> the fields the write can have changed
 
 
 class EnvironmentSynced(_Event):

@@ -9,6 +9,14 @@ gated (the gate guards the agent's writes; a customer toggling their own phone n
 never reviewed by the supervisor. A call whose requestor does not match its tool's is refused as unknown,
 so the agent cannot reach a phone tool and the user proxy cannot reach an agent tool.
 
+Evidence assist (`EvidenceMode.ASSIST`, core.evidence): when the only objections to a write are missing or
+stale evidence the domain declares the gate may read, the executor makes those reads itself before anyone
+reviews the write, absorbs them (provenance: read by the gate; events `ToolResultEvent(by="gate")`), and
+judges again; one `GateDecided` records the verdict the write got and the reads it took (`gate_reads`). The
+write's result tells the model which reads the gate made, and the records reach it in the ledger block
+like any read. A record that is not the customer's is judged but never absorbed (`gate_only`). A read that
+fails is recorded as failed, named in the result, and the write stays REVISE.
+
 After every executed call the backend's `sync()` hook runs, when it has one: tau2-bench's
 `Environment.get_response` syncs after every tool call, which also covers its orchestrator's sync after
 every step (between calls nothing else changes the state). What changed is recorded as one
@@ -34,8 +42,9 @@ from core.events import (
     SupervisorDecided,
     ToolResultEvent,
 )
-from core.gate import GateDecision, PolicyGate, Verdict
-from core.ledger import Ledger
+from core.evidence import MAX_GATE_READS, MAX_ROUNDS, EvidenceMode, PlannedRead, PrivateOverlay
+from core.gate import GateDecision, GateReadRecord, PolicyGate, RefusalKind, Verdict
+from core.ledger import READ_BY_GATE, Ledger, LedgerEntry
 from core.strict_json import value_problem
 from core.supervisor import Autopilot, Decision, Supervisor, Undecided
 from core.tools import (
@@ -88,7 +97,7 @@ class CallOutcome:
 class CallExecutor:
     def __init__(self, domain: Domain, backend: ToolBackend, bus: EventBus, *, ledger: Ledger | None,
                  gate: PolicyGate | None, supervisor: Supervisor | None = None,
-                 clock: Callable[[], str] = utc_now) -> None:
+                 clock: Callable[[], str] = utc_now, evidence: EvidenceMode = EvidenceMode.ASK) -> None:
         self.domain = domain
         self.backend = backend
         self.bus = bus
@@ -96,6 +105,7 @@ class CallExecutor:
         self.gate = gate
         self.supervisor: Supervisor = supervisor or Autopilot()
         self.clock = clock
+        self.evidence = evidence
 
     async def execute(self, call: ToolCall, step: int) -> CallOutcome:
         call = call.hardened()  # NaN, a lone surrogate or deep nesting: refused below as unparseable
@@ -115,17 +125,19 @@ class CallExecutor:
 
     async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
         for _ in range(MAX_EDITS):
-            decision = self._judge(call, step)
+            decision = await self._judge(call, step)
+            note = gate_read_note(decision)
             try:
                 resolution = await self.supervisor.review(call, decision)
             except Undecided as nobody:  # asked, never answered: not run, and no decision on record
-                return self._refuse(call, step, ToolKind.WRITE, "undecided", f"NOT EXECUTED: {nobody.message}",
+                return self._refuse(call, step, ToolKind.WRITE, "undecided", f"{note}NOT EXECUTED: {nobody.message}",
                                     decision)
             unfit = None if resolution.arguments is None else value_problem(dict(resolution.arguments))
             if resolution.is_human:
                 self.bus.emit(SupervisorDecided(
                     step=step, call=CallInfo.of(call),
                     gate_verdict=None if decision is None else decision.verdict.value,
+                    gate_refusal=None if decision is None or decision.refusal is None else decision.refusal.value,
                     decision=resolution.decision.value, who=resolution.who, when=self.clock(),
                     reason=resolution.reason, waited_s=resolution.waited_s,
                     edited_arguments=None if resolution.arguments is None or unfit is not None
@@ -147,40 +159,124 @@ class CallExecutor:
             if resolution.decision is Decision.VETO:
                 text = resolution.reason or "no reason given"
                 return self._refuse(call, step, ToolKind.WRITE, "vetoed",
-                                    f"NOT EXECUTED: a human supervisor vetoed {call.name}: {text}", decision)
+                                    f"{note}NOT EXECUTED: a human supervisor vetoed {call.name}: {text}", decision)
             allowed = decision is None or decision.verdict is Verdict.ALLOW
             if resolution.decision is Decision.ACCEPT_VERDICT and not allowed:
                 assert decision is not None
-                return self._refuse(call, step, ToolKind.WRITE, "rejected", decision.feedback, decision)
+                return self._refuse(call, step, ToolKind.WRITE, "rejected", note + decision.feedback, decision)
             if allowed or resolution.decision is Decision.FORCE_ALLOW:
-                return await self._run(call, ToolKind.WRITE, step, decision)
+                return await self._run(call, ToolKind.WRITE, step, decision, note)
             assert decision is not None
-            return self._refuse(call, step, ToolKind.WRITE, "rejected", decision.feedback, decision)
+            return self._refuse(call, step, ToolKind.WRITE, "rejected", note + decision.feedback, decision)
         return self._refuse(call, step, ToolKind.WRITE, "vetoed",
                             f"NOT EXECUTED: {call.name} was edited {MAX_EDITS} times without a decision.")
 
-    def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
+    async def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
         if self.gate is None or self.ledger is None:
             return None
-        decision = self.gate.evaluate(call, self.ledger, self.domain.context(self.ledger))
+        ctx = self.domain.context(self.ledger)
+        decision = self.gate.evaluate(call, self.ledger, ctx)
+        if (self.evidence is EvidenceMode.ASSIST and decision.refusal is RefusalKind.NEEDS_READ
+                and not decision.repeated):
+            decision = await self._assist(call, step, decision)
         self.bus.emit(GateDecided.of(decision, step))
         return decision
 
-    async def _run(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None) -> CallOutcome:
+    async def _assist(self, call: ToolCall, step: int, decision: GateDecision) -> GateDecision:
+        """Evidence assist: read what the rules lack (as declared by the domain), then judge again.
+
+        Bounded: MAX_ROUNDS judgements and MAX_GATE_READS reads per proposed write; a round whose reads all
+        failed, or that would read again what was read already, ends it. The gate's anti-loop memory keeps
+        only the last judgement (one proposal is one decision for REVISE streaks and repeats)."""
+        assert self.gate is not None and self.ledger is not None
+        ctx = self.domain.context(self.ledger)
+        private: dict[str, LedgerEntry] = {}
+        records: list[GateReadRecord] = []
+        for _ in range(MAX_ROUNDS):
+            planned = self.domain.evidence_reads.plan(decision, PrivateOverlay(self.ledger, private), ctx,
+                                                      tried=[r.text for r in records],
+                                                      budget=MAX_GATE_READS - len(records))
+            if not planned:
+                break
+            supplied = False
+            # the round's reads run together (they are independent); what they returned is then taken in the
+            # planned order, so the events, the ledger and the trace are the same whatever finished first
+            fetched = await asyncio.gather(*(self._fetch(read) for read in planned))
+            for read, got in zip(planned, fetched, strict=True):
+                record = self._gate_read(read, got, call, step, len(records) + 1, private)
+                records.append(record)
+                supplied |= record.outcome != "error"
+            if not supplied:
+                break
+            self.gate.forget_last()
+            decision = self.gate.evaluate(call, PrivateOverlay(self.ledger, private) if private else self.ledger,
+                                          ctx)
+            if decision.refusal is not RefusalKind.NEEDS_READ:
+                break
+        return replace(decision, gate_reads=tuple(records)) if records else decision
+
+    async def _fetch(self, read: PlannedRead) -> Any:
+        """What the read returns, or why it could not be made (a ToolError, or the arguments' problems)."""
+        spec = self.domain.tool(read.rule.tool)
+        problems = ["no such read tool"] if spec is None or spec.kind is not ToolKind.READ else \
+            validate_arguments(spec, read.arguments)
+        if problems:
+            return ToolError("invalid arguments: " + "; ".join(problems))
+        try:
+            return await self.backend.call(read.rule.tool, dict(read.arguments))
+        except ToolError as exc:
+            return exc
+
+    def _gate_read(self, read: PlannedRead, result: Any, write: ToolCall, step: int, number: int,
+                   private: dict[str, LedgerEntry]) -> GateReadRecord:
+        """One read by the gate for `write`, once made: absorbed (or kept private: another customer's record)."""
+        assert self.ledger is not None
+        call = ToolCall(f"{write.id}~gate{number}", read.rule.tool, dict(read.arguments))
+        info = CallInfo.of(call)
+        if isinstance(result, ToolError):
+            return self._gate_read_failed(info, step, write, read, result.message)
+        customer = self.domain.context(self.ledger).customer_id
+        owner = None if read.rule.owner is None else read.rule.owner(result, self.ledger)
+        if owner is not None and owner != customer:
+            private.update(self.ledger.preview(call, result, step, by=READ_BY_GATE))
+            self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
+                                          outcome="ok", content="", result=result, by=READ_BY_GATE,
+                                          for_call=write.id, gate_only=True))
+            return GateReadRecord(call.id, read.text, "gate_only",
+                                  "not the customer's record: used by the gate, not shown to the model")
+        self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
+                                      outcome="ok", content=format_tool_result(result), result=result,
+                                      by=READ_BY_GATE, for_call=write.id))
+        absorbed = self.ledger.absorb(call, result, step, by=READ_BY_GATE)
+        if absorbed.touched:
+            self.bus.emit(LedgerUpdated(step=step, call_id=call.id, tool=call.name, added=list(absorbed.added),
+                                        changed=list(absorbed.changed), refreshed=list(absorbed.refreshed),
+                                        version=self.ledger.version))
+        return GateReadRecord(call.id, read.text, "ok", ", ".join(absorbed.touched))
+
+    def _gate_read_failed(self, info: CallInfo, step: int, write: ToolCall, read: PlannedRead,
+                          message: str) -> GateReadRecord:
+        self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=False,
+                                      outcome="error", content=f"Error: {message}", by=READ_BY_GATE,
+                                      for_call=write.id))
+        return GateReadRecord(info.id, read.text, "error", message)
+
+    async def _run(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
+                   note: str = "") -> CallOutcome:
         try:
             if kind is ToolKind.WRITE:
                 result = await self._finish_write(call)
             else:
                 result = await self.backend.call(call.name, call.arguments)
         except ToolError as exc:
-            return self._failed(call, kind, step, decision, exc)
+            return self._failed(call, kind, step, decision, exc, note)
         except _StoppedAfterWrite as stopped:  # the session was stopped while this write ran; it has finished
             if isinstance(stopped.result, ToolError):
-                self._failed(call, kind, step, decision, stopped.result)
+                self._failed(call, kind, step, decision, stopped.result, note)
             else:
-                self._succeeded(call, kind, step, decision, stopped.result)
+                self._succeeded(call, kind, step, decision, stopped.result, note)
             raise asyncio.CancelledError() from None
-        outcome = self._succeeded(call, kind, step, decision, result)
+        outcome = self._succeeded(call, kind, step, decision, result, note)
         await sync_environment(self.backend, self.bus, step)
         return outcome
 
@@ -204,15 +300,15 @@ class CallExecutor:
             raise _StoppedAfterWrite(result) from None
 
     def _failed(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
-                exc: ToolError) -> CallOutcome:
-        content = f"Error: {exc.message}"
+                exc: ToolError, note: str = "") -> CallOutcome:
+        content = f"{note}Error: {exc.message}"
         self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True,
                                       ok=False, outcome="error", content=content))
         return CallOutcome(call, kind, "ERROR", True, False, "error", content, None, decision)
 
     def _succeeded(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
-                   result: Any) -> CallOutcome:
-        content = format_tool_result(result)
+                   result: Any, note: str = "") -> CallOutcome:
+        content = note + format_tool_result(result)
         self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(call), kind=kind.value, executed=True, ok=True,
                                       outcome="ok", content=content, result=result))
         if self.ledger is not None:
@@ -226,9 +322,18 @@ class CallExecutor:
                 staled = self.ledger.mark_stale(call, step, result=result)
                 if staled:
                     self.bus.emit(LedgerStaled(step=step, call_id=call.id, tool=call.name, paths=staled,
-                                               version=self.ledger.version))
+                                               version=self.ledger.version, fields=self._stale_fields(staled)))
         verdict = "ALLOW" if decision is None else decision.verdict.value
         return CallOutcome(call, kind, verdict, True, True, "ok", content, result, decision)
+
+    def _stale_fields(self, paths: list[str]) -> dict[str, list[str]]:
+        assert self.ledger is not None
+        fields: dict[str, list[str]] = {}
+        for path in paths:
+            entry = self.ledger.entry(path)
+            if entry is not None and entry.stale is not None and entry.stale.fields is not None:
+                fields[path] = sorted(entry.stale.fields)
+        return fields
 
     def _refuse(self, call: ToolCall, step: int, kind: ToolKind | None, outcome: OutcomeKind, content: str,
                 decision: GateDecision | None = None) -> CallOutcome:
@@ -246,3 +351,22 @@ class _StoppedAfterWrite(Exception):
     def __init__(self, result: Any) -> None:
         super().__init__("stopped after a write")
         self.result = result
+
+
+def gate_read_note(decision: GateDecision | None) -> str:
+    """The line that tells the model which reads the gate made itself before judging its write ("" if none).
+
+    The records themselves reach the model in the ledger block, like any read; a record that is not the
+    customer's is named as read but never shown."""
+    if decision is None or not decision.gate_reads:
+        return ""
+    lines = []
+    for read in decision.gate_reads:
+        if read.outcome == "ok":
+            lines.append(f"NOTE: before judging this call the gate read {read.text} itself (now in the ledger).")
+        elif read.outcome == "gate_only":
+            lines.append(f"NOTE: the gate read {read.text} for its own check; it is not the customer's record "
+                         "and is not shown.")
+        else:
+            lines.append(f"NOTE: the gate tried to read {read.text} itself and it failed: {read.detail}")
+    return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -105,19 +105,24 @@ class LedgerView:
         if entry is None:
             return None
         if entry.stale is not None:
-            raise EvidenceUnavailable(path, stale_by=f"{entry.stale.tool} at step {entry.stale.step}")
+            raise EvidenceUnavailable(path, stale_by=entry.stale.describe())
         return entry.value
 
     def get(self, path: str) -> JSON:
-        """The value at `path`, or None when it was never observed. Stale entries raise."""
+        """The value at `path`, or None when it was never observed. Stale entries raise; a partly stale record
+        (a write could change only some of its fields) is returned as a read-only mapping that raises when a
+        rule reads one of those fields, so a rule that needs only the rest judges without a re-read."""
         # `_note` and `_fresh` inlined: every rule reads through here, several times per decision
         if path not in self.evidence:
             self.evidence.append(path)
         entry = self._reader.entry(path)
         if entry is None:
             return None
-        if entry.stale is not None:
-            raise EvidenceUnavailable(path, stale_by=f"{entry.stale.tool} at step {entry.stale.step}")
+        stale = entry.stale
+        if stale is not None:
+            if stale.fields is not None and isinstance(entry.value, Mapping):
+                return PartlyStale(entry.value, _field_tree(stale.fields), path, stale.describe())
+            raise EvidenceUnavailable(path, stale_by=stale.describe())
         return entry.value
 
     def has(self, path: str) -> bool:
@@ -132,6 +137,8 @@ class LedgerView:
             raise EvidenceUnavailable(path, stale_by=stale.stale_by, hint=hint) from None
         if value is None:
             raise EvidenceUnavailable(path, hint=hint)
+        if hint and isinstance(value, PartlyStale):
+            return value.with_hint(hint)
         return value
 
     def need(self, path: str, read_call: str, note: str = "") -> JSON:
@@ -142,6 +149,8 @@ class LedgerView:
             value = self.get(path)
         except EvidenceUnavailable:
             value = None  # stale: `require` below says so, with the hint
+        if isinstance(value, PartlyStale):
+            return value.with_hint(f"Read it with {read_call}{note}")
         if value is not None:
             return value
         return self.require(path, hint=f"Read it with {read_call}{note}")  # raises, with the hint
@@ -161,10 +170,16 @@ class LedgerView:
             self._note(pattern)
         return paths
 
-    def effects(self, tool: str) -> tuple[Effect, ...]:
-        """What this session's executed `tool` calls returned (fed only by successful writes' returns)."""
+    def effects(self, tool: str, *more: str) -> tuple[Effect, ...]:
+        """What this session's executed calls of `tool` (and `more`) returned, in the order they ran (fed only
+        by successful writes' own returns)."""
         self._note(f"{EFFECTS_NAMESPACE}.{tool}")
-        return self._reader.effects(tool)
+        if not more:
+            return self._reader.effects(tool)
+        for other in more:
+            self._note(f"{EFFECTS_NAMESPACE}.{other}")
+        tools = {tool, *more}
+        return tuple(e for e in self._reader.effects() if e.tool in tools)
 
     def glob(self, pattern: str) -> dict[str, JSON]:
         """Every fresh entry matching `pattern`; a stale match raises (never decide on stale data)."""
@@ -175,6 +190,68 @@ class LedgerView:
             self._note(path)
             self._fresh(path)
         return matches
+
+
+FieldTree = Mapping[str, "FieldTree | None"]  # key -> None (stale) or the stale fields below it
+
+
+def _field_tree(fields: Iterable[str]) -> FieldTree:
+    """Dotted field names as a tree: {"payment_methods": {"gift_card_1": {"balance": None}}}."""
+    tree: dict[str, Any] = {}
+    for name in sorted(fields, key=len):
+        node = tree
+        parts = name.split(".")
+        for part in parts[:-1]:
+            below = node.get(part, {})
+            if below is None:  # a shorter name already stales this whole subtree
+                break
+            node = node.setdefault(part, below)
+        else:
+            node[parts[-1]] = None
+    return tree
+
+
+class PartlyStale(Mapping[str, Any]):
+    """A record some of whose fields a write may have changed since it was read: reading one of them raises
+    EvidenceUnavailable (a REVISE asking to read the record again), every other field reads as observed.
+
+    Read-only and not a dict on purpose: `dict(...)`, `.items()`, `==` and the like go through `__getitem__`,
+    so they cannot see a stale field without raising either (fail closed). Membership raises only for a key
+    that is itself stale (a write may add or remove such a key: a certificate spent, a card added); a
+    write that adds keys under a field declares that whole field."""
+
+    __slots__ = ("_by", "_hint", "_path", "_stale", "_value")
+
+    def __init__(self, value: Mapping[str, Any], stale: FieldTree, path: str, stale_by: str, hint: str = "") -> None:
+        self._value, self._stale, self._path, self._by, self._hint = value, stale, path, stale_by, hint
+
+    def with_hint(self, hint: str) -> PartlyStale:
+        """The same record, naming the read that refreshes it when a stale field is read (`LedgerView.need`)."""
+        return PartlyStale(self._value, self._stale, self._path, self._by, hint)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._value[key]
+        if key not in self._stale:
+            return value
+        below = self._stale[key]
+        if below is not None and isinstance(value, Mapping):
+            return PartlyStale(value, below, self._path, self._by, self._hint)
+        raise EvidenceUnavailable(self._path, stale_by=self._by, hint=self._hint)
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._stale and self._stale[key] is None:  # type: ignore[index]
+            # removed or added since: unknown
+            raise EvidenceUnavailable(self._path, stale_by=self._by, hint=self._hint)
+        return key in self._value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._value)
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __repr__(self) -> str:
+        return f"PartlyStale({self._path}, stale since {self._by})"
 
 
 CheckFn = Callable[[ToolCall, LedgerView, GateContext], Outcome]
@@ -301,6 +378,7 @@ class PredicateResult:
     reason: str
     evidence: tuple[str, ...]
     policy: str
+    missing: tuple[str, ...] = ()  # status MISSING: the paths that were absent or stale (what a read supplies)
 
     @property
     def failed(self) -> bool:
@@ -314,8 +392,20 @@ class PredicateResult:
         gate's own cost per rule. The fields go straight into the new instance's dict, in field order."""
         result = object.__new__(cls)
         result.__dict__.update(predicate_id=predicate_id, status=Status.PASS, verdict=Verdict.ALLOW, reason=note,
-                               evidence=evidence, policy=policy)
+                               evidence=evidence, policy=policy, missing=())
         return result
+
+
+@dataclass(frozen=True)
+class GateReadRecord:
+    """A read the gate made itself before a verdict (core.evidence): its call id and text, and whether it was
+    absorbed ("ok"), kept as evidence for the gate only ("gate_only": another customer's record) or failed
+    ("error", with the tool's message in `detail`)."""
+
+    call_id: str
+    text: str
+    outcome: str
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -327,6 +417,7 @@ class GateDecision:
     ledger_version: int
     escalated: bool = False
     repeated: bool = False
+    gate_reads: tuple[GateReadRecord, ...] = ()  # the reads the gate made itself before this verdict
 
     @property
     def failed(self) -> tuple[PredicateResult, ...]:
@@ -343,6 +434,16 @@ class GateDecision:
         for result in self.results:
             for path in result.evidence:
                 seen.setdefault(path, None)
+        return tuple(seen)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The absent or stale paths the objecting rules asked for, in rule order (what a read would supply)."""
+        seen: dict[str, None] = {}
+        for result in self.results:
+            if result.status is Status.MISSING:
+                for path in result.missing:
+                    seen.setdefault(path, None)
         return tuple(seen)
 
 
@@ -386,12 +487,13 @@ def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], s
         reason = f"{shown} may have changed since {stale_by}; read it again before this call"
     else:
         reason = f"this rule needs {shown}, which has not been observed; read it first"
-    suggestions = [s for s in (path_map.suggest_read(p) if path_map else None for p in paths) if s]
-    if suggestions and not hint:
+    suggestions = [] if hint or path_map is None else [s for s in map(path_map.suggest_read, paths) if s]
+    if suggestions:
         reason += f" (e.g. {', '.join(suggestions)})"
     if hint:
         reason += f". {hint}"
-    return PredicateResult(pred.id, Status.MISSING, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
+    return PredicateResult(pred.id, Status.MISSING, Verdict.REVISE, reason, tuple(view.evidence), pred.policy,
+                           tuple(paths))
 
 
 def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResult], escalated: bool,
@@ -399,8 +501,12 @@ def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResul
     if verdict is Verdict.ALLOW:
         return ""
     lines: list[str] = []
+    kind = refusal_kind(verdict, results)
     if verdict is Verdict.BLOCK:
         lines.append(f"BLOCK: the action {call.name} was NOT executed and is refused by policy.")
+    elif kind is RefusalKind.NEEDS_READ:
+        lines.append(f"REVISE ({kind.label}): {call.name} was NOT executed because its rules need records that "
+                     "have not been read, or may have changed since.")
     else:
         lines.append(f"REVISE: {call.name} was NOT executed because it conflicts with the policy or the "
                      "observed state.")
@@ -421,6 +527,8 @@ def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResul
                      "refused. Do not retry it; explain the policy to the customer or transfer.")
     elif verdict is Verdict.BLOCK:
         lines.append("Do not retry this action; explain to the customer why it cannot be done.")
+    elif kind is RefusalKind.NEEDS_READ:
+        lines.append("Read the records named, then propose the call again.")
     else:
         lines.append("Correct the arguments or read the missing state, then propose the call again.")
     return "\n".join(lines)
@@ -447,6 +555,8 @@ class PolicyGate:
         # tool name -> call signature -> (ledger version, decision): by tool first, so a call of a tool with
         # nothing rejected never serialises its arguments to look itself up
         self._rejected: dict[str, dict[str, tuple[int, GateDecision]]] = {}
+        # what the last evaluate changed in that memory, for `forget_last`
+        self._undo: tuple[dict[str, int], str, dict[str, tuple[int, GateDecision]] | None] | None = None
 
     def reset(self) -> None:
         self._streak.clear()
@@ -468,7 +578,23 @@ class PolicyGate:
         finally:
             self._streak, self._rejected = saved
 
+    def forget_last(self) -> None:
+        """Undo what the last `evaluate` added to the anti-loop memory.
+
+        For a decision that is judged again at once, with evidence the gate read itself: one proposal is one
+        decision for the REVISE streaks and the repeat memory, however many passes it took."""
+        if self._undo is not None:
+            streak, tool, rejected = self._undo
+            self._streak = streak
+            if rejected is None:
+                self._rejected.pop(tool, None)
+            else:
+                self._rejected[tool] = rejected
+            self._undo = None
+
     def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
+        remembered = self._rejected.get(call.name)
+        self._undo = (dict(self._streak), call.name, None if remembered is None else dict(remembered))
         version = int(getattr(ledger, "version", 0))
         # The signature serialises every argument: it is computed at most once per decision, and not at all
         # while no call of this tool is remembered as rejected (an ALLOW then has nothing to look up or forget).

@@ -1,9 +1,13 @@
 """The ledger: observed state, stored at canonical paths by a fixed per-domain path map.
 
-Only successful READ returns are absorbed (observe, don't assume). A successful WRITE marks the paths it
-touches stale; a stale entry is still shown to the model but is never used as evidence by the gate until
-it has been read again. Every entry remembers which call put it there, so the console can show
-provenance and a verdict can cite exactly what it relied on.
+Only successful READ returns are absorbed (observe, don't assume). A successful WRITE marks stale exactly
+what its declaration (`WriteEffect`, next to the domain's path map) says it can change: the paths, and,
+where the write can change only part of a record (a gift card's balance in a profile, the bill list of a
+customer), just those fields. A stale entry is still shown to the model but is never used as evidence by
+the gate until it has been read again; a partly stale one still answers for every field the write could
+not have changed. What a write cannot have changed simply stays fresh: its return is never taken as state.
+Every entry remembers which call put it there (and whether the gate read it itself, `Provenance.by`), so
+the console can show provenance and a verdict can cite exactly what it relied on.
 
 Two records sit beside the current entries, because some rules are about the past, not the present:
 
@@ -28,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from core.tools import ToolCall, call_text
 
@@ -42,25 +46,46 @@ class TemplateError(ValueError):
     """A path template names a value the call or result does not have."""
 
 
+READ_BY_GATE: Final = "gate"  # Provenance.by of a read the gate made itself (evidence assist)
+
+
 @dataclass(frozen=True)
 class Provenance:
     call_id: str
     tool: str
     arguments: Mapping[str, Any]
     step: int
+    by: str = ""  # "" the agent's (or the customer's) own call; READ_BY_GATE a read the gate made itself
 
     def describe(self) -> str:
         args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(self.arguments.items()))
-        return f"{self.tool}({args}) at step {self.step}"
+        who = ", read by the gate" if self.by == READ_BY_GATE else ""
+        return f"{self.tool}({args}) at step {self.step}{who}"
 
 
 @dataclass(frozen=True)
 class Staleness:
-    """Why an entry may no longer match the world: a write that ran after it was read."""
+    """Why an entry may no longer match the world: a write that ran after it was read.
+
+    `fields`: the (dotted) fields of the record that write can have changed; None means the whole record.
+    Later writes widen it; the first write after the read stays the one named ("stale since")."""
 
     tool: str
     call_id: str
     step: int
+    fields: frozenset[str] | None = None
+
+    def describe(self) -> str:
+        where = "" if self.fields is None else f" ({', '.join(sorted(self.fields))})"
+        return f"{self.tool} at step {self.step}{where}"
+
+    def widened(self, fields: frozenset[str] | None) -> Staleness:
+        """This staleness after another write that can change `fields` (None: the whole record)."""
+        if self.fields is None:
+            return self
+        if fields is None:
+            return replace(self, fields=None)
+        return self if fields <= self.fields else replace(self, fields=self.fields | fields)
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,16 @@ class LedgerEntry:
     @property
     def is_stale(self) -> bool:
         return self.stale is not None
+
+    def fresh_at(self, field: str) -> bool:
+        """Whether the (dotted) `field` of this record is as observed: the entry is fresh, or only other fields
+        of it may have changed since it was read."""
+        stale = self.stale
+        if stale is None:
+            return True
+        if stale.fields is None:
+            return False
+        return not any(f == field or f.startswith(field + ".") or field.startswith(f + ".") for f in stale.fields)
 
     @cached_property
     def element_texts(self) -> tuple[str, ...] | None:
@@ -213,18 +248,38 @@ class PathRule:
     note: str = ""
 
 
+EffectCondition = Callable[[ToolCall, LedgerReader], bool]
+EffectPaths = Callable[[ToolCall, LedgerReader], Iterable[str]]
+EffectFields = Callable[[ToolCall, LedgerReader], Iterable[str] | None]  # None: the whole record
+
+
 @dataclass(frozen=True)
-class StaleRule:
-    """Which ledger paths (templates over the write's arguments, globs allowed) a successful write touches."""
+class WriteEffect:
+    """What a successful `tool` call can change, declared next to the path map that says where reads land.
+
+    `paths`: ledger path templates over the write's arguments (globs allowed), or a function of the call and
+    the ledger for paths only observed records can name (the owner of an order, a customer's Draft bill).
+    `fields`: when given, only these dotted fields (templates over the arguments) of those records can
+    change; a field that cannot be filled makes the whole record stale. `when`: the condition (on the
+    arguments, and on what the ledger observed) under which the write changes them at all. A write's effects
+    are the union of its rules whose condition holds. A condition that needs a record the ledger does not
+    hold fresh must answer True: what cannot be ruled out may have changed. The declarations are guarded by
+    a test that runs every write on the domain's data and compares the database diff with them."""
 
     tool: str
-    paths: tuple[str, ...]
+    paths: tuple[str, ...] | EffectPaths
+    fields: tuple[str, ...] | EffectFields | None = None
+    when: EffectCondition | None = None
+    note: str = ""
+
+
+StaleTarget = tuple[str, frozenset[str] | None]  # (path pattern, fields or None for the whole record)
 
 
 @dataclass(frozen=True)
 class PathMap:
     rules: tuple[PathRule, ...]
-    stale_rules: tuple[StaleRule, ...] = ()
+    write_effects: tuple[WriteEffect, ...] = ()
     # The writes whose effects a rule counts (`effects.<tool>`); None records every write. Naming them keeps a
     # long session (`check` replays 600k-call files as one) from holding every write's full return.
     effect_tools: frozenset[str] | None = None
@@ -232,17 +287,38 @@ class PathMap:
     def rules_for(self, tool: str) -> list[PathRule]:
         return [r for r in self.rules if r.tool == tool]
 
-    def stale_patterns(self, call: ToolCall) -> list[str]:
-        patterns: list[str] = []
-        for rule in self.stale_rules:
-            if rule.tool != call.name:
+    def effects_for(self, tool: str) -> list[WriteEffect]:
+        return [e for e in self.write_effects if e.tool == tool]
+
+    def stale_targets(self, call: ToolCall, ledger: LedgerReader) -> list[StaleTarget]:
+        """What a successful `call` can have changed, as the ledger knows it now (before the write runs or
+        right after: the write's own return is never consulted)."""
+        targets: list[StaleTarget] = []
+        for effect in self.write_effects:
+            if effect.tool != call.name or (effect.when is not None and not effect.when(call, ledger)):
                 continue
-            for template in rule.paths:
+            fields: frozenset[str] | None = None
+            if callable(effect.fields):
+                named = effect.fields(call, ledger)
+                fields = None if named is None else frozenset(named)
+            elif effect.fields is not None:
                 try:
-                    patterns.append(fill_template(template, call.arguments))
+                    fields = frozenset(fill_template(f, call.arguments) for f in effect.fields)
                 except TemplateError:
-                    continue
-        return patterns
+                    fields = None
+            if fields is not None and not fields:
+                continue  # the write changes none of these records' fields (a card payment leaves the profile)
+            if callable(effect.paths):
+                patterns = list(effect.paths(call, ledger))
+            else:
+                patterns = []
+                for template in effect.paths:
+                    try:
+                        patterns.append(fill_template(template, call.arguments))
+                    except TemplateError:
+                        continue
+            targets.extend((pattern, fields) for pattern in patterns)
+        return targets
 
     def suggest_read(self, path: str) -> str | None:
         """The read call that would (re)fill `path`.
@@ -365,8 +441,13 @@ def _element_owners(entry: LedgerEntry, holder: Mapping[str, str]) -> list[str] 
 
 
 def _stale_note(entry: LedgerEntry) -> str:
-    """What the prompt says of a stale entry; the instructions say what STALE asks of the model."""
-    return "" if entry.stale is None else f"  # STALE since {entry.stale.tool} (step {entry.stale.step})"
+    """What the prompt says of a stale entry; the instructions say what STALE asks of the model. A partly
+    stale record names the fields the write can have changed (the rest of it still holds)."""
+    stale = entry.stale
+    if stale is None:
+        return ""
+    fields = "" if stale.fields is None else f" in {', '.join(sorted(stale.fields))}"
+    return f"  # STALE since {stale.tool} (step {stale.step}){fields}"
 
 
 def _render_reference(entry: LedgerEntry, reference: str) -> str:
@@ -422,9 +503,11 @@ class Ledger(LedgerReader):
             return "changed"
         return "refreshed"
 
-    def absorb(self, call: ToolCall, result: JSON, step: int) -> AbsorbResult:
-        """Store a successful READ return at every path its rules give. Never call this for writes."""
-        provenance = Provenance(call.id, call.name, dict(call.arguments), step)
+    def absorb(self, call: ToolCall, result: JSON, step: int, by: str = "") -> AbsorbResult:
+        """Store a successful READ return at every path its rules give. Never call this for writes.
+
+        `by`: READ_BY_GATE for a read the gate made itself (the provenance says so wherever it is shown)."""
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by)
         outcome: dict[str, list[str]] = {"added": [], "changed": [], "refreshed": [], "skipped": []}
         for rule in self.path_map.rules_for(call.name):
             if rule.when is not None and not rule.when(call, result, self):
@@ -444,6 +527,26 @@ class Ledger(LedgerReader):
             skipped=tuple(outcome["skipped"]),
         )
 
+    def preview(self, call: ToolCall, result: JSON, step: int, by: str = "") -> dict[str, LedgerEntry]:
+        """The entries `absorb` would store for this read, built against the ledger as it is, stored nowhere.
+
+        For a record the gate may use but not show (another customer's): it judges with these entries laid
+        over the ledger (core.evidence.PrivateOverlay) while the ledger the model sees stays as it was."""
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by)
+        entries: dict[str, LedgerEntry] = {}
+        for rule in self.path_map.rules_for(call.name):
+            if rule.when is not None and not rule.when(call, result, self):
+                continue
+            try:
+                targets = list(self._targets(rule, call, result))
+            except TemplateError:
+                continue
+            for path, value in targets:
+                entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
+                                    value_text=render_value(value))
+                entries[path] = replace(entry, rendered=_render_entry(entry))
+        return entries
+
     @staticmethod
     def _targets(rule: PathRule, call: ToolCall, result: JSON) -> Iterable[tuple[str, JSON]]:
         if rule.each is None:
@@ -457,21 +560,29 @@ class Ledger(LedgerReader):
             yield fill_template(rule.path, call.arguments, result, item), item
 
     def mark_stale(self, call: ToolCall, step: int, result: JSON = _NO_RESULT) -> list[str]:
-        """After a successful write: every path it touches is stale until read again.
+        """After a successful write: what its declaration says it can change is stale until read again.
 
+        Returns the paths that became stale, or staler (more fields). The targets are computed from the
+        ledger as it is before the write's own effect is recorded; the write's return is not consulted.
         Pass the write's own `result` to record it among the session's effects (every caller that ran the
         write has it); a caller without it (a test staling paths by hand) records no effect."""
+        targets = self.path_map.stale_targets(call, self)
         if result is not _NO_RESULT:
             self._record_effect(call, result, step)
         staled: list[str] = []
-        stale = Staleness(tool=call.name, call_id=call.id, step=step)
-        for pattern in self.path_map.stale_patterns(call):
+        for pattern, fields in targets:
             for path in self._matching(pattern):
                 entry = self._entries[path]
                 if entry.stale is None:
-                    self.version += 1
-                    updated = replace(entry, stale=stale, version=self.version)
-                    self._entries[path] = replace(updated, rendered=_render_entry(updated))
+                    stale = Staleness(tool=call.name, call_id=call.id, step=step, fields=fields)
+                else:
+                    stale = entry.stale.widened(fields)
+                    if stale == entry.stale:
+                        continue
+                self.version += 1
+                updated = replace(entry, stale=stale, version=self.version)
+                self._entries[path] = replace(updated, rendered=_render_entry(updated))
+                if path not in staled:
                     staled.append(path)
         return staled
 

@@ -23,8 +23,9 @@ from typing import Any
 
 from core.domain import Domain
 from core.events import Event, GateDecided, SessionStarted, SupervisorDecided, ToolResultEvent
+from core.evidence import PrivateOverlay
 from core.gate import GateDecision, PolicyGate, Predicate
-from core.ledger import Ledger
+from core.ledger import Ledger, LedgerEntry
 from core.timeline import apply_event, failed_ids, failed_reason
 
 
@@ -105,11 +106,17 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
     gate = PolicyGate(chosen, max_revise_streak=max_revise_streak, disabled=off, path_map=domain.path_map)
     ledger = Ledger(domain.path_map)
     rows: list[RegateRow] = []
+    private: dict[str, dict[str, LedgerEntry]] = {}  # write call id -> records the gate read for its eyes only
     for event in events:
+        if isinstance(event, ToolResultEvent) and event.gate_only and event.for_call is not None:
+            private.setdefault(event.for_call, {}).update(
+                ledger.preview(event.call.to_call(), event.result, event.step, by=event.by))
         if not isinstance(event, GateDecided):
             apply_event(ledger, event)
             continue
-        decision = gate.evaluate(event.call.to_call(), ledger, domain.context(ledger))
+        kept = private.pop(event.call.id, None)
+        judged = PrivateOverlay(ledger, kept) if kept else ledger
+        decision = gate.evaluate(event.call.to_call(), judged, domain.context(ledger))
         old_failed = failed_ids(event.results)
         new_failed = tuple(r.predicate_id for r in decision.failed)
         new_verdict = decision.verdict.value
@@ -260,6 +267,9 @@ def _export_call(result: ToolResultEvent, gated: Sequence[GateDecided], human: S
     """One call's line and warning, or why it is left out (a str)."""
     if result.call.requestor != "assistant":
         return "a user-side tool call; check replays the agent's calls only"
+    if result.by == "gate":  # a plain read line: the file then reproduces the verdict in either evidence mode
+        return _line(result.call.name, result.call.arguments, "ALLOW" if result.ok else "ERROR",
+                     f"read by the gate for {result.for_call}"), ""
     if result.outcome == "invalid":
         return f"refused as invalid, never gated: {result.content.removeprefix('Error: ')}"
     if not gated:

@@ -19,8 +19,9 @@ from typing import Any
 from core import strict_json
 from core.domain import Domain
 from core.events import AssistantTurnEvent, EventBus, ToolResultEvent
+from core.evidence import EvidenceMode
 from core.executor import CallExecutor, sync_environment
-from core.gate import PolicyGate
+from core.gate import GateReadRecord, PolicyGate
 from core.ledger import Ledger
 from core.tools import Requestor, ToolBackend, ToolCall
 from core.trace import TraceProblem, numbered_events
@@ -66,6 +67,8 @@ class CheckResult:
     crashed: tuple[str, ...] = ()  # objecting rules that raised (the gate failed closed on them)
     expect_rules: tuple[str, ...] | None = None
     expect_crashed: tuple[str, ...] | None = None
+    refusal: str | None = None  # a REVISE's kind: "needs_read" or "breaks_rule" (core.gate.RefusalKind)
+    gate_reads: tuple[str, ...] = ()  # the reads the gate made itself before the verdict (evidence assist)
 
     @property
     def met(self) -> bool | None:
@@ -92,7 +95,8 @@ class CheckResult:
         return {"index": self.index, "line": self.line, "name": self.name, "kind": self.kind,
                 "verdict": self.verdict, "predicates": list(self.predicates), "reason": self.reason,
                 "executed": self.executed, "expect": self.expect, "met": self.met, "evidence": list(self.evidence),
-                "requestor": self.requestor, "crashed": list(self.crashed)}
+                "requestor": self.requestor, "crashed": list(self.crashed), "refusal": self.refusal,
+                "gate_reads": list(self.gate_reads)}
 
 
 @dataclass
@@ -187,17 +191,25 @@ def _parse_line(raw: str, number: int, index: int) -> tuple[str, TrajectoryCall 
                               rule_lists["expect_crashed"])
 
 
+def _gate_read_text(read: GateReadRecord) -> str:
+    """A read the gate made, as `check` prints it: the call, and how it went unless it was absorbed."""
+    if read.outcome == "ok":
+        return read.text
+    return f"{read.text} (failed: {read.detail})" if read.outcome == "error" else f"{read.text} (gate only)"
+
+
 class Checker:
     """Holds one ledger/gate/backend for a whole trajectory so later calls see earlier reads."""
 
     def __init__(self, domain: Domain, backend: ToolBackend, bus: EventBus | None = None,
-                 disabled: frozenset[str] = frozenset()) -> None:
+                 disabled: frozenset[str] = frozenset(), evidence: EvidenceMode = EvidenceMode.ASK) -> None:
         self.domain = domain
         self.backend = backend
         self.bus = bus or EventBus(keep_history=False)  # a 600k-call file must not keep 600k events
         self.ledger = Ledger(domain.path_map)
         self.gate = PolicyGate(domain.predicates, path_map=domain.path_map, disabled=disabled)
-        self.executor = CallExecutor(domain, backend, self.bus, ledger=self.ledger, gate=self.gate)
+        self.executor = CallExecutor(domain, backend, self.bus, ledger=self.ledger, gate=self.gate,
+                                     evidence=evidence)
         self._synced = False
         self._since_trim = 0
 
@@ -228,9 +240,11 @@ class Checker:
         evidence = () if decision is None else decision.evidence
         crashed = () if decision is None else tuple(r.predicate_id for r in decision.failed
                                                     if r.status.value == "error")
+        refusal = None if decision is None or decision.refusal is None else decision.refusal.value
+        gate_reads = () if decision is None else tuple(_gate_read_text(r) for r in decision.gate_reads)
         return CheckResult(call.index, call.line, call.name, kind, outcome.verdict, failed, reason,
                            outcome.executed, call.expect, evidence, call.requestor, crashed, call.expect_rules,
-                           call.expect_crashed)
+                           call.expect_crashed, refusal, gate_reads)
 
     async def run(self, calls: list[TrajectoryCall]) -> list[CheckResult]:
         return [await self.check(call) for call in calls]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -184,6 +184,9 @@ class Scenario(_Strict):
     expect: Expectations = Field(default_factory=Expectations)
     max_steps: int = 60
     baseline_mistake: BaselineMistake | None = None
+    # The evidence mode the script was written for ("ask": its story is the gate asking for a read); None: the
+    # caller's. An operator's explicit `--evidence` still wins; the expected verdicts then need not hold.
+    evidence: Literal["ask", "assist"] | None = None
 
     def build_user(self) -> ScenarioCustomer:
         turns: list[ScriptedTurn | ScriptedAction] = []

@@ -146,7 +146,8 @@ class Session:
             scenario=self.scenario,
             reference_time=None if self.domain.reference_time is None else self.domain.reference_time.isoformat(),
             predicates=[p.id for p in self.domain.predicates] if config.gate else [],
-            disabled_predicates=sorted(config.disabled_predicates), rules_version=self.rules_version))
+            disabled_predicates=sorted(config.disabled_predicates), rules_version=self.rules_version,
+            evidence=config.evidence.value))
         if self.greeting:
             self._say("assistant", self.greeting)
 

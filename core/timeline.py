@@ -58,7 +58,9 @@ def _apply(ledger: Ledger, event: object) -> tuple[AbsorbResult | None, list[str
     if not isinstance(event, ToolResultEvent) or not event.ok or not event.executed:
         return None, None
     if event.kind == "read":
-        return ledger.absorb(event.call.to_call(), event.result, event.step), None
+        if event.gate_only:  # another customer's record the gate read for one verdict: never in the ledger
+            return None, None
+        return ledger.absorb(event.call.to_call(), event.result, event.step, by=event.by), None
     if event.kind == "write":
         return None, ledger.mark_stale(event.call.to_call(), event.step, result=event.result)
     return None, None
@@ -67,8 +69,9 @@ def _apply(ledger: Ledger, event: object) -> tuple[AbsorbResult | None, list[str
 def apply_event(ledger: Ledger, event: object) -> bool:
     """Move `ledger` the way the recorded `event` moved the session's ledger; True when it changed.
 
-    A successful executed read is absorbed, a successful executed write marks its paths stale; nothing
-    else touches the ledger (a refused, failed or invalid call observed nothing and changed nothing).
+    A successful executed read is absorbed (a read by the gate too, with that provenance; not a record the gate
+    kept for its own eyes, `gate_only`), a successful executed write marks its paths stale; nothing else
+    touches the ledger (a refused, failed or invalid call observed nothing and changed nothing).
     This is the one definition of "how a trace moves the ledger", shared by the timeline and re-gating.
     """
     before = ledger.version

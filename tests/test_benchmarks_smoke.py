@@ -99,3 +99,12 @@ def test_report(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     assert [r["status"] for r in saved["results"]] == ["PASS", "FAIL", "INFO"]
     assert percentile([5, 1, 3, 2, 4], 0.95) == 5
+
+
+def test_the_assisted_gate_decision_reads_three_records(data: RetailData) -> None:
+    from benchmarks.assist import bench_assist
+
+    result = bench_assist(data, repeat=3, warmup=0)
+    check(result, 3)
+    assert result.note.count("get_") == 3 and "get_order_details" in result.note and "get_product_details" in \
+        result.note

@@ -102,6 +102,7 @@ class _Item:
         decision = review.decision
         return replace(base, tool=review.call.name, arguments=dict(review.call.arguments),
                        verdict=None if decision is None else decision.verdict.value,
+                       refusal=None if decision is None or decision.refusal is None else decision.refusal.value,
                        feedback="" if decision is None else decision.feedback, rules=_rules(decision))
 
 
@@ -122,6 +123,7 @@ class _DeskSession:
     named: bool = False  # the customer's profile was read (until then `customer` may be just an id)
     counts: dict[str, int] = field(default_factory=lambda: {"ALLOW": 0, "REVISE": 0, "BLOCK": 0})
     overridden: int = 0
+    returned: int = 0  # needs-a-read REVISEs sent straight back to the model (the mode did not ask a human)
     end_reason: str | None = None
     failure: str = ""
     events: list[Event] = field(default_factory=list)
@@ -146,6 +148,7 @@ class _DeskSession:
             folder=str(live.folder) if live is not None and live.folder is not None else "",
             customer=self.customer, phase=self.phase, steps=live.state.steps if live is not None else 0,
             allow=self.counts["ALLOW"], revise=self.counts["REVISE"], block=self.counts["BLOCK"],
+            returned=self.returned,
             overridden=self.overridden, pending=item.id if item is not None else None,
             pending_since=item.asked_at if item is not None else None, end_reason=self.end_reason,
             failure=self.failure)
@@ -306,6 +309,9 @@ class Desk:
         kind = event.type
         if kind == "gate_decision":
             session.counts[event.verdict] += 1  # type: ignore[union-attr]
+            live = session.live
+            if live is not None and not live.supervisor.needs_review_of(event):
+                session.returned += getattr(event, "refusal", None) == "needs_read"
         elif kind == "supervisor_decision":
             if event.decision in ("veto", "edit", "force_allow"):  # type: ignore[union-attr]
                 session.overridden += 1
@@ -565,6 +571,7 @@ class Desk:
             "folder": str(session.live.folder) if session.live is not None and session.live.folder else "",
             "item": item.id, "call_id": review.call.id, "tool": review.call.name,
             "arguments": strict_json.check_value(dict(review.call.arguments)), "gate_verdict": view.verdict,
+            "gate_refusal": view.refusal,
             "failing_rules": [r.id for r in view.failing], "decision": resolution.decision.value,
             "reason": resolution.reason, "edited_arguments": None if resolution.arguments is None
             else dict(resolution.arguments), "waited_s": resolution.waited_s, "asked_when": item.asked_when,

@@ -63,6 +63,7 @@ class ItemView:
     tool: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
     verdict: str | None = None  # None: no gate in this agent configuration
+    refusal: str | None = None  # a REVISE's kind: "needs_read" or "breaks_rule" (core.gate.RefusalKind)
     feedback: str = ""
     rules: tuple[RuleView, ...] = ()
     claimed_by: str | None = None
@@ -107,6 +108,7 @@ class RowView:
     steps: int = 0
     allow: int = 0
     revise: int = 0
+    returned: int = 0  # needs-a-read REVISEs that went straight back to the model, no human asked
     block: int = 0
     overridden: int = 0  # calls a human force-allowed, edited or vetoed
     pending: str | None = None  # the inbox item this session waits on

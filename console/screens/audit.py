@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from console.facts import DECISION_WORDS
+from console.facts import DECISION_WORDS, verdict_words
 from console.textview import shorten
 from console.theme import palette_of
 from console.widgets.filter_bar import FilterBar
@@ -49,7 +49,8 @@ class AuditScreen(Screen[None]):
         if e.edited_arguments is not None:
             call = f"edited to {call}"
         verdict = e.gate_verdict or "—"
-        return [e.when, e.who, e.call.name, Text(f" {verdict} ", palette_of(self).badge(verdict)),
+        return [e.when, e.who, e.call.name, Text(f" {verdict_words(verdict, getattr(e, 'gate_refusal', None))} ",
+                                                 palette_of(self).badge(verdict)),
                 DECISION_WORDS.get(e.decision, e.decision), e.reason or "—", call]
 
     def show_rows(self, text: str) -> None:

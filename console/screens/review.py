@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
+from console.facts import refusal_words
 from console.theme import palette_of
 from core.domain import Domain
 from core.gate import GateDecision
@@ -67,6 +68,7 @@ class ReviewScreen(ModalScreen[Resolution]):
             if verdict is not None:
                 title.append("   gate: ")
                 title.append(f" {verdict} ", palette_of(self).badge(verdict))
+                title.append(f" {refusal_words(self.decision.refusal if self.decision else None)}")
             else:
                 title.append("   (no gate in this agent configuration)", "dim")
             yield Static(title, id="review-title")

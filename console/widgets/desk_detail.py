@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from console.desk.view import DeskSnapshot, ItemKind, ItemView
+from console.facts import refusal_words
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import duration, verdict_text
 from core.gate import HOUSE_RULE_PREFIX
@@ -46,7 +47,7 @@ def detail_text(item: ItemView, snapshot: DeskSnapshot, operator: str, colours: 
     else:
         text.append(item.tool, "bold")
         text.append("  gate: ")
-        text.append_text(verdict_text(item.verdict, colours))
+        text.append_text(verdict_text(item.verdict, colours)).append(f" {refusal_words(item.refusal)}".rstrip())
     text.append(f"  waited {duration(item.waited(snapshot.now))} (asked {item.asked_when})", "dim")
     if item.claimed_by is not None:
         who = "you" if item.claimed_by == operator else item.claimed_by

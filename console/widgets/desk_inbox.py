@@ -12,6 +12,7 @@ from typing import Any
 from rich.text import Text
 
 from console.desk.view import DeskSnapshot, ItemKind, ItemView
+from console.facts import refusal_words
 from console.theme import Palette, palette_of
 from console.widgets.desk_format import verdict_text, waited_text
 from console.widgets.desk_grid import RowTable
@@ -41,7 +42,7 @@ class InboxTable(RowTable):
             verdict: Any = Text("step", "bold")
             rules = item.tool
         else:
-            verdict = verdict_text(item.verdict, colours)
+            verdict = verdict_text(item.verdict, colours).append(f" {refusal_words(item.refusal)}".rstrip())
             rules = ", ".join(r.id for r in item.failing) or "—"
         return (waited_text(item.waited(snapshot.now), snapshot.service(item), colours), verdict, item.session_id,
                 item.tool if item.kind is ItemKind.WRITE else "(step)", claimed_text(item, self.operator), rules)

@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from console.desk.view import DeskSnapshot, RowPhase, Service
+from console.facts import returned_for_read
 from console.theme import OPERATOR, palette_of
 from console.widgets.desk_format import duration
 
@@ -68,6 +69,7 @@ class DeskStatus(Widget):
         text.append("  worst ", "dim")
         text.append(duration(stats.worst_s) if stats.worst_s is None or stats.worst_s >= 1
                     else f"{stats.worst_s:.1f}s")
+        text.append(returned_for_read(snapshot.rows))
         text.append(f"  amber {duration(snapshot.amber_s)} red {duration(snapshot.red_s)}", "dim")
         if snapshot.audit_path:
             text.append("  audit ", "dim")

@@ -248,8 +248,8 @@ class LedgerPane(Vertical):
         text = Text(entry.path, style="bold")
         text.append(f"\nfrom {entry.provenance.describe()} (call {entry.provenance.call_id})", style="dim")
         if entry.stale is not None:
-            text.append(f"\nSTALE since {entry.stale.tool} at step {entry.stale.step}: read it again before "
-                        "relying on it", style=palette_of(self).text("warning"))
+            text.append(f"\nSTALE since {entry.stale.describe()}: read it again before relying on "
+                        f"{'those fields' if entry.stale.fields else 'it'}", style=palette_of(self).text("warning"))
         text.append("\n" + json.dumps(entry.value, indent=2, ensure_ascii=False, sort_keys=True))
         detail.update(text)
 

@@ -37,7 +37,7 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
-from console.facts import decision_summary, outcome_summary, verdict_summary, words
+from console.facts import decision_summary, outcome_summary, read_by_gate, verdict_summary, words
 from console.textview import format_call, shorten
 from console.theme import AGENT, INFO, OPERATOR, USER, VERDICT_ROLE, palette_of
 from core.events import (
@@ -562,7 +562,8 @@ class TranscriptPane(ScrollView, can_focus=True):
                                                          (format_call(name, args), "bold")))))
         if e.outcome == "ok":
             ran = " executed" if e.kind == "write" else ""
-            summary = f"← {e.call.name}{ran}: {shorten(e.content, 70)}"
+            by = f" ({read_by_gate(e)})" if read_by_gate(e) else ""
+            summary = f"← {e.call.name}{ran}{by}: {shorten(e.content, 70)}"
             body = _pretty(e.content)
 
             def render(expanded: bool) -> RenderableType:
@@ -585,7 +586,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
     def _show_ledger_staled(self, e: LedgerStaled) -> None:
-        note = "ledger stale: " + ", ".join(e.paths)
+        fields = getattr(e, "fields", {})
+        note = "ledger stale: " + ", ".join(f"{p} ({', '.join(fields[p])})" if p in fields else p for p in e.paths)
         self._add(Entry("ledger-note", lambda _e: Text(note, "dim")))
 
     def _show_environment_synced(self, e: EnvironmentSynced) -> None:

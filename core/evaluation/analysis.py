@@ -12,9 +12,12 @@ rules over reward signals, per-write checks and trace evidence, applied in a fix
    finds in violation of a predicate (how FC failures that the gate would prevent are counted)
 5. wrong action arguments: a gold write was attempted with the right tool but other arguments
 6. extra or unauthorized action: a write that is not in the gold actions
-7. missed required action: a gold write never executed
-8. failed to communicate: the database is right but required information was not said
-9. NL assertion not met, or other (kept, never dropped)
+7. refused for a read / refused as breaking a rule: a gold write never executed, and the gate's last verdict
+   on a call of that tool was a REVISE of that kind (the two are told apart: a read the agent did not make
+   after being asked, versus a rule the gate found broken, which may be the gate refusing a legal write)
+8. missed required action: a gold write never executed
+9. failed to communicate: the database is right but required information was not said
+10. NL assertion not met, or other (kept, never dropped)
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from __future__ import annotations
 from core.domain import Domain
 from core.evaluation.facts import TrialFacts
 from core.evaluation.results import Failure, GateStats, StepTokens, TokenStats
-from core.evaluation.rewards import RewardInfo
+from core.evaluation.rewards import RewardInfo, WriteCheck
 from core.evaluation.tasks import Task, side_of
+from core.events import GateDecided
 from core.gate import PolicyGate, Status
 from core.ledger import Ledger
 from core.tools import Requestor, ToolCall
@@ -49,6 +53,9 @@ def gate_stats(facts: TrialFacts) -> GateStats:
     stats = GateStats()
     for decision in facts.decisions:
         stats.verdicts[decision.verdict] = stats.verdicts.get(decision.verdict, 0) + 1
+        if decision.refusal is not None:
+            stats.refusals[decision.refusal] = stats.refusals.get(decision.refusal, 0) + 1
+        stats.gate_reads += len(decision.gate_reads)
         stats.escalated += decision.escalated
         stats.repeated += decision.repeated
         for result in decision.results:
@@ -78,6 +85,25 @@ def would_refuse(facts: TrialFacts, domain: Domain) -> list[str]:
                 violated += [r.predicate_id for r in decision.results if r.status is Status.VIOLATION]
             ledger.mark_stale(tool_call, step, result=call.result)
     return list(dict.fromkeys(violated))
+
+
+REFUSAL_CATEGORIES = {"needs_read": "refused for a read", "breaks_rule": "refused as breaking a rule"}
+
+
+def _refused_gold(facts: TrialFacts, missing: list[WriteCheck]) -> Failure | None:
+    """Rule 7: the first missing gold write whose tool's last gate verdict was a REVISE, by its kind."""
+    last: dict[str, GateDecided] = {}
+    for decision in facts.decisions:
+        last[decision.call.name] = decision
+    for check in missing:
+        found = last.get(check.name)
+        if found is not None and found.verdict == "REVISE" and found.refusal in REFUSAL_CATEGORIES:
+            decision = found
+            rules = ", ".join(r.predicate_id for r in decision.results if r.status in ("violation", "missing",
+                                                                                        "error"))
+            return Failure(category=REFUSAL_CATEGORIES[str(decision.refusal)],
+                           evidence=f"{check.name} ({check.action_id}): REVISE from {rules}")
+    return None
 
 
 def ending_failure(reason: str, *, escalated: bool, subject: str = "trial") -> Failure | None:
@@ -116,6 +142,9 @@ def classify(*, status: str, facts: TrialFacts, reward: RewardInfo | None, task:
     extra = [c for c in checks if c.status == "extra"]
     if extra:
         return Failure(category="extra or unauthorized action", evidence=f"{extra[0].name}({extra[0].actual})")
+    refused_gold = _refused_gold(facts, missing)
+    if refused_gold is not None:
+        return refused_gold
     if missing:
         return Failure(category="missed required action", evidence=f"{missing[0].name} ({missing[0].action_id})")
     if reward.db_check is not None and not reward.db_check.db_match:

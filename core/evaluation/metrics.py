@@ -86,6 +86,8 @@ class AgentMetrics(BaseModel):
     failures: dict[str, int]
     tokens: TokenSummary
     gate_verdicts: dict[str, int]
+    gate_refusals: dict[str, int] = Field(default_factory=dict)  # the REVISEs by kind: needs_read / breaks_rule
+    gate_reads: int = 0  # reads the gate made itself (evidence assist)
     gate_predicates: dict[str, dict[str, int]]
     gate_escalated: int
     overrides: dict[str, int]
@@ -191,6 +193,8 @@ def agent_metrics(domain: str, agent: str, all_trials: Sequence[TrialSummary]) -
         failures=dict(sorted(Counter(t.failure.category for t in trials if t.failure).items())),
         tokens=_tokens(ran),
         gate_verdicts=_merge(t.gate.verdicts for t in ran),
+        gate_refusals=_merge(t.gate.refusals for t in ran),
+        gate_reads=sum(t.gate.gate_reads for t in ran),
         gate_predicates={pid: dict(sorted(c.items())) for pid, c in sorted(predicates.items())},
         gate_escalated=sum(t.gate.escalated for t in ran),
         overrides=_merge(t.gate.overrides for t in ran),

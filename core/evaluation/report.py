@@ -230,14 +230,17 @@ def _tokens_section(header: RunHeader, metrics: Metrics) -> list[str]:
 
 def _gate_section(metrics: Metrics) -> list[str]:
     lines = ["## Gate", "",
-             "Verdicts on proposed writes, per predicate the times it failed (violation / missing evidence / "
-             "error), and executed writes a gate re-run over the trial's own reads would have refused (for FC and "
-             "no-gate runs: policy violations that reached the database).", ""]
+             "Verdicts on proposed writes (a REVISE either needs a read or breaks a rule; gate reads: the records "
+             "the gate read itself, `--evidence assist`), per predicate the times it failed (violation / missing "
+             "evidence / error), and executed writes a gate re-run over the trial's own reads would have refused "
+             "(for FC and no-gate runs: policy violations that reached the database).", ""]
     rows = [[c.domain, c.agent, str(c.gate_verdicts.get("ALLOW", 0)), str(c.gate_verdicts.get("REVISE", 0)),
-             str(c.gate_verdicts.get("BLOCK", 0)), str(c.gate_escalated),
+             str(c.gate_refusals.get("needs_read", 0)), str(c.gate_refusals.get("breaks_rule", 0)),
+             str(c.gate_reads), str(c.gate_verdicts.get("BLOCK", 0)), str(c.gate_escalated),
              ", ".join(f"{k} {v}" for k, v in c.overrides.items()) or "0",
              ", ".join(f"{k} {v}" for k, v in c.would_refuse.items()) or "0", str(c.slips)] for c in metrics.cells]
-    lines += _table(["domain", "agent", "ALLOW", "REVISE", "BLOCK", "escalated", "overrides",
+    lines += _table(["domain", "agent", "ALLOW", "REVISE", "needs a read", "breaks a rule", "gate reads", "BLOCK",
+                     "escalated", "overrides",
                      "executed writes the gate would refuse", "scripted slips"], rows)
     predicate_rows = [[c.domain, c.agent, pid, str(counts.get("violation", 0)), str(counts.get("missing", 0)),
                        str(counts.get("error", 0))]

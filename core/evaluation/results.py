@@ -77,6 +77,8 @@ class RoleUsage(BaseModel):
 
 class GateStats(BaseModel):
     verdicts: dict[str, int] = Field(default_factory=dict)  # ALLOW / REVISE / BLOCK
+    refusals: dict[str, int] = Field(default_factory=dict)  # the REVISEs by kind: needs_read / breaks_rule
+    gate_reads: int = 0  # reads the gate made itself (evidence assist)
     predicates: dict[str, dict[str, int]] = Field(default_factory=dict)  # id -> {violation, missing, error}
     escalated: int = 0
     repeated: int = 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from core.domain import Domain, split_policy
 from domains.airline.clock import EST, REFERENCE_TIME, describe
-from domains.airline.paths import PATH_MAP, identify
+from domains.airline.paths import EVIDENCE_READS, PATH_MAP, identify
 from domains.airline.predicates import PREDICATES
 from domains.airline.tools import TOOLS
 
@@ -48,6 +48,7 @@ def airline_domain(now: datetime = REFERENCE_TIME) -> Domain:
         identify=identify,
         scenarios_dir=_HERE / "scenarios",
         policy_notes=POLICY_NOTES,
+        evidence_reads=EVIDENCE_READS,
     )
 
 

@@ -1,4 +1,5 @@
-"""Where airline read results land in the ledger, what each write makes stale, and who the customer is.
+"""Where airline read results land in the ledger, what each write can change, which reads the gate may make
+itself, and who the customer is.
 
 Ledger layout (one record per path, exactly as the tool returned it):
 
@@ -23,13 +24,16 @@ compares against that user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import date, timedelta
 from typing import Any
 
-from core.ledger import LedgerReader, PathMap, PathRule, StaleRule
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
+from core.gate import GateContext
+from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
 PROFILE_PATH = "user"
-MAX_SEGMENTS = 8  # longest itinerary whose flights a write stales one by one (tau2's longest has 4)
 
 
 def identify(ledger: LedgerReader) -> str | None:
@@ -49,24 +53,237 @@ def _is_customer_profile(_call: ToolCall, result: Any, ledger: LedgerReader) -> 
     return customer is None or result.get("user_id") == customer
 
 
-def _segment_paths(template: str) -> tuple[str, ...]:
-    """One stale pattern per possible segment of a write's `flights` argument (missing indexes are skipped)."""
-    return tuple(template.format(i=i) for i in range(MAX_SEGMENTS))
+# ---------------------------------------------------------------------------------------------------
+# What each write can change (core.ledger.WriteEffect), from tau2's airline tools (mock_backends/airline):
+#
+#   book_reservation        the booker's profile (the new reservation's id; each gift card's amount, each
+#                           certificate, spent whole) and each booked flight date's seats: the offer seen for it,
+#                           and every search on that date (a one-stop search also lists second legs of the next
+#                           day, so the day before too); a credit card leaves the payment methods as they were
+#   cancel_reservation      the reservation (status, refund records); no seat is released, no card credited
+#   update_reservation_     the reservation (bags or flights and cabin, the payment record); the owner's gift card
+#     baggages / _flights   when it pays (its amount); no seat moves
+#   update_reservation_     the reservation's passengers
+#     passengers
+#   send_certificate        that profile's payment methods (a new certificate)
+#
+# Flight statuses, routes and the airport list never change. A payment method's kind comes from the owner's
+# profile as observed (its source never changes); when the ledger cannot tell, it is taken as spent.
+
+MAX_SEGMENTS = 8  # longest itinerary whose flights a write stales one by one (tau2's longest has 4)
 
 
-# A booking decrements seats on each booked flight date: the offers seen for those flights, and every search
-# on those dates, no longer show the current seat counts. It also spends gift cards or certificates and adds
-# the reservation to the profile.
-_BOOKING_STALES = (
-    PROFILE_PATH,
-    "users.{user_id}",
-    *_segment_paths("flights.{{flights.{i}.flight_number}}.{{flights.{i}.date}}"),
-    *_segment_paths("flight_search.*.*.{{flights.{i}.date}}"),
-    *_segment_paths("onestop_search.*.*.{{flights.{i}.date}}"),
+def _methods_of(ledger: LedgerReader, user_id: str | None) -> Mapping[str, Any]:
+    profile = ledger.get(f"users.{user_id}") if user_id else None
+    methods = profile.get("payment_methods") if isinstance(profile, Mapping) else None
+    return methods if isinstance(methods, Mapping) else {}
+
+
+def _spent(ledger: LedgerReader, user_id: str | None, payment_id: str) -> str | None:
+    """The profile field a payment with `payment_id` changes: a gift card's amount, a certificate (spent
+    whole), nothing for a credit card (None); unknown kinds as a certificate (the method itself)."""
+    if not payment_id:
+        return "payment_methods"
+    method = _methods_of(ledger, user_id).get(payment_id)
+    source = method.get("source") if isinstance(method, Mapping) else None
+    if source == "credit_card":
+        return None
+    if source == "gift_card":
+        return f"payment_methods.{payment_id}.amount"
+    return f"payment_methods.{payment_id}"
+
+
+def _profiles_of(ledger: LedgerReader, user_id: str | None) -> tuple[str, ...]:
+    if user_id is None:
+        return ("users.*", PROFILE_PATH)
+    return (f"users.{user_id}", PROFILE_PATH) if user_id == identify(ledger) else (f"users.{user_id}",)
+
+
+def _booker_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, str(call.arguments.get("user_id", "")))
+
+
+def _booking_fields(call: ToolCall, ledger: LedgerReader) -> list[str]:
+    user_id = str(call.arguments.get("user_id", ""))
+    payments = call.arguments.get("payment_methods")
+    ids = [str(p.get("payment_id")) for p in payments if isinstance(p, Mapping)] if isinstance(payments, list) \
+        else []
+    spent = [field for field in (_spent(ledger, user_id, pid) for pid in dict.fromkeys(ids)) if field is not None]
+    return ["reservations", *spent]
+
+
+def _segments(call: ToolCall) -> list[tuple[str, str]]:
+    flights = call.arguments.get("flights")
+    found = [(str(f.get("flight_number")), str(f.get("date"))) for f in flights if isinstance(f, Mapping)] \
+        if isinstance(flights, list) else []
+    return found[:MAX_SEGMENTS]
+
+
+def _day_before(day: str) -> str | None:
+    try:
+        return (date.fromisoformat(day) - timedelta(days=1)).isoformat()
+    except ValueError:
+        return None
+
+
+def _booked_searches(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    """Every search a booked flight date shows up in: direct ones on its date, one-stop ones on its date and
+    the day before (a one-stop search lists second legs of the next day)."""
+    paths: list[str] = []
+    for _number, day in _segments(call):
+        before = _day_before(day)
+        paths += [f"flight_search.*.*.{day}", f"onestop_search.*.*.{day}"]
+        if before is not None:
+            paths.append(f"onestop_search.*.*.{before}")
+    return list(dict.fromkeys(paths))
+
+
+def _booked_offers(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    return [f"flights.{number}.{day}" for number, day in _segments(call)]
+
+
+def _cabin_seats(call: ToolCall, _ledger: LedgerReader) -> list[str]:
+    return [f"available_seats.{call.arguments.get('cabin')}"]
+
+
+def _reservation_owner(call: ToolCall, ledger: LedgerReader) -> str | None:
+    record = ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
+    owner = record.get("user_id") if isinstance(record, Mapping) else None
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _owner_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, _reservation_owner(call, ledger))
+
+
+def _update_payment(call: ToolCall, ledger: LedgerReader) -> list[str] | None:
+    """A paid update charges (or refunds) its one payment method: a gift card's amount; a credit card pays
+    outside the profile; with the owner unknown, the whole payment methods field."""
+    owner = _reservation_owner(call, ledger)
+    if owner is None:
+        return ["payment_methods"]
+    field = _spent(ledger, owner, str(call.arguments.get("payment_id", "")))
+    return [] if field is None else [field]
+
+
+def _certified_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    return _profiles_of(ledger, str(call.arguments.get("user_id", "")))
+
+
+RESERVATION = "reservations.{reservation_id}"
+WRITE_EFFECTS = (
+    WriteEffect("book_reservation", _booker_profiles, _booking_fields, note="its id; gift cards, certificates"),
+    WriteEffect("book_reservation", _booked_offers, _cabin_seats, note="the seats of the booked cabin"),
+    WriteEffect("book_reservation", _booked_searches, note="search results list seats"),
+    WriteEffect("cancel_reservation", (RESERVATION,), ("status", "payment_history")),
+    WriteEffect("update_reservation_baggages", (RESERVATION,),
+                ("total_baggages", "nonfree_baggages", "payment_history")),
+    WriteEffect("update_reservation_baggages", _owner_profiles, _update_payment),
+    WriteEffect("update_reservation_flights", (RESERVATION,), ("flights", "cabin", "payment_history")),
+    WriteEffect("update_reservation_flights", _owner_profiles, _update_payment),
+    WriteEffect("update_reservation_passengers", (RESERVATION,), ("passengers",)),
+    WriteEffect("send_certificate", _certified_profiles, ("payment_methods",)),
 )
-# Changing flights or bags may charge or refund a gift card, so the profile is stale too. `users.*` is
-# deliberately broad: the arguments do not name the reservation's owner.
-_PAID_UPDATE_STALES = ("reservations.{reservation_id}", PROFILE_PATH, "users.*")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reads the gate may make itself (core.evidence). The first profile read identifies the customer, so the
+# gate reads a profile only once someone is identified (core.evidence refuses any read before), and then only
+# the customer's own; a reservation that is not the customer's is the gate's evidence only.
+
+
+def _observed_route(flight_number: str, ledger: LedgerReader) -> tuple[str, str] | None:
+    """Where a flight goes, as a reservation observed in this conversation shows it (a number flies one route)."""
+    for path in ledger.observed_paths("reservations.*"):
+        for record in ledger.observations(path):
+            flights = record.get("flights") if isinstance(record, Mapping) else None
+            for flight in flights if isinstance(flights, list) else []:
+                if isinstance(flight, Mapping) and flight.get("flight_number") == flight_number:
+                    origin, destination = flight.get("origin"), flight.get("destination")
+                    if isinstance(origin, str) and isinstance(destination, str):
+                        return origin, destination
+    return None
+
+
+def _itinerary_search(flight_number: str, day: str, call: ToolCall,
+                      ledger: LedgerReader) -> tuple[str, str, str, str] | None:
+    """The search that shows a flight of the itinerary a write books or switches to, from the trip alone: (tool,
+    origin, destination, date), or None when the trip does not say.
+
+    The trip is the booking's own, or the reservation's as observed (a change keeps origin and destination). A
+    one-way trip goes origin -> destination; a round trip goes out and back, split where its dates are furthest
+    apart. A leg of one flight is a direct search of its route; a leg of two, the one-stop search from the leg's
+    start to its end on the first flight's date (it lists second flights of the next day too). Longer legs are
+    left to the model. The search is public data: a wrong guess costs one read, and the rule then still asks."""
+    segments = _segments(call)
+    if (flight_number, day) not in segments:
+        return None
+    trip: Any = call.arguments if call.name == "book_reservation" else \
+        ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
+    if not isinstance(trip, Mapping):
+        return None
+    origin, destination, kind = trip.get("origin"), trip.get("destination"), trip.get("flight_type")
+    if not isinstance(origin, str) or not isinstance(destination, str):
+        return None
+    legs: list[tuple[int, int, str, str]] = [(0, len(segments), origin, destination)]
+    if kind == "round_trip":
+        if len(segments) < 2:
+            return None
+        gaps = [(_days_between(segments[i][1], segments[i + 1][1]), i + 1) for i in range(len(segments) - 1)]
+        split = max(gaps)[1]
+        legs = [(0, split, origin, destination), (split, len(segments), destination, origin)]
+    elif kind != "one_way":
+        return None
+    position = segments.index((flight_number, day))
+    for start, end, leg_from, leg_to in legs:
+        if start <= position < end:
+            if end - start == 1:
+                return "search_direct_flight", leg_from, leg_to, day
+            if end - start == 2:
+                return "search_onestop_flight", leg_from, leg_to, segments[start][1]
+    return None
+
+
+def _days_between(first: str, second: str) -> int:
+    try:
+        return (date.fromisoformat(second) - date.fromisoformat(first)).days
+    except ValueError:
+        return 0
+
+
+def _search_for(tool: str) -> Any:
+    """The arguments of `tool` (a direct or one-stop search) that show flight `{flight_number}` on `{date}`: its
+    observed route first (a cabin change on the flights already booked), else the itinerary's leg."""
+
+    def arguments(names: Mapping[str, str], call: ToolCall, ledger: LedgerReader,
+                  _ctx: GateContext) -> Mapping[str, Any] | None:
+        route = _observed_route(names["flight_number"], ledger)
+        if route is not None:
+            found: tuple[str, str, str, str] | None = ("search_direct_flight", *route, names["date"])
+        else:
+            found = _itinerary_search(names["flight_number"], names["date"], call, ledger)
+        if found is None or found[0] != tool:
+            return None
+        return {"origin": found[1], "destination": found[2], "date": found[3]}
+
+    return arguments
+
+
+EVIDENCE_READS = EvidenceReads(
+    reads=(
+        GateRead(PROFILE_PATH, "get_user_details", customer_as("user_id"), record_of("user_id")),
+        GateRead("users.{user_id}", "get_user_details", owner=record_of("user_id")),
+        GateRead("reservations.{reservation_id}", "get_reservation_details", owner=record_of("user_id")),
+        GateRead("flights.{flight_number}.{date}.status", "get_flight_status"),
+        GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for("search_direct_flight"),
+                 note="the flight's route from a reservation holding it, or the itinerary's leg"),
+        GateRead("flights.{flight_number}.{date}", "search_onestop_flight", _search_for("search_onestop_flight"),
+                 note="a two-flight leg of the itinerary: the one-stop search of the leg"),
+        GateRead("flight_search.{origin}.{destination}.{date}", "search_direct_flight"),
+        GateRead("onestop_search.{origin}.{destination}.{date}", "search_onestop_flight"),
+        GateRead("airports", "list_all_airports"),
+    ),
+)
 
 PATH_MAP = PathMap(
     # the writes a rule counts (core.ledger.PathMap.effect_tools)
@@ -83,12 +300,5 @@ PATH_MAP = PathMap(
         PathRule("get_flight_status", "flights.{flight_number}.{date}.status"),
         PathRule("list_all_airports", "airports"),
     ),
-    stale_rules=(
-        StaleRule("book_reservation", _BOOKING_STALES),
-        StaleRule("cancel_reservation", ("reservations.{reservation_id}",)),
-        StaleRule("update_reservation_flights", _PAID_UPDATE_STALES),
-        StaleRule("update_reservation_baggages", _PAID_UPDATE_STALES),
-        StaleRule("update_reservation_passengers", ("reservations.{reservation_id}",)),
-        StaleRule("send_certificate", ("users.{user_id}", PROFILE_PATH)),
-    ),
+    write_effects=WRITE_EFFECTS,
 )

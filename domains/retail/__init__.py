@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.domain import Domain, split_policy
-from domains.retail.paths import PATH_MAP, identify
+from domains.retail.paths import EVIDENCE_READS, PATH_MAP, identify
 from domains.retail.predicates import PREDICATES
 from domains.retail.tools import TOOLS
 
@@ -31,6 +31,7 @@ DOMAIN = Domain(
     identify=identify,
     scenarios_dir=_HERE / "scenarios",
     policy_notes=POLICY_NOTES,
+    evidence_reads=EVIDENCE_READS,
 )
 
 __all__ = ["DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "TOOLS", "identify"]

@@ -1,4 +1,5 @@
-"""Where retail read results land in the ledger, what each write makes stale, and who the customer is.
+"""Where retail read results land in the ledger, what each write can change, which reads the gate may make
+itself, and who the customer is.
 
 Ledger layout (one record per path, exactly as the tool returned it):
 
@@ -20,9 +21,11 @@ another user's profile only adds `users.<id>`; it never changes who the customer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from core.ledger import LedgerReader, PathMap, PathRule, StaleRule
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
+from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
 AUTH_PATH = "auth.user_id"
@@ -59,10 +62,133 @@ def _find_user_rules(tool: str) -> tuple[PathRule, ...]:
     )
 
 
-# Writes that can move money on a gift card (refunds on cancel, price differences, payment swaps) change
-# the customer's profile too, so the profile is stale until read again. `users.*` is deliberately broad:
-# the write's arguments do not name the order's owner.
-_MONEY_WRITE_STALES = ("orders.{order_id}", PROFILE_PATH, "users.*")
+# ---------------------------------------------------------------------------------------------------
+# What each write can change (core.ledger.WriteEffect), from tau2's retail tools (mock_backends/retail):
+#
+#   cancel_pending_order            the order (status, cancel reason, refunds); each gift card it was paid
+#                                   with gets its refund at once (that card's balance in the owner's profile)
+#   modify_pending_order_address    the order's address
+#   modify_pending_order_items      the order (items, status, the payment record); a gift card pays or receives
+#                                   the difference (its balance); a credit card or PayPal leaves the profile
+#   modify_pending_order_payment    the order's payment history; a gift card among the new and the old method
+#                                   (its balance)
+#   return_ / exchange_delivered_   the order only (status and the return / exchange fields): the refund or
+#     order_items                   the difference is settled later, nothing is paid now
+#   modify_user_address             that profile's address
+#
+# Products, items and the catalogue never change. A gift card is told apart from other methods by the
+# owner's profile as observed (a method's source never changes); when the ledger cannot tell, the card's
+# balance is taken as changed. Whose profile: the order's owner as observed; unknown, every profile.
+
+ORDER_FIELDS = {
+    "cancel_pending_order": ("status", "cancel_reason", "payment_history"),
+    "modify_pending_order_address": ("address",),
+    "modify_pending_order_items": ("items", "status", "payment_history"),
+    "modify_pending_order_payment": ("payment_history",),
+    "return_delivered_order_items": ("status", "return_items", "return_payment_method_id"),
+    "exchange_delivered_order_items": ("status", "exchange_items", "exchange_new_items",
+                                       "exchange_payment_method_id", "exchange_price_difference"),
+}
+
+
+def _order(call: ToolCall, ledger: LedgerReader) -> Mapping[str, Any] | None:
+    order = ledger.get(f"orders.{call.arguments.get('order_id')}")
+    return order if isinstance(order, Mapping) else None
+
+
+def _owner(call: ToolCall, ledger: LedgerReader) -> str | None:
+    """The order's owner as observed (an order never changes hands), or None when it was never read."""
+    order = _order(call, ledger)
+    owner = order.get("user_id") if order is not None else None
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _owner_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    owner = _owner(call, ledger)
+    if owner is None:
+        return ("users.*", PROFILE_PATH)
+    return (f"users.{owner}", PROFILE_PATH) if owner == identify(ledger) else (f"users.{owner}",)
+
+
+def _is_gift_card(ledger: LedgerReader, owner: str | None, method_id: str) -> bool:
+    """True unless the owner's profile as observed shows `method_id` is not a gift card."""
+    profile = ledger.get(f"users.{owner}") if owner is not None else None
+    methods = profile.get("payment_methods") if isinstance(profile, Mapping) else None
+    method = methods.get(method_id) if isinstance(methods, Mapping) else None
+    return not isinstance(method, Mapping) or method.get("source") == "gift_card"
+
+
+def _balance(method_id: str) -> str:
+    return f"payment_methods.{method_id}.balance"
+
+
+def _paid_with(call: ToolCall, ledger: LedgerReader) -> list[str] | None:
+    """The methods of the order's payment history as observed, or None when it may have changed since."""
+    entry = ledger.entry(f"orders.{call.arguments.get('order_id')}")
+    if entry is None or not isinstance(entry.value, Mapping) or not entry.fresh_at("payment_history"):
+        return None
+    history = entry.value.get("payment_history")
+    return [str(p.get("payment_method_id")) for p in history if isinstance(p, Mapping)] \
+        if isinstance(history, list) else None
+
+
+def _cancel_refunds(call: ToolCall, ledger: LedgerReader) -> list[str] | None:
+    """The balances a cancellation refunds at once: every gift card the order was paid with."""
+    methods = _paid_with(call, ledger)
+    if methods is None:
+        return ["payment_methods"]
+    owner = _owner(call, ledger)
+    return [_balance(m) for m in dict.fromkeys(methods) if _is_gift_card(ledger, owner, m)]
+
+
+def _new_method_balance(call: ToolCall, ledger: LedgerReader) -> list[str]:
+    """The new method's balance when it is a gift card (it pays or receives the difference), else nothing."""
+    method = str(call.arguments.get("payment_method_id", ""))
+    return [_balance(method)] if _is_gift_card(ledger, _owner(call, ledger), method) else []
+
+
+def _payment_swap_balances(call: ToolCall, ledger: LedgerReader) -> list[str] | None:
+    """A payment change charges the new method and refunds the old one: each balance of a gift card."""
+    methods = _paid_with(call, ledger)
+    if methods is None:  # the old method is not known: any of the owner's cards may be refunded
+        return ["payment_methods"]
+    owner = _owner(call, ledger)
+    swapped = [str(call.arguments.get("payment_method_id", "")), *methods[:1]]
+    return [_balance(m) for m in dict.fromkeys(swapped) if _is_gift_card(ledger, owner, m)]
+
+
+def _user_profiles(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    user_id = str(call.arguments.get("user_id", ""))
+    return (f"users.{user_id}", PROFILE_PATH) if user_id == identify(ledger) else (f"users.{user_id}",)
+
+
+WRITE_EFFECTS = (
+    *(WriteEffect(tool, ("orders.{order_id}",), fields) for tool, fields in ORDER_FIELDS.items()),
+    WriteEffect("cancel_pending_order", _owner_profiles, _cancel_refunds, note="refunds to gift cards at once"),
+    WriteEffect("modify_pending_order_items", _owner_profiles, _new_method_balance,
+                note="a gift card pays or receives the price difference"),
+    WriteEffect("modify_pending_order_payment", _owner_profiles, _payment_swap_balances,
+                note="a gift card pays the order, or gets the old payment back"),
+    WriteEffect("modify_user_address", _user_profiles, ("address",)),
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reads the gate may make itself (core.evidence): never the identification lookups; a profile or an order
+# that is not the customer's is the gate's evidence only.
+
+
+EVIDENCE_READS = EvidenceReads(
+    reads=(
+        GateRead(PROFILE_PATH, "get_user_details", customer_as("user_id"), record_of("user_id")),
+        GateRead("users.{user_id}", "get_user_details", owner=record_of("user_id")),
+        GateRead("orders.{order_id}", "get_order_details", owner=record_of("user_id")),
+        GateRead("products.{product_id}", "get_product_details"),
+        GateRead("items.{item_id}", "get_item_details"),
+        GateRead("catalog.product_types", "list_all_product_types"),
+    ),
+    identification=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
+)
 
 PATH_MAP = PathMap(
     effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
@@ -77,13 +203,5 @@ PATH_MAP = PathMap(
         PathRule("get_item_details", "items.{item_id}"),
         PathRule("list_all_product_types", "catalog.product_types"),
     ),
-    stale_rules=(
-        StaleRule("cancel_pending_order", _MONEY_WRITE_STALES),
-        StaleRule("modify_pending_order_items", _MONEY_WRITE_STALES),
-        StaleRule("modify_pending_order_payment", _MONEY_WRITE_STALES),
-        StaleRule("modify_pending_order_address", ("orders.{order_id}",)),
-        StaleRule("return_delivered_order_items", ("orders.{order_id}",)),
-        StaleRule("exchange_delivered_order_items", ("orders.{order_id}",)),
-        StaleRule("modify_user_address", ("users.{user_id}", PROFILE_PATH)),
-    ),
+    write_effects=WRITE_EFFECTS,
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.domain import Domain, split_policy
-from domains.telecom.paths import PATH_MAP, identify
+from domains.telecom.paths import EVIDENCE_READS, PATH_MAP, identify
 from domains.telecom.predicates import PREDICATES
 from domains.telecom.tools import AGENT_TOOLS, TOOLS, USER_TOOLS
 from domains.telecom.vocabulary import REFERENCE_TIME
@@ -37,6 +37,7 @@ DOMAIN = Domain(
     identify=identify,
     scenarios_dir=_HERE / "scenarios",
     policy_notes=POLICY_NOTES,
+    evidence_reads=EVIDENCE_READS,
 )
 
 __all__ = ["AGENT_TOOLS", "DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "TOOLS", "USER_TOOLS",

@@ -1,4 +1,5 @@
-"""Where telecom read results land in the ledger, what each write makes stale, and who the customer is.
+"""Where telecom read results land in the ledger, what each write can change, which reads the gate may make
+itself, and who the customer is.
 
 Ledger layout (one record per path, exactly as the tool returned it):
 
@@ -49,7 +50,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.ledger import Condition, LedgerReader, PathMap, PathRule, StaleRule
+from core.evidence import EvidenceReads, GateRead, record_of
+from core.gate import GateContext
+from core.ledger import Condition, LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
 CUSTOMER_PATH = "customer"
@@ -118,7 +121,136 @@ def _customer_by_id(call: ToolCall, result: Any, ledger: LedgerReader) -> bool:
     return _id_kind("C")(call, result, ledger) and _identifies(call, result, ledger)
 
 
-_LINE_CHANGE = ("lines.{line_id}", *DEVICE_PATHS)
+# ---------------------------------------------------------------------------------------------------
+# What each write can change (core.ledger.WriteEffect), from tau2's telecom tools (mock_backends/telecom) and
+# the sync that runs after every call:
+#
+#   suspend_line / resume_line    the line's status and suspension date; the phone (the sync carries the
+#                                 line's status to it)
+#   enable_ / disable_roaming     the line's roaming flag; the phone
+#   send_payment_request          the bill's status; the phone (the sync turns the request into one on it)
+#   refuel_data                   the line's refuelled GB (also in its usage reading); the customer's Draft bill
+#                                 (a charge and its total); when the customer has no Draft bill yet, a new one,
+#                                 whose id the customer record's bill list then holds; the phone (data no
+#                                 longer used up). Never which lines the customer owns, nor any plan's price.
+#   the phone's changes           every phone reading; paying also turns its bill Paid (the sync)
+#
+# Which bill is the Draft comes from the bills observed (a bill's customer never changes); when no fresh
+# Draft bill of the customer was observed, every bill of theirs is taken as charged and the bill list as
+# grown.
+
+
+def _customer_bills(call: ToolCall, ledger: LedgerReader) -> list[tuple[str, Mapping[str, Any], bool]]:
+    """(path, bill, status known) of every observed bill of the write's customer."""
+    customer = call.arguments.get("customer_id")
+    found: list[tuple[str, Mapping[str, Any], bool]] = []
+    for path in ledger.observed_paths("bills.*"):
+        entry = ledger.entry(path)
+        if entry is not None and isinstance(entry.value, Mapping) and entry.value.get("customer_id") == customer:
+            found.append((path, entry.value, entry.fresh_at("status")))
+    return found
+
+
+def _known_draft(call: ToolCall, ledger: LedgerReader) -> str | None:
+    return next((path for path, bill, known in _customer_bills(call, ledger)
+                 if known and bill.get("status") == "Draft"), None)
+
+
+def _charged_bills(call: ToolCall, ledger: LedgerReader) -> list[str]:
+    draft = _known_draft(call, ledger)
+    if draft is not None:
+        return [draft]
+    return [path for path, _bill, _known in _customer_bills(call, ledger)]
+
+
+def _no_known_draft(call: ToolCall, ledger: LedgerReader) -> bool:
+    return _known_draft(call, ledger) is None
+
+
+def _customer_records(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    customer = str(call.arguments.get("customer_id", ""))
+    return (f"customers.{customer}", CUSTOMER_PATH) if customer == identify(ledger) else (f"customers.{customer}",)
+
+
+_LINE = "lines.{line_id}"
+_STATUS_CHANGE = ("status", "suspension_start_date")
+
+WRITE_EFFECTS = (
+    WriteEffect("suspend_line", (_LINE,), _STATUS_CHANGE),
+    WriteEffect("resume_line", (_LINE,), _STATUS_CHANGE),
+    WriteEffect("enable_roaming", (_LINE,), ("roaming_enabled",)),
+    WriteEffect("disable_roaming", (_LINE,), ("roaming_enabled",)),
+    WriteEffect("send_payment_request", ("bills.{bill_id}",), ("status",)),
+    WriteEffect("refuel_data", (_LINE, "usage.{line_id}"), ("data_refueling_gb",)),
+    WriteEffect("refuel_data", _charged_bills, ("line_items", "total_due"), note="a charge on the Draft bill"),
+    WriteEffect("refuel_data", _customer_records, ("bill_ids",), when=_no_known_draft,
+                note="a new Draft bill when there was none"),
+    *(WriteEffect(tool, DEVICE_PATHS, note="the sync carries the change to the phone")
+      for tool in ("suspend_line", "resume_line", "enable_roaming", "disable_roaming", "send_payment_request",
+                   "refuel_data")),
+    WriteEffect("make_payment", ("bills.*",), ("status",), note="the sync marks the paid bill Paid"),
+    *(WriteEffect(tool, DEVICE_PATHS) for tool in PHONE_CHANGES),
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reads the gate may make itself (core.evidence): records by id, once the customer is identified; never
+# the lookups by phone number or by name (they identify), never the customer's phone (only they can look).
+
+
+def _line_owner(result: Any, ledger: LedgerReader) -> str | None:
+    """A line record names no customer: it is the identified customer's when their record lists it."""
+    customer = identify(ledger)
+    record = ledger.get(CUSTOMER_PATH)
+    lines = record.get("line_ids") if isinstance(record, Mapping) else None
+    line_id = result.get("line_id") if isinstance(result, Mapping) else None
+    return customer if customer is not None and isinstance(lines, list) and line_id in lines else "?"
+
+
+def _customers_bill(names: Mapping[str, str], _call: ToolCall, ledger: LedgerReader,
+                    ctx: GateContext) -> Mapping[str, Any] | None:
+    """A bill the identified customer's record lists: their bill listing refreshes it and every other bill of
+    theirs in one read (a rule that walks the bills finds them all fresh, not one per round)."""
+    record = ledger.get(CUSTOMER_PATH)
+    bills = record.get("bill_ids") if isinstance(record, Mapping) else None
+    if ctx.customer_id is None or not isinstance(bills, list) or names["bill_id"] not in bills:
+        return None
+    return {"customer_id": ctx.customer_id}
+
+
+def _bills_owner(result: Any, _ledger: LedgerReader) -> str | None:
+    owners = {b.get("customer_id") for b in result if isinstance(b, Mapping)} if isinstance(result, list) else set()
+    return owners.pop() if len(owners) == 1 and isinstance(next(iter(owners)), str) else "?"
+
+
+def _by_id(names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
+           _ctx: GateContext) -> Mapping[str, Any]:
+    return {"id": next(iter(names.values()))}
+
+
+def _own_record(names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
+                ctx: GateContext) -> Mapping[str, Any] | None:
+    return {"customer_id": ctx.customer_id} if names.get("customer_id", ctx.customer_id) == ctx.customer_id \
+        else None
+
+
+def _usage(names: Mapping[str, str], _call: ToolCall, _ledger: LedgerReader,
+           ctx: GateContext) -> Mapping[str, Any] | None:
+    return None if ctx.customer_id is None else {"customer_id": ctx.customer_id, "line_id": names["line_id"]}
+
+
+EVIDENCE_READS = EvidenceReads(
+    reads=(
+        GateRead(CUSTOMER_PATH, "get_customer_by_id", _own_record, record_of("customer_id")),
+        GateRead("customers.{customer_id}", "get_customer_by_id", _own_record, record_of("customer_id")),
+        GateRead("lines.{line_id}", "get_details_by_id", _by_id, _line_owner),
+        GateRead("bills.{bill_id}", "get_bills_for_customer", _customers_bill, _bills_owner),
+        GateRead("bills.{bill_id}", "get_details_by_id", _by_id, record_of("customer_id")),
+        GateRead("plans.{plan_id}", "get_details_by_id", _by_id),
+        GateRead("usage.{line_id}", "get_data_usage", _usage, note="the tool itself refuses another's line"),
+    ),
+    identification=frozenset({"get_customer_by_phone", "get_customer_by_name"}),
+)
 
 PATH_MAP = PathMap(
     effect_tools=frozenset({"refuel_data"}),  # the writes a rule counts (core.ledger.PathMap)
@@ -142,17 +274,5 @@ PATH_MAP = PathMap(
         PathRule("get_data_usage", "usage.{line_id}"),
         *(PathRule(tool, path) for tool, path in DEVICE_READINGS.items()),
     ),
-    stale_rules=(
-        StaleRule("suspend_line", _LINE_CHANGE),
-        StaleRule("resume_line", _LINE_CHANGE),
-        StaleRule("enable_roaming", _LINE_CHANGE),
-        StaleRule("disable_roaming", _LINE_CHANGE),
-        StaleRule("send_payment_request", ("bills.{bill_id}", *DEVICE_PATHS)),
-        # A refuel adds GB to the line, a charge to the Draft bill (or a new Draft bill, whose id the
-        # customer record then lists) and lifts the phone's "usage exceeded".
-        StaleRule("refuel_data", ("lines.{line_id}", "usage.{line_id}", "bills.*", CUSTOMER_PATH,
-                                  "customers.{customer_id}", *DEVICE_PATHS)),
-        *(StaleRule(tool, DEVICE_PATHS) for tool in PHONE_CHANGES if tool != "make_payment"),
-        StaleRule("make_payment", ("bills.*", *DEVICE_PATHS)),
-    ),
+    write_effects=WRITE_EFFECTS,
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.domain import Domain, split_policy
-from domains.telehealth.paths import PATH_MAP, identify
+from domains.telehealth.paths import EVIDENCE_READS, PATH_MAP, identify
 from domains.telehealth.predicates import PREDICATES
 from domains.telehealth.tools import TOOLS
 from domains.telehealth.vocabulary import REFERENCE_TIME
@@ -36,6 +36,7 @@ DOMAIN = Domain(
     identify=identify,
     scenarios_dir=_HERE / "scenarios",
     policy_notes=POLICY_NOTES,
+    evidence_reads=EVIDENCE_READS,
 )
 
 __all__ = ["DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "TOOLS", "identify"]

@@ -1,4 +1,5 @@
-"""Where telehealth read results land in the ledger, what each write makes stale, and who the patient is.
+"""Where telehealth read results land in the ledger, what each write can change, which reads the gate may make
+itself, and who the patient is.
 
 Ledger layout (one record per path, exactly as the tool returned it):
 
@@ -31,9 +32,11 @@ may be changed. Such a lookup is kept under `lookups.<id>`; `auth.patient_id` st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from core.ledger import LedgerReader, PathMap, PathRule, StaleRule
+from core.evidence import EvidenceReads, GateRead, customer_as, record_of
+from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
 
 AUTH_PATH = "auth.patient_id"
@@ -82,12 +85,62 @@ def _find_patient_rules(tool: str) -> tuple[PathRule, ...]:
     )
 
 
-# Cancelling or moving an appointment changes it and the calendar listing that showed it. The write names
-# only the appointment, not its patient, so every listing is made stale (there is one patient, or a few).
-_APPOINTMENT_CHANGE = ("appointments.{appointment_id}", "appointment_lists.*")
+# ---------------------------------------------------------------------------------------------------
+# What each write can change (core.ledger.WriteEffect), from tau-Trait's telehealth tools
+# (mock_backends/telehealth):
+#
+#   schedule_appointment         a new appointment: the booked patient's calendar listing
+#   reschedule_appointment       the appointment's date and time; its patient's calendar listing
+#   cancel_appointment           the appointment's status and cancellation fields; its patient's listing
+#   update_prescription_supplier the record's prescriptions (the record listing names medications only)
+#   update_medical_record_note   the record's notes
+#
+# Providers, schedules, suppliers, interactions, regimens and telemetry never change. Whose calendar an
+# appointment write changes: the appointment's patient as observed; unknown, every listing.
+
+SLOT_WRITES = frozenset({"schedule_appointment", "reschedule_appointment", "cancel_appointment"})
+
+
+def _appointment_lists(call: ToolCall, ledger: LedgerReader) -> tuple[str, ...]:
+    record = ledger.get(f"appointments.{call.arguments.get('appointment_id')}")
+    patient = record.get("patient_id") if isinstance(record, Mapping) else None
+    return (f"appointment_lists.{patient}",) if isinstance(patient, str) and patient else ("appointment_lists.*",)
+
+
+APPOINTMENT = "appointments.{appointment_id}"
+WRITE_EFFECTS = (
+    WriteEffect("schedule_appointment", ("appointment_lists.{patient_id}",)),
+    WriteEffect("reschedule_appointment", (APPOINTMENT,), ("date", "time")),
+    WriteEffect("reschedule_appointment", _appointment_lists),
+    WriteEffect("cancel_appointment", (APPOINTMENT,), ("status", "cancellation_reason", "cancellation_date")),
+    WriteEffect("cancel_appointment", _appointment_lists),
+    WriteEffect("update_prescription_supplier", ("records.{record_id}",), ("prescriptions",)),
+    WriteEffect("update_medical_record_note", ("records.{record_id}",), ("notes",)),
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reads the gate may make itself (core.evidence): never a patient lookup; a record, appointment, profile
+# or calendar of anyone but the authenticated patient (a dependant included) is the gate's evidence only.
+
+
+EVIDENCE_READS = EvidenceReads(
+    reads=(
+        GateRead(PROFILE_PATH, "get_patient_details", customer_as("patient_id"), record_of("patient_id")),
+        GateRead("patients.{patient_id}", "get_patient_details", owner=record_of("patient_id")),
+        GateRead("providers.{provider_id}", "get_provider_details"),
+        GateRead("appointments.{appointment_id}", "get_appointment_details", owner=record_of("patient_id")),
+        GateRead("appointment_lists.{patient_id}", "list_patient_appointments", owner=record_of("patient_id"),
+                 note="unfiltered: the listing a clash check needs"),
+        GateRead("records.{record_id}", "get_medical_record", owner=record_of("patient_id")),
+        GateRead("record_lists.{patient_id}", "list_patient_medical_records", owner=record_of("patient_id")),
+        GateRead("suppliers.{medication}", "list_medication_suppliers"),
+    ),
+    identification=frozenset({"find_patient_by_email", "find_patient_by_name_dob"}),
+)
 
 PATH_MAP = PathMap(
-    effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
+    effect_tools=SLOT_WRITES,  # the writes a rule counts (core.ledger.PathMap): the slots this conversation filled
     rules=(
         *_find_patient_rules("find_patient_by_email"),
         *_find_patient_rules("find_patient_by_name_dob"),
@@ -109,11 +162,5 @@ PATH_MAP = PathMap(
         PathRule("list_telemetry_uploads", "uploads.{device_id}"),
         PathRule("get_telemetry_upload", "telemetry.{result.device_id}.{result.date}"),
     ),
-    stale_rules=(
-        StaleRule("schedule_appointment", ("appointment_lists.{patient_id}",)),
-        StaleRule("reschedule_appointment", _APPOINTMENT_CHANGE),
-        StaleRule("cancel_appointment", _APPOINTMENT_CHANGE),
-        StaleRule("update_prescription_supplier", ("records.{record_id}",)),
-        StaleRule("update_medical_record_note", ("records.{record_id}",)),
-    ),
+    write_effects=WRITE_EFFECTS,
 )

@@ -433,6 +433,38 @@ def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContex
     return Pass()
 
 
+def _slots_filled_here(view: LedgerView) -> dict[tuple[str, str, str], str]:
+    """(provider, date, time) -> the appointment holding it, over this conversation's executed bookings, moves
+    and cancellations in the order they ran (their own returns, `effects.*`): a booking fills its slot, a move
+    frees the old one and fills the new, a cancellation frees it."""
+    held: dict[str, tuple[str, str, str]] = {}
+    for effect in view.effects(SCHEDULE, RESCHEDULE, CANCEL):
+        result = _mapping(effect.result)
+        appointment_id = str(result.get("appointment_id", ""))
+        if effect.tool == CANCEL or result.get("status") not in ACTIONABLE_STATUSES:
+            held.pop(appointment_id, None)
+        else:
+            held[appointment_id] = (str(result.get("provider_id")), str(result.get("date")), str(result.get("time")))
+    return {slot: appointment_id for appointment_id, slot in held.items()}
+
+
+@predicate(
+    id="telehealth.provider_slot_free",
+    tools=BOOKINGS,
+    severity=Verdict.REVISE,
+    policy="A provider sees one patient per slot: a time this conversation already booked with that provider, "
+           "for anyone, is taken until that appointment is moved or cancelled.",
+)
+@once_identified
+def provider_slot_free(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
+    slot = _slot(view, call)
+    holder = _slots_filled_here(view).get((slot.provider_id, str(slot.day), str(slot.time)))
+    if holder is None or holder == slot.moving:
+        return Pass()
+    return Violation(f"{slot.provider_id}'s {slot.day} {slot.time} slot is taken by {holder}, booked earlier in "
+                     f"this conversation (effects.{SCHEDULE} / effects.{RESCHEDULE}); choose another time")
+
+
 @predicate(
     id="telehealth.appointment_type_allowed",
     tools=[SCHEDULE],
@@ -658,6 +690,7 @@ PREDICATES: tuple[Predicate, ...] = (
     appointment_actionable,
     provider_available,
     no_conflicting_appointment,
+    provider_slot_free,
     appointment_type_allowed,
     billing_consistent,
     prescription_in_record,

@@ -36,9 +36,10 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_check_over_the_seed(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The paper's gate (`--evidence ask`): the missing status is asked for, the model reads it."""
     path = env / "julia.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in LINES), encoding="utf-8")
-    code = main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out")])
+    code = main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out"), "--evidence", "ask"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     rows = [json.loads(row) for row in captured.out.splitlines()]
@@ -54,16 +55,33 @@ def test_check_over_the_seed(env: Path, capsys: pytest.CaptureFixture[str]) -> N
         ("get_flight_status", "ERROR", True),
     ]
     assert rows[2]["predicates"] == ["airline.cancel_basis"] and "get_flight_status" in rows[2]["reason"]
-    assert rows[4]["predicates"] == ["airline.cancel_basis"]
+    assert rows[2]["refusal"] == "needs_read" and rows[2]["gate_reads"] == []
+    assert rows[4]["predicates"] == ["airline.cancel_basis"] and rows[4]["refusal"] is None
     assert rows[6]["predicates"] == ["airline.reservation_owned_by_customer"]
     assert "Flight HAT142 not found on date 2024-13-45" in rows[8]["reason"]
     assert all(r["met"] is not False for r in rows)
     assert (env / "out" / "db.sqlite").is_file() and not (env / "home").exists()
 
 
+def test_by_default_the_gate_reads_the_status_itself(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check`'s default (`--evidence assist`): the first cancel gets the verdict the status read gives, BLOCK,
+    with the read the gate made named on its line; the flight status is then in the ledger like any read."""
+    path = env / "julia.jsonl"
+    lines = [*LINES[:2], {**LINES[2], "expect": "BLOCK"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code = main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    cancel = json.loads(captured.out.splitlines()[2])
+    assert (cancel["verdict"], cancel["predicates"], cancel["refusal"]) == ("BLOCK", ["airline.cancel_basis"], None)
+    assert cancel["gate_reads"] == ['get_flight_status(flight_number="HAT142", date="2024-05-17")']
+    assert "flights.HAT142.2024-05-17.status" in cancel["evidence"]
+
+
 def test_an_unmet_expectation_exits_1_and_names_the_line(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = env / "wrong.jsonl"
     lines = [*LINES[:2], {**LINES[2], "expect": "ALLOW"}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    assert main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out")]) == 1
+    assert main(["check", str(path), "--domain", "airline", "--json", "--out", str(env / "out"),
+                 "--evidence", "ask"]) == 1
     assert f"{path}:3: cancel_reservation expected ALLOW, got REVISE" in capsys.readouterr().err

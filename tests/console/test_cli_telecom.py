@@ -72,7 +72,8 @@ def test_check_over_the_seed_with_phone_lines(db: Path | None, home: Path, tmp_p
                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "tablet.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in TRAJECTORY), encoding="utf-8")
-    argv = ["check", str(path), "--domain", "telecom", "--json"] + ([] if db is None else ["--db", str(db)])
+    argv = ["check", str(path), "--domain", "telecom", "--json", "--evidence", "ask"] + \
+        ([] if db is None else ["--db", str(db)])
     code = main(argv)
     captured = capsys.readouterr()
     assert code == 0, captured.err

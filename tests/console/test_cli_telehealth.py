@@ -58,7 +58,8 @@ def test_check_over_the_seed(db: Path | None, home: Path, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "marcus.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in TRAJECTORY), encoding="utf-8")
-    argv = ["check", str(path), "--domain", "telehealth", "--json"] + ([] if db is None else ["--db", str(db)])
+    argv = ["check", str(path), "--domain", "telehealth", "--json", "--evidence", "ask"] + \
+        ([] if db is None else ["--db", str(db)])
     code = main(argv)
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -84,7 +85,7 @@ def test_check_rejects_a_folder_that_is_not_telehealth_data(home: Path, tmp_path
 def test_predicates_and_scenarios_are_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["predicates", "--domain", "telehealth", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 13 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
+    assert len(rows) == 14 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
     assert main(["scenarios", "--domain", "telehealth"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in SCENARIOS)

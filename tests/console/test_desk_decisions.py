@@ -30,7 +30,7 @@ SESSIONS = [  # (domain, scenario, mode, how the test decides its items)
     ("telecom", "roaming-abroad", W, "veto"),  # s05: the first ALLOW vetoed with a message
     ("airline", "cancel-outside-window", N, "accept"),  # s06: the BLOCK accepted
     ("airline", "unobserved-flight", STEP, "step"),  # s07: step mode: n for each model call
-    ("telehealth", "schedule-after-checking", N, "accept"),  # s08
+    ("telehealth", "schedule-after-checking", N, "accept"),  # s08: its REVISE needs a read: back to the model
     ("airline", "persistent-refund-demand", N, "accept"),  # s09
     ("telehealth", "unobserved-supplier-price", W, "approve"),  # s10: a on each: the REVISE accepted, the ALLOW run
 ]
@@ -148,9 +148,15 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
     vetoed = outcome("s05", "veto")
     assert vetoed["executed"] is False and vetoed["outcome"] == "vetoed"
     assert "no, not this one" in str(vetoed["content"])
-    for session in ("s06", "s08", "s09"):
+    for session in ("s06", "s09"):
         assert set(kinds(session)) == {"accept_verdict"}
         assert outcome(session, "accept_verdict")["executed"] is False
+    # a REVISE that only needs a read is not a human's to accept under approve non-ALLOW: it went back to the model,
+    # which read and got its ALLOW; the row counts it as returned for a read
+    assert kinds("s08") == []
+    assert [(g["verdict"], g["refusal"]) for g in of_type(traces["s08"], "gate_decision")] == [
+        ("REVISE", "needs_read"), ("ALLOW", None)]
+    assert next(r for r in snapshot.rows if r.id == "s08").returned == 1
     assert steps >= 3 and len(of_type(traces["s07"], "assistant_turn")) <= steps  # no model call without its step
     assert kinds("s10") == ["accept_verdict", "approve"] and outcome("s10", "approve")["executed"] is True
     # the desk-wide audit log: every decision of every trace, and every step, by alice, each with its outcome

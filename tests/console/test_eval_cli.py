@@ -72,3 +72,18 @@ async def test_input_errors_exit_2_without_a_traceback(argv: list[str], message:
     with_out = "--resume" not in argv and argv[0] != "export"
     assert await run([*argv, "--out", str(tmp_path)] if with_out else argv) == 2
     assert message in capsys.readouterr().err
+
+
+async def test_evidence_assist_is_its_own_configuration_beside_the_papers_gate(tmp_path: Path) -> None:
+    """`--evidence both`: the paper's gate keeps its label, assist runs as `ledger-assist`, and each trial's trace
+    says which mode it ran in; the report counts the REVISEs by kind and the reads the gate made."""
+    out = tmp_path / "run"
+    assert await run(["--domain", "retail", "--agent", "ledger", "--evidence", "both", "--trials", "1", "--tasks",
+                      "r01", "--out", str(out)]) == 0
+    results = load_results(out)
+    assert results.header.agents == ["ledger", "ledger-assist"]
+    modes = {t.agent: next(e["evidence"] for e in t.events if e["type"] == "session_started")
+             for t in results.trials}
+    assert modes == {"ledger": "ask", "ledger-assist": "assist"}
+    gate_table = (out / "report.md").read_text(encoding="utf-8").split("## Gate", 1)[1]
+    assert "| needs a read | breaks a rule | gate reads |" in gate_table and "ledger-assist" in gate_table

@@ -397,7 +397,7 @@ def test_every_console_option_reaches_the_tab_with_its_value(tmp_path: Path) -> 
                       "http://127.0.0.1:9/v1", "--seat", "customer", "--mode", "approve writes", "--operator", "Ann",
                       "--autostart", "--db", str(db), "--pace", "0.25", "--tool-choice", "required",
                       "--max-tokens", "77", "--timeout", "9.5", "--retries", "0", "--model-args", '{"seed": 7}',
-                      "--compare")
+                      "--compare", "--evidence", "ask")
     argv = console_argv(args)
     assert argv[:3] == [sys.executable, "-m", "console.tab"]
     tab = console_parser().parse_args(argv[3:])

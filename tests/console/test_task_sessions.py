@@ -99,9 +99,10 @@ async def test_a_task_session_runs_offline_to_the_gold_outcome(domain: str, task
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom", "telehealth"])
 async def test_every_shipped_task_as_a_live_session_is_the_trial_eval_runs(domain: str, tmp_path: Path) -> None:
     """`ledgeragent eval` (offline, ledger agent, one trial) and a live session per task record the same events,
-    one for one (the live session also names the rules version it ran; a trial does not)."""
+    one for one (the live session also names the rules version it ran; a trial does not). The console's default
+    evidence mode is assist; eval runs it as its own configuration (`--evidence assist`)."""
     assert await run_eval(["--domain", domain, "--agent", "ledger", "--trials", "1", "--concurrency", "1",
-                           "--out", str(tmp_path / "eval")]) == 0
+                           "--evidence", "assist", "--out", str(tmp_path / "eval")]) == 0
     trials = {t.task_id: t for t in load_results(tmp_path / "eval").trials}
     specs = task_specs(domain, "all", TASK)
     assert [s.task for s in specs] == list(trials)

@@ -39,4 +39,4 @@ async def test_a_stale_record_names_the_write_that_may_have_changed_it(tmp_path:
     a.ledger.absorb(ToolCall("c1", "get_user_details", {"user_id": "mia_garcia_4821"}), PROFILE, 1)
     a.ledger.mark_stale(ToolCall("c2", "modify_user_address", {"user_id": "mia_garcia_4821"}), 2)
     line = next(x for x in a.system_prompt().splitlines() if x.startswith("users.mia_garcia_4821 = "))
-    assert line.endswith('"user_id":"mia_garcia_4821"}  # STALE since modify_user_address (step 2)')
+    assert line.endswith('"user_id":"mia_garcia_4821"}  # STALE since modify_user_address (step 2) in address')

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from core.ledger import Ledger, PathMap, PathRule, StaleRule, fill_template, path_matches
+from core.ledger import Ledger, PathMap, PathRule, WriteEffect, fill_template, path_matches
 from core.tools import ToolCall
 from tests.support.toy_domain import PATH_MAP
 
@@ -84,7 +84,7 @@ def test_failed_template_is_skipped_not_raised() -> None:
 
 
 def test_suggest_read_names_the_call() -> None:
-    pm = PathMap((PathRule("get_order_details", "orders.{order_id}"),), (StaleRule("x", ("orders.{order_id}",)),))
+    pm = PathMap((PathRule("get_order_details", "orders.{order_id}"),), (WriteEffect("x", ("orders.{order_id}",)),))
     assert pm.suggest_read("orders.#W1") == 'get_order_details(order_id="#W1")'
 
 
@@ -98,7 +98,7 @@ def test_suggest_read_maps_result_fields_to_same_named_arguments() -> None:
 
 
 def test_mark_stale_handles_exact_paths_and_globs() -> None:
-    pm = PathMap((PathRule("get", "{kind}.{key}"),), (StaleRule("w", ("orders.{order_id}", "users.*")),))
+    pm = PathMap((PathRule("get", "{kind}.{key}"),), (WriteEffect("w", ("orders.{order_id}", "users.*")),))
     ledger = Ledger(pm)
     for kind, key in [("orders", "#W1"), ("orders", "#W2"), ("users", "a"), ("users", "b"), ("userspace", "x")]:
         ledger.absorb(call("get", kind=kind, key=key), {"k": key}, 1)

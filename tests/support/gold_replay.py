@@ -28,6 +28,7 @@ import pytest_asyncio
 
 from console.cli import main as cli_main
 from core.domain import Domain
+from core.evidence import EvidenceMode
 from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory
 from core.tools import ToolError
 from mock_backends.base import SQLiteToolBackend
@@ -205,6 +206,34 @@ async def assert_rejected(domain: Domain, backend: SQLiteToolBackend, lines: Seq
         assert result.predicates == (predicate,), (why, result.reason)
     assert not result.executed
     assert await _fingerprint(backend, unchanged) == before
+
+
+async def assisted_outcome(domain: Domain, backend: SQLiteToolBackend, lines: Sequence[Line]) -> CheckResult:
+    """The last line's result when the gate reads what it lacks itself (`--evidence assist`): every line before it
+    is checked first, the database must be what it was when the last one is refused."""
+    checker = Checker(domain, backend, evidence=EvidenceMode.ASSIST)
+    *setup, last = calls(lines)
+    for call in setup:
+        await checker.check(call)
+    before = await backend.state_hash()
+    result = await checker.check(last)
+    if not result.executed:
+        assert await backend.state_hash() == before
+    return result
+
+
+async def assert_refused_when_assisted(domain: Domain, backend: SQLiteToolBackend, lines: Sequence[Line], verdict: str,
+                                       predicate: str, why: str, *, legal_once_read: bool = False) -> None:
+    """A violating variant is refused with evidence assist too, by `predicate` (maybe with others); a variant whose
+    only fault is a read the agent skipped (`legal_once_read`) runs once the gate has made that read."""
+    result = await assisted_outcome(domain, backend, lines)
+    if legal_once_read:
+        assert (result.verdict, result.executed) == ("ALLOW", True), (why, result.reason)
+        assert result.gate_reads, "legal once read: the gate made the read the agent skipped"
+        return
+    assert result.kind == "write" and not result.executed, (why, result)
+    assert result.verdict == verdict and predicate in result.predicates, (why, result.verdict, result.predicates,
+                                                                          result.reason)
 
 
 def write_jsonl(lines: Sequence[Mapping[str, Any]], path: Path) -> Path:

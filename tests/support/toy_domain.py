@@ -11,7 +11,7 @@ from typing import Any
 
 from core.domain import Domain
 from core.gate import GateContext, LedgerView, MissingEvidence, Outcome, Pass, Verdict, Violation, predicate
-from core.ledger import PathMap, PathRule, StaleRule
+from core.ledger import PathMap, PathRule, WriteEffect
 from core.tools import Requestor, ToolCall, ToolError, ToolKind, ToolSpec
 
 TOOLS = (
@@ -34,7 +34,7 @@ PATH_MAP = PathMap(
         PathRule("login", "auth.customer", when=lambda call, result, ledger: ledger.get("auth.customer") is None),
         PathRule("get_account", "accounts.{account_id}"),
     ),
-    stale_rules=(StaleRule("transfer", ("accounts.{account_id}",)),),
+    write_effects=(WriteEffect("transfer", ("accounts.{account_id}",)),),
 )
 
 
@@ -119,8 +119,8 @@ USER_TOOLS = (
 
 DUAL_PATH_MAP = PathMap(
     rules=(*PATH_MAP.rules, PathRule("check_card", "device.card")),
-    stale_rules=(*PATH_MAP.stale_rules, StaleRule("toggle_card_freeze", ("device.*",)),
-                 StaleRule("transfer", ("device.*",))),
+    write_effects=(*PATH_MAP.write_effects, WriteEffect("toggle_card_freeze", ("device.*",)),
+                 WriteEffect("transfer", ("device.*",))),
 )
 
 DUAL_DOMAIN = Domain(name="toy-dual", title="Toy bank with a card app", policy=DOMAIN.policy,

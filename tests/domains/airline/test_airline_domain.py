@@ -200,10 +200,11 @@ def _full_ledger() -> AirlineSession:
         ("book_reservation", {"user_id": THEO, "flights": [segment("HAT119", "2024-05-20")]},
          {"user", "users.theo_brennan_3391", "flights.HAT119.2024-05-20", "flight_search.BOS.DEN.2024-05-20"}),
         ("cancel_reservation", {"reservation_id": "TB3K9Q"}, {"reservations.TB3K9Q"}),
+        # the payment method is unknown: the owner's profile (Theo's, as the reservation shows), nobody else's
         ("update_reservation_flights", {"reservation_id": "TB3K9Q"},
-         {"reservations.TB3K9Q", "user", "users.theo_brennan_3391", "users.lena_varga_7702"}),
+         {"reservations.TB3K9Q", "user", "users.theo_brennan_3391"}),
         ("update_reservation_baggages", {"reservation_id": "TB5N1W"},
-         {"reservations.TB5N1W", "user", "users.theo_brennan_3391", "users.lena_varga_7702"}),
+         {"reservations.TB5N1W", "user", "users.theo_brennan_3391"}),
         ("update_reservation_passengers", {"reservation_id": "TB8R2D"}, {"reservations.TB8R2D"}),
         ("send_certificate", {"user_id": THEO, "amount": 100}, {"user", "users.theo_brennan_3391"}),
     ],

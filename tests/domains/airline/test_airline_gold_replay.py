@@ -38,6 +38,7 @@ from tests.support.gold_replay import (
     Lines,
     Template,
     apply_gold_writes,
+    assert_refused_when_assisted,
     assert_rejected,
     calls,
     check,
@@ -363,11 +364,28 @@ VARIANTS = [
     Variant("upgrade-on-short-gift-card", "REVISE", "airline.payment_balance_covers",
             lambda: _gold_with("22", "22_0", "REVISE", payment_id="gift_card_6490722"),
             "task 22: the $209 upgrade of FQ8APE on a gift card holding $127"),
-    Variant("stale-reservation-after-write", "REVISE", "airline.reservation_owned_by_customer",
-            lambda: _without_reads(_gold_with("22", "22_1", "REVISE"), "22_1", ("get_reservation_details",)),
-            "task 22: the passenger change right after the cabin change, without re-reading FQ8APE (every rule "
-            "that reads the reservation asks for a fresh read)", only=False),
+    Variant("stale-reservation-after-write", "REVISE", "airline.baggage_allowance",
+            lambda: _without_reads(_gold_with("22", "22_2", "REVISE"), "22_2", ("get_reservation_details",)),
+            "task 22: the bag change after the cabin change, without re-reading FQ8APE: the allowance depends on "
+            "the cabin that change set, so the rule asks for a fresh read", only=False),
 ]
+
+
+# With evidence assist (`--evidence assist`, the default of the console and of check) the gate reads what a rule
+# lacks itself: a violation stays refused by its rule. A variant whose only fault is a read the agent skipped is
+# legal once the gate has read (LEGAL_ONCE_READ); a stale record the gate re-reads may show a fact another rule
+# refuses (ASSISTED: that verdict and rule instead).
+LEGAL_ONCE_READ = frozenset({"upgrade-without-search", "stale-reservation-after-write"})  # the gold writes themselves
+ASSISTED: dict[str, tuple[str, str]] = {}
+
+
+@module_loop
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
+async def test_violating_variant_is_refused_when_the_gate_reads_itself(variant: Variant, fresh: Template) -> None:
+    verdict, predicate = ASSISTED.get(variant.id, (variant.verdict, variant.predicate))
+    domain = DOMAIN if variant.now is None else airline_domain(variant.now)
+    await assert_refused_when_assisted(domain, fresh.backend, variant.build(), verdict, predicate, variant.why,
+                                       legal_once_read=variant.id in LEGAL_ONCE_READ)
 
 
 @module_loop

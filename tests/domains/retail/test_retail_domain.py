@@ -180,13 +180,16 @@ def _full_ledger() -> RetailSession:
 @pytest.mark.parametrize(
     ("tool", "arguments", "staled"),
     [
-        ("cancel_pending_order", {"order_id": MIA_PENDING, "reason": "no longer needed"},
-         {"orders.#W4821002", "user", "users.mia_garcia_4821", "users.noah_kim_3107"}),
+        # paid by credit card: the refund goes outside the profile
+        ("cancel_pending_order", {"order_id": MIA_PENDING, "reason": "no longer needed"}, {"orders.#W4821002"}),
+        # a gift card pays the difference: the owner's profile (Mia's, as the order shows), nobody else's
         ("modify_pending_order_items", {"order_id": MIA_PENDING, "item_ids": [], "new_item_ids": [],
                                         "payment_method_id": "gift_card_4821001"},
-         {"orders.#W4821002", "user", "users.mia_garcia_4821", "users.noah_kim_3107"}),
+         {"orders.#W4821002", "user", "users.mia_garcia_4821"}),
+        ("modify_pending_order_items", {"order_id": MIA_PENDING, "item_ids": [], "new_item_ids": [],
+                                        "payment_method_id": "credit_card_4821002"}, {"orders.#W4821002"}),
         ("modify_pending_order_payment", {"order_id": MIA_PENDING, "payment_method_id": "gift_card_4821001"},
-         {"orders.#W4821002", "user", "users.mia_garcia_4821", "users.noah_kim_3107"}),
+         {"orders.#W4821002", "user", "users.mia_garcia_4821"}),
         ("modify_pending_order_address", {"order_id": MIA_PENDING}, {"orders.#W4821002"}),
         ("return_delivered_order_items", {"order_id": "#W4821001"}, {"orders.#W4821001"}),
         ("exchange_delivered_order_items", {"order_id": "#W4821001"}, {"orders.#W4821001"}),

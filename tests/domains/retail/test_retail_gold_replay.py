@@ -28,6 +28,7 @@ from tests.support.gold_replay import (
     Lines,
     Template,
     apply_gold_writes,
+    assert_refused_when_assisted,
     assert_rejected,
     check,
     cli_check,
@@ -226,13 +227,29 @@ VARIANTS = [
             lambda: [_read("get_order_details", order_id="#W8835847"),
                      _bad("cancel_pending_order", "REVISE", order_id="#W8835847", reason="ordered by mistake")],
             "task 88's cancel with the order read but nobody authenticated"),
-    Variant("stale-order-after-write", "REVISE", "retail.order_owned_by_customer",
-            lambda: _without_reads([*_prefix("72", "72_1"), _bad("modify_pending_order_items", "REVISE",
-                                                                   **_gold("72", "72_1")["arguments"])],
-                                   "72_1", ("get_order_details",)),
-            "task 72: the item change right after the address change, without re-reading #W5270061 (every rule "
-            "that reads the order asks for a fresh read)", only=False),
+    Variant("stale-order-after-write", "REVISE", "retail.modify_requires_pending",
+            lambda: [*build_trajectory(TASKS["72"], RAW_DB),
+                     _bad("modify_pending_order_address", "REVISE", order_id="#W5270061", **ADDRESS)],
+            "task 72: an address change right after the gold item change, without re-reading #W5270061: the item "
+            "change set its status, so the status rules ask for a fresh read", only=False),
 ]
+
+
+# With evidence assist (`--evidence assist`, the default of the console and of check) the gate reads what a rule
+# lacks itself: a violation stays refused by its rule. A variant whose only fault is a read the agent skipped is
+# legal once the gate has read (LEGAL_ONCE_READ); a stale record the gate re-reads may show a fact another rule
+# refuses (ASSISTED: that verdict and rule instead).
+LEGAL_ONCE_READ = frozenset({"exchange-without-product-read"})  # task 70's gold exchange itself
+# the re-read shows the status the item change set: no modification after that (policy), a BLOCK
+ASSISTED = {"stale-order-after-write": ("BLOCK", "retail.items_modified_once")}
+
+
+@module_loop
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
+async def test_violating_variant_is_refused_when_the_gate_reads_itself(variant: Variant, fresh: Template) -> None:
+    verdict, predicate = ASSISTED.get(variant.id, (variant.verdict, variant.predicate))
+    await assert_refused_when_assisted(DOMAIN, fresh.backend, variant.build(), verdict, predicate, variant.why,
+                                       legal_once_read=variant.id in LEGAL_ONCE_READ)
 
 
 @module_loop

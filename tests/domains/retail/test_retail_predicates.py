@@ -420,19 +420,32 @@ def test_missing_profile_asks_for_the_customers_details() -> None:
     assert 'get_user_details(user_id="mia_garcia_4821")' in result.reason
 
 
-def test_stale_order_asks_for_a_re_read_then_allows() -> None:
+def test_stale_order_asks_for_a_re_read_then_judges_what_was_read() -> None:
+    """An item change can change the order's status: a payment change after it reads the order again, and what
+    the re-read shows decides (items modified: no further change)."""
     session = mia_session()
-    wrote(session, modify_address())
+    wrote(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M]))
     step = session.step
-    tool, arguments = modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M])
-    decision = session.propose(tool, **arguments)
+    decision = propose(session, modify_payment(MIA_GIFT_CARD))
     assert decision.verdict is Verdict.REVISE
     result = result_of(decision, "retail.modify_requires_pending")
     assert result.status is Status.MISSING
-    assert f"may have changed since modify_pending_order_address at step {step}" in result.reason
+    assert f"may have changed since modify_pending_order_items at step {step}" in result.reason
     assert 'get_order_details(order_id="#W4821002")' in result.reason
 
-    session.read_order(mia_pending_order())
+    session.read_order(mia_pending_order(status="pending (item modified)"))
+    again = propose(session, modify_payment(MIA_GIFT_CARD))
+    assert again.verdict is Verdict.BLOCK and [r.predicate_id for r in again.failed] == ["retail.items_modified_once"]
+
+
+def test_an_address_change_leaves_the_rest_of_the_order_fresh() -> None:
+    """A shipping address change can change only the address: the item change right after it is judged on the
+    order as read, without a re-read (its rules read the status, items and payment, never the address)."""
+    session = mia_session()
+    staled = wrote(session, modify_address())
+    assert staled == ["orders.#W4821002"]
+    assert session.ledger.entry("orders.#W4821002").stale.fields == {"address"}  # type: ignore[union-attr]
+    tool, arguments = modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M])
     assert session.propose(tool, **arguments).verdict is Verdict.ALLOW
 
 
@@ -450,15 +463,54 @@ def test_stale_status_is_revise_not_block_until_re_read() -> None:
     assert "'cancelled'" in result_of(refused, "retail.cancel_requires_pending").reason
 
 
-def test_gift_card_balance_is_stale_after_a_cancel() -> None:
-    """A cancel may refund to a gift card, so the profile must be re-read before paying with it."""
-    session = mia_session()
+def test_gift_card_balance_is_stale_after_a_cancel_paid_with_it() -> None:
+    """A cancel refunds a gift card at once: that card's balance must be read again before paying with it."""
+    paid = [payment(49.99, MIA_GIFT_CARD)]
+    second = order("#W4821003", MIA, [order_line(TSHIRT, TSHIRT_BLUE_M)], status="pending",
+                   payment_method_id=MIA_CREDIT_CARD, shipping=mia_address())
+    session = mia_session(orders=[mia_delivered_order(), mia_pending_order(payment_history=paid), second])
     wrote(session, cancel(MIA_PENDING))
-    session.read_order(mia_pending_order())  # pretend the cancel did not go through, order still pending
-    decision = propose(session, modify_payment(MIA_GIFT_CARD))
+    decision = propose(session, modify_payment(MIA_GIFT_CARD, order_id="#W4821003"))
     assert decision.verdict is Verdict.REVISE
-    result = result_of(decision, "retail.payment_method_in_profile")
+    result = result_of(decision, "retail.gift_card_covers_amount")
     assert result.status is Status.MISSING and "user may have changed since cancel_pending_order" in result.reason
+    assert f"payment_methods.{MIA_GIFT_CARD}.balance" in result.reason
+
+
+def _two_pending_orders() -> RetailSession:
+    second = order("#W4821003", MIA, [order_line(TSHIRT, TSHIRT_BLUE_M)], status="pending",
+                   payment_method_id=MIA_CREDIT_CARD, shipping=mia_address())
+    return mia_session(orders=[mia_delivered_order(), mia_pending_order(), second])
+
+
+def test_a_second_orders_item_change_after_a_card_paid_change_needs_no_re_read() -> None:
+    """The first change is paid by credit card: nothing in the profile changed, and the second order was never
+    touched, so its change is judged on the records as read."""
+    session = _two_pending_orders()
+    staled = wrote(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M], payment_method_id=MIA_CREDIT_CARD))
+    assert staled == ["orders.#W4821002"]
+    second = propose(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M], payment_method_id=MIA_CREDIT_CARD,
+                                           order_id="#W4821003"))
+    assert second.verdict is Verdict.ALLOW, second.feedback
+
+
+def test_after_a_gift_card_paid_change_the_card_balance_is_read_again() -> None:
+    session = _two_pending_orders()
+    wrote(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M], payment_method_id=MIA_GIFT_CARD))
+    again = propose(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M], payment_method_id=MIA_GIFT_CARD,
+                                          order_id="#W4821003"))
+    assert again.verdict is Verdict.REVISE and again.refusal is not None and again.refusal.label == "needs a read"
+    by_card = propose(session, modify_items([TSHIRT_BLUE_M], [TSHIRT_RED_M], payment_method_id=MIA_CREDIT_CARD,
+                                            order_id="#W4821003"))
+    assert by_card.verdict is Verdict.ALLOW, by_card.feedback
+
+
+def test_a_credit_card_paid_cancel_leaves_the_profile_fresh() -> None:
+    """The same cancel of an order paid by credit card refunds outside the profile: nothing there is stale."""
+    session = mia_session()
+    assert wrote(session, cancel(MIA_PENDING)) == ["orders.#W4821002"]
+    session.read_order(mia_pending_order())
+    assert propose(session, modify_payment(MIA_GIFT_CARD)).verdict is Verdict.ALLOW
 
 
 def test_reading_another_user_does_not_change_the_customer() -> None:

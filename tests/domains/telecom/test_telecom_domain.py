@@ -146,13 +146,13 @@ def test_read_paths(tool: str, arguments: dict[str, Any], result: Any, paths: tu
         assert ledger.get(paths[0]) == result
 
 
-def test_every_phone_reading_has_a_device_path_and_every_change_a_stale_rule() -> None:
+def test_every_phone_reading_has_a_device_path_and_every_change_a_write_effect() -> None:
     reads = {t.name for t in USER_TOOLS if t.kind is ToolKind.READ}
     assert set(DEVICE_READINGS) == reads
     assert all(path.startswith("device.") for path in DEVICE_READINGS.values())
     changes = {t.name for t in USER_TOOLS if t.kind is ToolKind.WRITE}
     assert set(PHONE_CHANGES) == changes
-    assert {rule.tool for rule in PATH_MAP.stale_rules} == changes | AGENT_WRITES
+    assert {effect.tool for effect in PATH_MAP.write_effects} == changes | AGENT_WRITES
 
 
 def test_a_failed_lookup_result_does_not_identify() -> None:
@@ -186,8 +186,9 @@ ALL_BILLS = {"bills.B2001", "bills.B2002", "bills.B2003", "bills.B2004"}
         ("enable_roaming", {"customer_id": MARIA, "line_id": "L2001"}, {"lines.L2001"} | DEVICE),
         ("disable_roaming", {"customer_id": MARIA, "line_id": "L2001"}, {"lines.L2001"} | DEVICE),
         ("send_payment_request", {"customer_id": MARIA, "bill_id": "B2003"}, {"bills.B2003"} | DEVICE),
+        # Maria's March Draft B2004 was read: the charge lands there, no new bill, her record's bill list holds
         ("refuel_data", {"customer_id": MARIA, "line_id": "L2002"},
-         {"lines.L2002", "usage.L2002", "customer", "customers.C2001"} | ALL_BILLS | DEVICE),
+         {"lines.L2002", "usage.L2002", "bills.B2004"} | DEVICE),
         ("toggle_roaming", {}, DEVICE),
         ("grant_app_permission", {"app_name": "messaging", "permission": "storage"}, DEVICE),
         ("make_payment", {}, ALL_BILLS | DEVICE),

@@ -37,6 +37,7 @@ from tests.support.gold_replay import (
     JSON_KEYS,
     Lines,
     Template,
+    assert_refused_when_assisted,
     assert_rejected,
     calls,
     cli_check,
@@ -279,6 +280,23 @@ async def set_variant_scene(backend: TelecomBackend, variant: Variant) -> None:
                    if a["func_name"] == "suspend_line_for_overdue_bill" else a for a in actions]
     await set_scene(backend, actions)
     await set_scene(backend, [a for a in variant.extra_setup if a["func_name"] != "set_contract_ended"])
+
+
+# With evidence assist (`--evidence assist`, the default of the console and of check) the gate reads what a rule
+# lacks itself: a violation stays refused by its rule. A variant whose only fault is a read the agent skipped is
+# legal once the gate has read (LEGAL_ONCE_READ); a stale record the gate re-reads may show a fact another rule
+# refuses (ASSISTED: that verdict and rule instead).
+LEGAL_ONCE_READ = frozenset({"refuel-without-reading-the-plan"})  # 1 GB is within the cap: legal once priced
+ASSISTED: dict[str, tuple[str, str]] = {}
+
+
+@module_loop
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
+async def test_violating_variant_is_refused_when_the_gate_reads_itself(variant: Variant, fresh: Template) -> None:
+    await set_variant_scene(fresh.backend, variant)
+    verdict, predicate = ASSISTED.get(variant.id, (variant.verdict, variant.predicate))
+    await assert_refused_when_assisted(DOMAIN, fresh.backend, variant.build(), verdict, predicate, variant.why,
+                                       legal_once_read=variant.id in LEGAL_ONCE_READ)
 
 
 @module_loop

@@ -220,10 +220,11 @@ def _full_ledger() -> TelehealthSession:
     ("tool", "arguments", "staled"),
     [
         ("schedule_appointment", {"patient_id": KENJI}, {"appointment_lists.kenji_sato_2017"}),
+        # only the calendar of the appointment's own patient, as its record shows
         ("reschedule_appointment", {"appointment_id": "APPT007"},
-         {"appointments.APPT007", "appointment_lists.kenji_sato_2017", "appointment_lists.hana_sato_4410"}),
+         {"appointments.APPT007", "appointment_lists.kenji_sato_2017"}),
         ("cancel_appointment", {"appointment_id": "APPT009"},
-         {"appointments.APPT009", "appointment_lists.kenji_sato_2017", "appointment_lists.hana_sato_4410"}),
+         {"appointments.APPT009", "appointment_lists.hana_sato_4410"}),
         ("update_prescription_supplier", {"record_id": "REC003"}, {"records.REC003"}),
         ("update_medical_record_note", {"record_id": "REC003"}, {"records.REC003"}),
     ],

@@ -36,6 +36,7 @@ from tests.support.gold_replay import (
     Lines,
     Template,
     apply_gold_writes,
+    assert_refused_when_assisted,
     assert_rejected,
     calls,
     cli_check,
@@ -155,6 +156,7 @@ class Variant:
     build: Callable[[], list[Line]]
     why: str
     tool_would_accept: bool  # True: only the gate stands between the call and a wrong database
+    only: bool = True  # the predicate is the only one that fails (False: others fail with it, by design)
 
 
 VARIANTS = [
@@ -213,6 +215,12 @@ VARIANTS = [
                      _read("list_patient_appointments", patient_id="carlos_mendez_4521"),
                      _bad("reschedule_appointment", "REVISE", **_gold("16", "16_4")["arguments"])],
             "task 16: the reschedule with appointment, provider and calendar read but nobody authenticated", True),
+    Variant("book-a-slot-this-conversation-filled", "REVISE", "telehealth.provider_slot_free",
+            lambda: [*build_trajectory(TASKS["0"], RAW),
+                     _bad("schedule_appointment", "REVISE", **_gold("0", "0_0")["arguments"])],
+            "task 0: Dr. Garcia's slot booked a second time right after the gold booking filled it (the patient's "
+            "calendar is stale after that booking too, so the clash rule asks for a re-read as well)", True,
+            only=False),
     Variant("book-on-a-stale-calendar", "REVISE", "telehealth.no_conflicting_appointment",
             lambda: _without_reads([*_prefix("12", "12_13"), _bad("schedule_appointment", "REVISE",
                                                                    **_gold("12", "12_13")["arguments"])],
@@ -221,10 +229,27 @@ VARIANTS = [
 ]
 
 
+# With evidence assist (`--evidence assist`, the default of the console and of check) the gate reads what a rule
+# lacks itself: a violation stays refused by its rule. A variant whose only fault is a read the agent skipped is
+# legal once the gate has read (LEGAL_ONCE_READ); a stale record the gate re-reads may show a fact another rule
+# refuses (ASSISTED: that verdict and rule instead).
+LEGAL_ONCE_READ = frozenset({"book-on-a-stale-calendar"})  # task 12's gold booking itself
+ASSISTED: dict[str, tuple[str, str]] = {}
+
+
+@module_loop
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
+async def test_violating_variant_is_refused_when_the_gate_reads_itself(variant: Variant, fresh: Template) -> None:
+    verdict, predicate = ASSISTED.get(variant.id, (variant.verdict, variant.predicate))
+    await assert_refused_when_assisted(DOMAIN, fresh.backend, variant.build(), verdict, predicate, variant.why,
+                                       legal_once_read=variant.id in LEGAL_ONCE_READ)
+
+
 @module_loop
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.id for v in VARIANTS])
 async def test_violating_variant_is_rejected_and_changes_nothing(variant: Variant, fresh: Template) -> None:
-    await assert_rejected(DOMAIN, fresh.backend, variant.build(), variant.verdict, variant.predicate, variant.why)
+    await assert_rejected(DOMAIN, fresh.backend, variant.build(), variant.verdict, variant.predicate, variant.why,
+                          only=variant.only)
 
 
 @module_loop

@@ -134,6 +134,31 @@ def hana_with_kenji_appointment() -> TelehealthSession:
     return session
 
 
+SLOT = {"provider_id": PETROV, "date": "2025-05-29", "time": "08:30"}
+
+
+def booked_here(patient_id: str = KENJI, appointment_id: str = "APPT031", **slot: str) -> dict[str, Any]:
+    """What schedule_appointment returned for a booking made in this conversation (its effect)."""
+    return {**appointment("APPT007"), "appointment_id": appointment_id, "patient_id": patient_id,
+            **{**SLOT, **slot}, "status": "scheduled"}
+
+
+def hana_booked_kenji_at_petrovs_0830() -> TelehealthSession:
+    """Hana booked Kenji with Dr. Petrov on 2025-05-29 08:30 (the write ran); her own calendar is read too."""
+    session = hana_books_for(KENJI, PETROV)()
+    session.read_calendar(calendar(HANA))
+    session.executed("schedule_appointment", booked_here(), patient_id=KENJI, provider_id=PETROV,
+                     date=SLOT["date"], time=SLOT["time"], appointment_type="sick_visit")
+    return session
+
+
+def hana_booked_then_cancelled() -> TelehealthSession:
+    session = hana_booked_kenji_at_petrovs_0830()
+    session.read_appointment(booked_here())  # whose it is: only Kenji's calendar goes stale with the cancel
+    session.executed("cancel_appointment", {**booked_here(), "status": "cancelled"}, appointment_id="APPT031")
+    return session
+
+
 def uninsured_priya() -> TelehealthSession:
     profile = patient(PRIYA)
     profile["insurance"] = {}
@@ -278,6 +303,12 @@ REJECTED: list[Rejected] = [
 ]
 
 REJECTED.append(
+    Rejected("book the slot this conversation booked for a dependant", "telehealth.provider_slot_free",
+             Verdict.REVISE, hana_booked_kenji_at_petrovs_0830,
+             schedule(HANA, PETROV, SLOT["date"], SLOT["time"], "sick_visit"),
+             ("dr_petrov_pediatrics's 2025-05-29 08:30 slot is taken by APPT031",),
+             ("effects.schedule_appointment", "effects.reschedule_appointment", "effects.cancel_appointment")))
+REJECTED.append(
     Rejected("Warfarin after a high-severity Warfarin check", "telehealth.no_severe_interaction", Verdict.REVISE,
              marcus_checked("Warfarin", "high", "Ibuprofen", emergency=True),
              change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1),
@@ -285,6 +316,8 @@ REJECTED.append(
              ("records.REC003", "interactions.Warfarin")))
 
 ALLOWED: list[Allowed] = [
+    Allowed("a slot this conversation booked, then cancelled, is free again", "telehealth.provider_slot_free",
+            hana_booked_then_cancelled, schedule(HANA, PETROV, SLOT["date"], SLOT["time"], "sick_visit")),
     Allowed("cancel own scheduled appointment", "telehealth.authenticated", priya_appointments, cancel(),
             also=("telehealth.appointment_belongs_to_patient", "telehealth.appointment_actionable")),
     Allowed("book for oneself", "telehealth.schedule_for_patient", booking_session, schedule()),
@@ -445,12 +478,41 @@ def test_a_cancelled_appointment_is_refused_only_once_its_new_status_was_read() 
 
 
 def test_a_record_is_stale_after_a_supplier_change() -> None:
+    """A supplier change can change only the record's prescriptions: a second one reads the record again, a
+    note (its rules read whose record it is, never the prescriptions) does not."""
     session = marcus_supplier_session()
-    wrote(session, change_supplier())
-    decision = propose(session, add_note())
+    assert wrote(session, change_supplier()) == ["records.REC003"]
+    decision = propose(session, change_supplier(company="Deccan Pharma"))
     assert decision.verdict is Verdict.REVISE
-    result = result_of(decision, "telehealth.record_belongs_to_patient")
-    assert 'get_medical_record(record_id="REC003")' in result.reason
+    result = result_of(decision, "telehealth.prescription_in_record")
+    assert result.status is Status.MISSING and 'get_medical_record(record_id="REC003")' in result.reason
+    assert propose(session, add_note()).verdict is Verdict.ALLOW
+
+
+def test_a_slot_booked_earlier_here_is_not_free_for_a_reschedule() -> None:
+    """Kenji's APPT007 moved into the slot this conversation booked for Hana: refused; once Hana's booking is
+    moved away (its effect: the new time), the slot is free again for the move."""
+    session = hana_with_kenji_appointment()
+    session.read_provider(provider(PETROV))
+    session.read_calendar(calendar(HANA))
+    session.executed("schedule_appointment", booked_here(HANA), patient_id=HANA, provider_id=PETROV,
+                     date=SLOT["date"], time=SLOT["time"], appointment_type="sick_visit")
+    move = reschedule("APPT007", SLOT["date"], SLOT["time"])
+    refused = propose(session, move)
+    assert refused.verdict is Verdict.REVISE and failed_ids(refused) == {"telehealth.provider_slot_free"}
+    assert "taken by APPT031" in result_of(refused, "telehealth.provider_slot_free").reason
+    session.executed("reschedule_appointment", {**booked_here(HANA), "time": "11:00",
+                                                "rescheduled_from": {"date": SLOT["date"], "time": SLOT["time"]}},
+                     appointment_id="APPT031", new_date=SLOT["date"], new_time="11:00")
+    assert result_of(propose(session, move), "telehealth.provider_slot_free").status is Status.PASS
+
+
+def test_an_appointment_moved_within_its_own_slot_is_not_its_own_clash() -> None:
+    session = hana_booked_kenji_at_petrovs_0830()
+    session.read_appointment(booked_here())
+    result = result_of(propose(session, reschedule("APPT031", SLOT["date"], SLOT["time"])),
+                       "telehealth.provider_slot_free")
+    assert result.status is Status.PASS
 
 
 def test_an_unread_catalogue_asks_for_the_supplier_listing() -> None:

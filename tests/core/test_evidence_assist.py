@@ -1,0 +1,276 @@
+"""Evidence assist: the gate reads what a write's rules lack, as the domain declares, and judges again.
+
+Over the real retail backend on its shipped seed (Mia Garcia's and Noah Kim's orders), through the one call path
+(`CallExecutor`, here driven by `Checker` and by a scripted session): what it reads, how it is recorded, what the
+model is shown, and what it never does (read before identification, show another customer's record, loop, read
+past its bound, read after a crash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.agent import AgentConfig
+from core.domain import Domain
+from core.events import EventBus, GateDecided, ToolResultEvent
+from core.evidence import MAX_GATE_READS, EvidenceMode, EvidenceReads, GateRead
+from core.gate import (
+    GateContext,
+    GateDecision,
+    LedgerView,
+    Outcome,
+    PolicyGate,
+    RefusalKind,
+    Verdict,
+    predicate,
+)
+from core.ledger import READ_BY_GATE, Ledger
+from core.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedStep
+from core.regate import regate
+from core.replay import Checker, TrajectoryCall
+from core.session import Session
+from core.timeline import LedgerTimeline
+from core.tools import ToolCall
+from core.trace import load_trace
+from core.users import ScriptedUser
+from domains.retail import DOMAIN
+from mock_backends.retail import RetailBackend
+
+MIA_EMAIL, MIA_PENDING, NOAH_PENDING = "mia.garcia@example.com", "#W4821002", "#W3107002"
+CANCEL = "cancel_pending_order"
+
+
+async def _checker(tmp_path: Path, evidence: EvidenceMode = EvidenceMode.ASSIST,
+                   domain: Domain = DOMAIN) -> tuple[Checker, EventBus, RetailBackend]:
+    backend = await RetailBackend.open(tmp_path / "db.sqlite")
+    bus = EventBus()
+    return Checker(domain, backend, bus=bus, evidence=evidence), bus, backend
+
+
+async def _run(checker: Checker, lines: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    return [await checker.check(TrajectoryCall(i, i + 1, name, arguments)) for i, (name, arguments) in
+            enumerate(lines)]
+
+
+def _login() -> tuple[str, dict[str, Any]]:
+    return ("find_user_id_by_email", {"email": MIA_EMAIL})
+
+
+def _cancel(order_id: str = MIA_PENDING) -> tuple[str, dict[str, Any]]:
+    return (CANCEL, {"order_id": order_id, "reason": "no longer needed"})
+
+
+def _gate_reads(bus: EventBus) -> list[ToolResultEvent]:
+    return [e for e in bus.history if isinstance(e, ToolResultEvent) and e.by == READ_BY_GATE]
+
+
+def _decisions(bus: EventBus) -> list[GateDecided]:
+    return [e for e in bus.history if isinstance(e, GateDecided)]
+
+
+async def test_assist_reads_the_missing_order_absorbs_it_and_allows(tmp_path: Path) -> None:
+    checker, bus, backend = await _checker(tmp_path)
+    try:
+        results = await _run(checker, [_login(), _cancel()])
+    finally:
+        await backend.close()
+    cancel = results[1]
+    assert (cancel.verdict, cancel.executed, cancel.gate_reads) == (
+        "ALLOW", True, ('get_order_details(order_id="#W4821002")',))
+    (read,) = _gate_reads(bus)
+    assert (read.call.id, read.call.name, read.for_call, read.gate_only, read.ok) == (
+        "call_1~gate1", "get_order_details", "call_1", False, True)
+    (decided,) = _decisions(bus)  # one verdict per proposal: the one the write got, naming the read it took
+    assert decided.verdict == "ALLOW" and [g.outcome for g in decided.gate_reads] == ["ok"]
+    entry = checker.ledger.entry(f"orders.{MIA_PENDING}")
+    assert entry is not None and entry.provenance.by == READ_BY_GATE
+    assert entry.provenance.describe().endswith("read by the gate")
+    written = [e for e in bus.history if isinstance(e, ToolResultEvent) and e.call.id == "call_1"]
+    assert written[0].content.startswith('NOTE: before judging this call the gate read get_order_details(order_id='
+                                         '"#W4821002") itself (now in the ledger).\n')
+
+
+async def test_ask_mode_is_the_papers_gate(tmp_path: Path) -> None:
+    checker, bus, backend = await _checker(tmp_path, EvidenceMode.ASK)
+    try:
+        results = await _run(checker, [_login(), _cancel()])
+    finally:
+        await backend.close()
+    assert (results[1].verdict, results[1].refusal, results[1].gate_reads) == ("REVISE", "needs_read", ())
+    assert not _gate_reads(bus)
+    (decided,) = _decisions(bus)
+    assert decided.refusal == "needs_read"
+    assert any(r.missing == [f"orders.{MIA_PENDING}"] for r in decided.results if r.status == "missing")
+    assert decided.feedback.startswith("REVISE (needs a read): cancel_pending_order was NOT executed")
+
+
+async def test_another_customers_order_is_evidence_for_the_gate_only(tmp_path: Path) -> None:
+    """Mia asks to cancel Noah's order: the gate reads it to judge, BLOCKs citing the owner, and neither the ledger
+    the model sees, nor its rebuild from the trace, ever holds Noah's order; re-gating gives the same BLOCK."""
+    checker, bus, backend = await _checker(tmp_path)
+    try:
+        results = await _run(checker, [_login(), _cancel(NOAH_PENDING)])
+    finally:
+        await backend.close()
+    refused = results[1]
+    assert (refused.verdict, refused.predicates) == ("BLOCK", ("retail.order_owned_by_customer",))
+    assert "belongs to 'noah_kim_3107'" in refused.reason
+    (read,) = _gate_reads(bus)
+    assert read.gate_only and read.content == "" and read.result["user_id"] == "noah_kim_3107"
+    assert checker.ledger.entry(f"orders.{NOAH_PENDING}") is None
+    assert "noah_kim_3107" not in checker.ledger.render()
+    timeline = LedgerTimeline.build(bus.history, DOMAIN.path_map)
+    assert f"orders.{NOAH_PENDING}" not in timeline.at(bus.history[-1].seq).paths()
+    assert not timeline.divergences
+    (row,) = regate(bus.history, DOMAIN)
+    assert (row.new_verdict, row.changed) == ("BLOCK", False)
+    written = [e for e in bus.history if isinstance(e, ToolResultEvent) and e.call.id == "call_1"][0]
+    assert "it is not the customer's record and is not shown" in written.content
+
+
+async def test_a_read_that_fails_is_shown_and_the_write_stays_revise(tmp_path: Path) -> None:
+    checker, bus, backend = await _checker(tmp_path)
+    try:
+        results = await _run(checker, [_login(), _cancel("#W0000000"), _cancel("#W0000000")])
+    finally:
+        await backend.close()
+    first, again = results[1], results[2]
+    assert (first.verdict, first.refusal, first.executed) == ("REVISE", "needs_read", False)
+    assert first.gate_reads == ('get_order_details(order_id="#W0000000") (failed: Order not found)',)
+    (failed,) = _gate_reads(bus)
+    assert (failed.ok, failed.outcome, failed.content) == (False, "error", "Error: Order not found")
+    decided = _decisions(bus)
+    assert [g.outcome for g in decided[0].gate_reads] == ["error"]
+    written = [e for e in bus.history if isinstance(e, ToolResultEvent) and e.call.id == "call_1"][0]
+    assert "the gate tried to read get_order_details" in written.content and "Order not found" in written.content
+    # the same call again, nothing new observed: rejected as a repeat, and the gate does not read again
+    assert (again.verdict, again.gate_reads) == ("REVISE", ()) and decided[1].repeated
+
+
+async def test_no_read_before_anyone_is_identified(tmp_path: Path) -> None:
+    checker, bus, backend = await _checker(tmp_path)
+    try:
+        results = await _run(checker, [_cancel()])
+    finally:
+        await backend.close()
+    assert results[0].verdict == "REVISE" and results[0].predicates == ("retail.authenticated",)
+    assert not _gate_reads(bus)
+
+
+def test_the_plan_is_empty_before_identification_and_past_the_bound() -> None:
+    reads = DOMAIN.evidence_reads
+    gate = PolicyGate(DOMAIN.predicates, path_map=DOMAIN.path_map)
+    ledger = Ledger(DOMAIN.path_map)
+    decision = gate.dry_run(ToolCall("w", CANCEL, {"order_id": MIA_PENDING, "reason": "no longer needed"}), ledger,
+                            GateContext(domain="retail", customer_id="mia_garcia_4821"))
+    assert decision.refusal is RefusalKind.NEEDS_READ
+    nobody = GateContext(domain="retail")
+    assert reads.plan(decision, ledger, nobody) == []
+    mia = GateContext(domain="retail", customer_id="mia_garcia_4821")
+    assert [p.text for p in reads.plan(decision, ledger, mia)] == ['get_order_details(order_id="#W4821002")']
+    assert reads.plan(decision, ledger, mia, budget=0) == []
+    assert reads.plan(decision, ledger, mia, tried=['get_order_details(order_id="#W4821002")']) == []
+    assert MAX_GATE_READS <= 8
+
+
+def test_a_pattern_a_rule_asks_for_is_no_record_the_gate_can_read() -> None:
+    rule = GateRead("orders.{order_id}", "get_order_details")
+    assert rule.match("orders.#W1") == {"order_id": "#W1"}
+    assert rule.match("orders.*") is None and rule.match("orders.#W1.items") is None
+
+
+def test_an_identification_tool_cannot_be_declared_as_a_gate_read() -> None:
+    with pytest.raises(ValueError, match="never identifies anyone"):
+        EvidenceReads(reads=(GateRead("auth.user_id", "find_user_id_by_email"),),
+                      identification=frozenset({"find_user_id_by_email"}))
+
+
+@predicate(id="retail.crashes", tools=[CANCEL], severity=Verdict.REVISE, policy="a rule with a bug")
+def _crashes(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    raise RuntimeError("bug")
+
+
+async def test_a_crashing_rule_stays_revise_and_never_makes_the_gate_read(tmp_path: Path) -> None:
+    domain = replace(DOMAIN, predicates=(*DOMAIN.predicates, _crashes))
+    checker, bus, backend = await _checker(tmp_path, domain=domain)
+    try:
+        results = await _run(checker, [_login(), _cancel()])
+    finally:
+        await backend.close()
+    assert (results[1].verdict, results[1].refusal) == ("REVISE", "breaks_rule")
+    assert "retail.crashes" in results[1].crashed
+    assert not _gate_reads(bus)
+
+
+def _session(tmp_path: Path, name: str, backend: RetailBackend) -> Session:
+    steps = [ScriptedStep(calls=(ScriptedCall("find_user_id_by_email", {"email": MIA_EMAIL}),)),
+             ScriptedStep(calls=(ScriptedCall(CANCEL, {"order_id": MIA_PENDING, "reason": "no longer needed"}),)),
+             ScriptedStep(say="Done.")]
+    return Session(domain=DOMAIN, backend=backend, model=ScriptedChatModel(steps), user=ScriptedUser(["hi"]),
+                   config=AgentConfig(evidence=EvidenceMode.ASSIST), trace_path=tmp_path / name / "trace.jsonl")
+
+
+async def test_the_model_sees_the_gate_read_in_its_next_prompt_and_the_trace_is_deterministic(tmp_path: Path) -> None:
+    traces = []
+    for name in ("one", "two"):
+        backend = await RetailBackend.open(tmp_path / f"{name}.sqlite")
+        try:
+            session = _session(tmp_path, name, backend)
+            await session.run()
+        finally:
+            await backend.close()
+        prompt = session.agent.system_prompt()
+        assert f"orders.{MIA_PENDING} = " in prompt  # rendered like any read
+        started = load_trace(tmp_path / name / "trace.jsonl")[0]
+        assert getattr(started, "evidence", None) == "assist"
+        traces.append((tmp_path / name / "trace.jsonl").read_bytes())
+    assert traces[0] == traces[1]
+
+
+def test_one_proposal_is_one_decision_for_the_anti_loop_memory() -> None:
+    """A needs-read REVISE the gate then resolves with its own reads leaves no REVISE streak behind."""
+    gate = PolicyGate(DOMAIN.predicates, path_map=DOMAIN.path_map, max_revise_streak=2)
+    ledger = Ledger(DOMAIN.path_map)
+    ctx = GateContext(domain="retail", customer_id="mia_garcia_4821")
+    call = ToolCall("w", CANCEL, {"order_id": MIA_PENDING, "reason": "no longer needed"})
+    for _ in range(3):  # would escalate to BLOCK at the second REVISE if every first pass counted
+        first: GateDecision = gate.evaluate(call, ledger, ctx)
+        assert first.verdict is Verdict.REVISE
+        gate.forget_last()
+    assert gate.evaluate(call, ledger, ctx).verdict is Verdict.REVISE  # still REVISE, not escalated
+
+
+async def test_a_session_with_gate_reads_rebuilds_and_exports_in_either_mode(tmp_path: Path) -> None:
+    """The trace's gate reads rebuild the ledger the session had (no divergence), and the exported check file
+    holds them as plain reads, so it reproduces every verdict with the paper's gate too."""
+    from core.regate import export_trajectory
+
+    backend = await RetailBackend.open(tmp_path / "session.sqlite")
+    try:
+        session = _session(tmp_path, "s", backend)
+        await session.run()
+    finally:
+        await backend.close()
+    events = load_trace(tmp_path / "s" / "trace.jsonl")
+    timeline = LedgerTimeline.build(events, DOMAIN.path_map)
+    assert not timeline.divergences
+    entry = timeline.at(events[-1].seq).entry(f"orders.{MIA_PENDING}")
+    assert entry is not None and entry.provenance.by == READ_BY_GATE
+    exported = export_trajectory(events)
+    assert [(line["name"], line["expect"]) for line in exported.lines] == [
+        ("find_user_id_by_email", "ALLOW"), ("get_order_details", "ALLOW"), (CANCEL, "ALLOW")]
+    assert exported.lines[1]["note"].startswith("read by the gate for ")
+    from tests.support.gold_replay import calls
+
+    for evidence in EvidenceMode:
+        replay_backend = await RetailBackend.open(tmp_path / f"replay-{evidence.value}.sqlite")
+        try:
+            results = await Checker(DOMAIN, replay_backend, evidence=evidence).run(calls(exported.lines))
+        finally:
+            await replay_backend.close()
+        assert all(r.met for r in results), (evidence, [(r.name, r.verdict) for r in results])
