@@ -294,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--as-recorded", action="store_true",
                        help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
                        "check lines): every write judged in its recorded context, then applied as recorded")
-    add_evidence_argument(check, "assist")
+    add_evidence_argument(check, None, "assist; with --as-recorded, assist with --db and ask without (no database to "
+                          "read from)")
     check.set_defaults(handler=cmd_check)
 
     preds = sub.add_parser("predicates", help="list a domain's predicates")

@@ -72,10 +72,11 @@ def first_scenario(domain: Domain) -> str | None:
 EVIDENCE_MODES = ("assist", "ask")
 
 
-def add_evidence_argument(parser: argparse._ActionsContainer, default: str | None) -> None:
+def add_evidence_argument(parser: argparse._ActionsContainer, default: str | None, shown: str | None = None) -> None:
     """`--evidence assist|ask`: who makes the reads a write's rules lack (core.evidence). `default` None: the
-    scenario's own mode if it names one, else assist."""
-    shown = default or "assist, or the scenario's own"
+    scenario's own mode if it names one, else assist (`shown` words the default when a command decides it
+    otherwise)."""
+    shown = shown or default or "assist, or the scenario's own"
     parser.add_argument("--evidence", choices=EVIDENCE_MODES, default=default,
                         help=f"assist: the gate reads missing or stale records itself before judging a write; ask: "
                              f"the model is told to read them (the paper's gate). Default: {shown}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from console.cli_common import add_evidence_argument
 from console.cli_errors import positive_float, positive_int
 from domains.registry import DOMAINS
 
@@ -36,6 +37,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--decision-timeout", type=positive_float, default=DEFAULT_DECISION_TIMEOUT, metavar="S",
                         help="how long a held write waits for an operator before the client is told it was not "
                              f"decided, and it does not run (default: {DEFAULT_DECISION_TIMEOUT:g})")
+    add_evidence_argument(parser, None)
     parser.add_argument("--ledger-in-results", action="store_true",
                         help="append the session's ledger to every tool result (it is always the resource "
                              "ledgeragent://ledger)")

@@ -24,6 +24,7 @@ from console.cli_errors import CliError, print_error
 from console.storage import claim_session_folder
 from console.textview import VERDICT_STYLE
 from core.domain import Domain
+from core.evidence import EvidenceMode
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_recording
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
@@ -164,15 +165,20 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
         raise CliError(f"{path}: no conversation could be read ({len(recording.problems)} problem(s), the first: "
                        f"{recording.problems[0].at(str(path)) if recording.problems else 'none'})")
     domain = recording_domain(recording, args.domain)
+    evidence = getattr(args, "evidence", None)
     if args.db is None and recording.results_recorded:
+        if evidence == EvidenceMode.ASSIST.value:
+            raise CliError("--evidence assist with --as-recorded needs --db: the gate reads what a write lacks from "
+                           "a database, and the recording holds only the reads the agent made")
         return (await _report(recording, RecordedAudit(domain), json_lines=args.json, show_all=args.all,
                               database=None)).exit_code
+    mode = EvidenceMode.choose(evidence)  # with a database to read from, the gate reads by default
     label = args.db or "the seed data (check lines record no results)"
     with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
         backend = await open_backend(domain.name, folder.path / "db.sqlite", source=Path(args.db) if args.db else None)
         folder.started()
         try:
-            report = await _report(recording, RecordedAudit(domain, backend), json_lines=args.json,
+            report = await _report(recording, RecordedAudit(domain, backend, evidence=mode), json_lines=args.json,
                                    show_all=args.all, database=label)
         finally:
             await backend.close()

@@ -53,7 +53,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else None
     if db is not None:
         asyncio.run(_check_db(domain, db))
-    spec = McpSessionSpec(domain=domain.name, scenario=None, model="mcp", mode=mode, db=db)
+    spec = McpSessionSpec(domain=domain.name, scenario=None, model="mcp", mode=mode, db=db, evidence=args.evidence)
     problems = spec.problems()
     if problems:
         raise CliError("; ".join(problems))

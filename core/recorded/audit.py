@@ -43,6 +43,7 @@ from core.events import (
     SessionStarted,
     ToolResultEvent,
 )
+from core.evidence import EvidenceMode
 from core.executor import CallExecutor, sync_environment
 from core.gate import GateDecision, PolicyGate, Verdict
 from core.ledger import Ledger
@@ -239,10 +240,15 @@ class RecordedAudit:
     given; check trajectory lines, which record no results, need a database."""
 
     def __init__(self, domain: Domain, database: ToolBackend | None = None, *,
-                 disabled: frozenset[str] = frozenset()) -> None:
+                 disabled: frozenset[str] = frozenset(), evidence: EvidenceMode = EvidenceMode.ASK) -> None:
+        """`evidence` ASSIST lets the gate read what a write lacks from `database` (a read the recording does
+        not hold); without a database there is nothing to read from, so only ASK makes sense there."""
+        if evidence is EvidenceMode.ASSIST and database is None:
+            raise ValueError("evidence assist reads from a database: give one, or judge in ask mode")
         self.domain = domain
         self.database = database
         self.disabled = disabled
+        self.evidence = evidence
         self._base: Any = None
 
     async def run(self, recording: Recording) -> AsyncIterator[ConversationAudit]:
@@ -281,7 +287,8 @@ class _ConversationRun:
         self.buffer: list[Any] = []
         self.bus.subscribe(self.buffer.append)
         self.backend = RecordedBackend(audit.database, results_recorded=recording.results_recorded)
-        self.judged = CallExecutor(domain, self.backend, self.bus, ledger=self.ledger, gate=self.gate)
+        self.judged = CallExecutor(domain, self.backend, self.bus, ledger=self.ledger, gate=self.gate,
+                                   evidence=audit.evidence)
         self.as_recorded = CallExecutor(domain, self.backend, self.bus, ledger=self.ledger, gate=None)
         self.result = ConversationAudit(conversation.label, problems=list(conversation.problems))
         self.events: list[Any] = []

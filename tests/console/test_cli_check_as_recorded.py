@@ -301,3 +301,30 @@ def test_hostile_values_in_a_tau2_file_never_reach_the_gate_or_the_output(
         ("modify_pending_order_items", None, True), ("modify_pending_order_address", "ALLOW", False)]
     # the swap could not be judged, so nothing of it is taken: the order it would have changed stays fresh
     assert found[0]["conversation"] == "simulations[0] (task t\\udc80, trial 0)" and found[0]["arguments"] == {}
+
+
+def test_with_a_database_the_gate_reads_what_a_write_lacks_and_without_one_it_cannot(
+        home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(openai_messages(exchanges(tmp_path))))
+    db = tmp_path / "start.sqlite"
+
+    async def seed() -> None:
+        backend = await open_backend("retail", db)
+        await backend.close()
+
+    asyncio.run(seed())
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json")  # no database: the paper's gate
+    assert (code, err) == (0, "")
+    assert [r["refusal"] for r in rows(out) if r["kind"] == "write"] == ["needs_read", "needs_read"]
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json", "--db", str(db), "--out", str(tmp_path / "a"))
+    assert (code, err) == (0, "")
+    assisted = [r for r in rows(out) if r["kind"] == "write"]
+    assert "needs_read" not in [r["refusal"] for r in assisted]  # the gate re-read the stale order itself
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json", "--db", str(db), "--evidence", "ask",
+                         "--out", str(tmp_path / "k"))
+    assert [r["refusal"] for r in rows(out) if r["kind"] == "write"] == ["needs_read", "needs_read"]
+    code, out, err = run(capsys, str(path), "--as-recorded", "--evidence", "assist")
+    assert code == 2 and one_error_line(err).endswith(
+        "--evidence assist with --as-recorded needs --db: the gate reads what a write lacks from a database, and "
+        "the recording holds only the reads the agent made")

@@ -94,3 +94,22 @@ async def test_revise_and_block_are_errors_with_the_gates_feedback(tmp_path: Pat
     allowed = revised.results[revised.verdicts.index("REVISE") + 1]
     assert allowed.is_error is False and allowed.structured_content["verdict"] == "ALLOW"
     assert allowed.structured_content["executed"] is True
+
+
+async def test_the_gate_reads_what_an_external_agent_skipped_unless_told_to_ask(tmp_path: Path) -> None:
+    """An MCP client that identifies the customer and cancels an order it never read: by default the gate reads
+    the order itself and the cancellation runs; with `--evidence ask` (the paper's gate) it comes back as an
+    error asking for the read."""
+    lines = [{"name": "find_user_id_by_email", "arguments": {"email": "mia.garcia@example.com"}},
+             {"name": "cancel_pending_order", "arguments": {"order_id": "#W4821002", "reason": "no longer needed"}}]
+    async with stdio_client("retail", tmp_path / "assist") as client:
+        assisted = await replay(client, lines)
+    async with stdio_client("retail", tmp_path / "ask", "--evidence", "ask") as client:
+        asked = await replay(client, lines)
+    assert assisted.verdicts[1] == "ALLOW" and assisted.results[1].is_error is False
+    [folder] = session_folders(tmp_path / "assist")
+    gate_reads = [e for e in trace_events(folder) if e["type"] == "tool_result" and e.get("by") == "gate"]
+    assert [e["call"]["name"] for e in gate_reads] == ["get_order_details"]
+    assert asked.verdicts[1] == "REVISE" and asked.results[1].is_error is True
+    assert asked.results[1].structured_content["refusal"] == "needs_read"
+    assert "get_order_details" in asked.results[1].content[0].text
