@@ -175,14 +175,14 @@ class Checked:
 
 
 async def check_lines(domain: str, lines: Sequence[Line], folder: Path, capsys: pytest.CaptureFixture[str],
-                      *, db: Path | None = None) -> Checked:
+                      *, db: Path | None = None, extra: Sequence[str] = ()) -> Checked:
     """`ledgeragent check FILE --domain D --json --out FOLDER` on `lines`: its verdicts and its database's hash."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "lines.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     out = folder / "check"
     capsys.readouterr()
-    argv = ["check", str(path), "--domain", domain, "--json", "--out", str(out), *(["--db", str(db)] if db else [])]
+    argv = ["check", str(path), "--domain", domain, "--json", "--out", str(out), *(["--db", str(db)] if db else []), *extra]
     code = await _in_thread(argv)
     captured = capsys.readouterr()
     assert code == 0, captured.err

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from console.mcp.server import MESSAGE_TOOL
+from core.scenario import list_scenarios, load_scenario
 from core.tools import Requestor, ToolKind
 from domains.registry import DOMAINS, load_domain
 from tests.support.mcp_server import (
@@ -57,9 +58,12 @@ async def test_the_tools_are_the_agent_tools_with_their_schemas_and_annotations(
 async def test_a_scenario_through_the_server_gets_checks_verdicts_and_end_state(
         domain_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = scenario_lines(domain_name, SCENARIO[domain_name])
-    async with stdio_client(domain_name, tmp_path / "home") as client:
+    # a scenario whose story is the gate asking for a read is replayed with the gate that asks, on both sides
+    written_for = load_scenario(list_scenarios(load_domain(domain_name).scenarios_dir)[SCENARIO[domain_name]]).evidence
+    mode = ("--evidence", written_for) if written_for else ()
+    async with stdio_client(domain_name, tmp_path / "home", *mode) as client:
         served = await replay(client, lines)
-    checked = await check_lines(domain_name, lines, tmp_path / "reference", capsys)
+    checked = await check_lines(domain_name, lines, tmp_path / "reference", capsys, extra=mode)
     assert served.verdicts == checked.verdicts
     assert {"REVISE", "ALLOW"} <= set(served.verdicts)
     [folder] = session_folders(tmp_path / "home")
