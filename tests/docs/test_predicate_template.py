@@ -96,38 +96,54 @@ def shipped_env(checkout: ScratchCheckout) -> dict[str, str]:
     return env
 
 
-def pytest_in(checkout: ScratchCheckout, *tests: Path, shipped: bool = False) -> subprocess.CompletedProcess[str]:
-    """pytest on `tests` in a child, against the copy (or, `shipped`, against the project's own domains)."""
-    argv = ["-m", "pytest", *map(str, tests), "-q", "-rf", "-p", "no:cacheprovider", "-c",
+def pytest_in(checkout: ScratchCheckout, *tests: Path, shipped: bool = False) -> dict[str, list[str]]:
+    """pytest on `tests` in a child, against the copy (or, `shipped`, against the project's own domains):
+    the test ids by outcome ("PASSED", "FAILED", "ERROR", ...), read from its summary of every test."""
+    argv = ["-m", "pytest", *map(str, tests), "-q", "-rA", "-p", "no:cacheprovider", "-c",
             str(checkout.root / "pytest.ini")]
-    if not shipped:
-        return checkout.run(*argv)
-    return subprocess.run([sys.executable, *argv], cwd=REPO, env=shipped_env(checkout), capture_output=True,
-                          text=True, check=False)
+    if shipped:
+        result = subprocess.run([sys.executable, *argv], cwd=REPO, env=shipped_env(checkout), capture_output=True,
+                                text=True, check=False)
+    else:
+        result = checkout.run(*argv)
+    outcomes: dict[str, list[str]] = {}
+    for line in result.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS") and "::" in rest:
+            outcomes.setdefault(word, []).append(rest.split(" - ")[0])
+    assert outcomes, f"no test ran\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return outcomes
 
 
-def test_the_template_test_passes_with_the_rule_and_fails_without_it(checkout: ScratchCheckout) -> None:
-    passed = ok(pytest_in(checkout, checkout.test_file))
-    assert " passed" in passed and "failed" not in passed and "skipped" not in passed
-    without = pytest_in(checkout, checkout.test_file, shipped=True)  # the shipped retail lacks the rule
-    assert without.returncode == 1, without.stdout[-3000:]
-    assert "FAILED" in without.stdout and "::test_rejected[" in without.stdout
+def in_file(ids: list[str], path: Path) -> list[str]:
+    return [test for test in ids if test.split("::")[0].endswith(path.name)]
 
 
-def test_its_rows_in_the_domain_tables_pass_and_are_required(checkout: ScratchCheckout) -> None:
-    """With the rows pasted, the domain's whole predicate test file passes, its meta-test included; the
-    same file without them fails that meta-test, which is what makes an author add them."""
-    passed = ok(pytest_in(checkout, checkout.domain_tests))
-    assert "retail.new_address_differs" not in passed and "failed" not in passed
-    unpasted = checkout.root / "tests" / "unpasted" / checkout.domain_tests.name
-    unpasted.parent.mkdir()
-    unpasted.write_text((REPO / "tests" / "domains" / "retail" / unpasted.name).read_text(encoding="utf-8"),
-                        encoding="utf-8")
-    failed = pytest_in(checkout, unpasted)
-    assert failed.returncode == 1
-    summary = [line for line in failed.stdout.splitlines() if line.startswith("FAILED")]
-    assert len(summary) == 1, failed.stdout[-3000:]
-    assert "::test_every_predicate_has_an_allowed_and_a_rejected_case" in summary[0]
+def test_the_template_test_and_the_domain_tables_with_its_rows_pass(checkout: ScratchCheckout) -> None:
+    """Against the copy: the template's own file passes, and so does the domain's whole predicate test file
+    with the rows pasted into its tables (its meta-test included); the same domain file without the rows fails
+    that meta-test alone, which is what makes an author add them. One child runs all three files."""
+    unpasted = checkout.root / "tests" / "unpasted" / "test_retail_predicates_without_the_rows.py"
+    unpasted.parent.mkdir(exist_ok=True)
+    unpasted.write_text((REPO / "tests" / "domains" / "retail" / checkout.domain_tests.name).read_text(
+        encoding="utf-8"), encoding="utf-8")
+    outcomes = pytest_in(checkout, checkout.test_file, checkout.domain_tests, unpasted)
+    assert set(outcomes) == {"PASSED", "FAILED"}, outcomes
+    assert [test.split("::")[1] for test in outcomes["FAILED"]] == [
+        "test_every_predicate_has_an_allowed_and_a_rejected_case"]
+    assert in_file(outcomes["FAILED"], unpasted)
+    template_tests = in_file(outcomes["PASSED"], checkout.test_file)
+    assert any("test_rejected[" in test for test in template_tests) and len(template_tests) >= 8
+    domain_tests = in_file(outcomes["PASSED"], checkout.domain_tests)
+    assert "test_rejected[move an order to the address it already ships to]" in \
+        [test.split("::")[1] for test in domain_tests]
+    assert any("test_every_predicate_has_an_allowed_and_a_rejected_case" in test for test in domain_tests)
+
+
+def test_the_template_test_fails_against_the_domain_without_the_rule(checkout: ScratchCheckout) -> None:
+    outcomes = pytest_in(checkout, checkout.test_file, shipped=True)  # the shipped retail lacks the rule
+    assert any("::test_rejected[" in test for test in outcomes.get("FAILED", [])), outcomes
+    assert any("::test_the_rule_is_a_house_rule_that_never_blocks" in test for test in outcomes["FAILED"])
 
 
 SCRIPT = """
