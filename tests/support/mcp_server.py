@@ -182,7 +182,8 @@ async def check_lines(domain: str, lines: Sequence[Line], folder: Path, capsys: 
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     out = folder / "check"
     capsys.readouterr()
-    argv = ["check", str(path), "--domain", domain, "--json", "--out", str(out), *(["--db", str(db)] if db else []), *extra]
+    argv = ["check", str(path), "--domain", domain, "--json", "--out", str(out),
+            *(["--db", str(db)] if db else []), *extra]
     code = await _in_thread(argv)
     captured = capsys.readouterr()
     assert code == 0, captured.err
