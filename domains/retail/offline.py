@@ -28,11 +28,19 @@ from core.llm.offline_agent import (
     PERSON_ID,
     ZIP,
     BaseReader,
+    Item,
     Observation,
     Proposal,
+    Question,
+    Reads,
+    Request,
     find_emails,
     find_names,
-    latest,
+    match_items,
+    mentions,
+    one_of,
+    record_to_change,
+    spoken,
 )
 from core.tools import ToolKind
 from domains.retail.tools import TOOLS
@@ -215,6 +223,81 @@ def _money(value: Any) -> str:
     return f"${float(value):,.2f}"
 
 
+def _item_words(item: Mapping[str, Any]) -> str:
+    """"Tablet (black, 64GB, $549.99)": an order item as the customer sees it."""
+    options = ", ".join(str(v) for v in item.get("options", {}).values())
+    return f"{item.get('name')} ({options + ', ' if options else ''}{_money(item.get('price', 0))})"
+
+
+_SWAP_VERB = re.compile(r"\b(?:exchange|swap|switch|change|modify|replace)\b", re.IGNORECASE)
+_INSTEAD = re.compile(r"\b(?:for|to|into|with)\b", re.IGNORECASE)
+_NOT_ITEMS = re.compile(r"\b(?:address|payment|card|pay)\b", re.IGNORECASE)  # other writes, not item swaps
+
+
+def _before_swap(text: str) -> str:
+    """What an exchange gives back: the words up to its "for" / "to" ("exchange the black tablet")."""
+    verb = _SWAP_VERB.search(text)
+    instead = _INSTEAD.search(text, verb.end()) if verb else None
+    return text[:instead.start()] if instead else text
+
+
+def _after_swap(text: str) -> str:
+    """What an exchange asks for instead: the words after its "for" / "to" ("for the gold 128GB one")."""
+    verb = _SWAP_VERB.search(text)
+    instead = _INSTEAD.search(text, verb.end()) if verb else None
+    return text[instead.end():] if instead else ""
+
+
+def _chosen(order: Mapping[str, Any], verb: str, text: str, earlier: str, swap: bool = False) -> list[int] | Question:
+    """The indexes of the order's items the customer named, or the question that tells them apart. An answer
+    (`text` after `earlier`) picks among the items the earlier request left open."""
+    part = _before_swap if swap else (lambda t: t)
+    items = [Item(str(i.get("item_id")), str(i.get("name", "")), tuple(str(v) for v in i.get("options", {}).values()))
+             for i in order.get("items", [])]
+    if not items:
+        return Question(f"Order {order.get('order_id')} has no items to {verb}. What would you like me to do?")
+    match = match_items(part(earlier or text), items)
+    if earlier and match.ambiguous:
+        match = match_items(text, items, within=match.chosen)
+    if match.ambiguous:
+        choices = [f"the {_item_words(order['items'][i])}" for i in match.chosen]
+        return Question(f"Which item of order {order.get('order_id')} would you like to {verb}: {one_of(choices)}?")
+    return list(match.chosen)
+
+
+def _product(observed: Sequence[Observation], product_id: str) -> Mapping[str, Any] | None:
+    for seen in reversed(observed):
+        if (seen.name == "get_product_details" and isinstance(seen.result, dict)
+                and str(seen.result.get("product_id")) == product_id):
+            return seen.result
+    return None
+
+
+def _variant(product: Mapping[str, Any], old: Mapping[str, Any], wanted: str) -> str | Question:
+    """The variant of `product` the customer asked for instead of item `old`: the ones with the most of the
+    options said, then the one that keeps most of the rest; a question when that leaves several or none."""
+    words = spoken(wanted)
+    old_options: Mapping[str, Any] = old.get("options", {})
+    scored: list[tuple[int, int, str]] = []
+    for item_id, variant in sorted(product.get("variants", {}).items()):
+        if item_id == old.get("item_id"):
+            continue
+        options: Mapping[str, Any] = variant.get("options", {})
+        said = sum(mentions(words, str(v)) for v in options.values())
+        kept = sum(options.get(k) == v for k, v in old_options.items())
+        scored.append((said, kept, item_id))
+    best = max(((said, kept) for said, kept, _ in scored if said), default=None)
+    fits = [item_id for said, kept, item_id in scored if (said, kept) == best]
+    if len(fits) == 1:
+        return fits[0]
+    offered = fits or [item_id for _, _, item_id in scored]
+    variants = product.get("variants", {})
+    choices = [f"{', '.join(str(v) for v in variants[i].get('options', {}).values())} "
+               f"({_money(variants[i].get('price', 0))})" for i in offered]
+    return Question(f"Which {product.get('name')} would you like instead of the {_item_words(old)}: "
+                    f"{one_of(choices)}?")
+
+
 class RetailReader(BaseReader):
     """Reads a retail customer's words for the offline agent (core.llm.offline_agent): emails, user ids,
     first and last names with a zip code, order numbers; and "cancel" / "return" requests on an observed order."""
@@ -254,22 +337,57 @@ class RetailReader(BaseReader):
             return "I could not find an account with those details."
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
-        lowered = text.lower()
-        order = latest(observed, "get_order_details")
-        if order is None or not isinstance(order.result, dict):
-            return None
-        details = order.result
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
+        """Cancel, return, exchange or change items of the order the customer named (else the one read last),
+        touching only the items named: by id, product name or options ("the black 64GB tablet"). Several
+        items fitting one named, or a variant not said, is a `Question`; a product not read yet, `Reads`."""
+        said = f"{earlier} {text}" if earlier else text
+        lowered = said.lower()
+        ids = ["#" + o.lstrip("#") for o in ORDER_ID.findall(text) or ORDER_ID.findall(earlier)]
+        found = record_to_change(ids, observed, "get_order_details", "order_id", "order")
+        if not isinstance(found, Observation):
+            return found
+        details: Mapping[str, Any] = found.result
         if details.get("status") == "cancelled":
             return None
+        order_id = details["order_id"]
+        paid = details.get("payment_history") or [{}]
+        payment = paid[0].get("payment_method_id")
         if "cancel" in lowered:
             reason = "ordered by mistake" if "mistake" in lowered else "no longer needed"
-            return Proposal("cancel_pending_order", {"order_id": details["order_id"], "reason": reason})
-        if "return" in lowered and details.get("payment_history"):
+            return Proposal("cancel_pending_order", {"order_id": order_id, "reason": reason})
+        if "return" in lowered and payment:
+            chosen = _chosen(details, "return", text, earlier)
+            if isinstance(chosen, Question):
+                return chosen
             return Proposal("return_delivered_order_items", {
-                "order_id": details["order_id"], "item_ids": [i["item_id"] for i in details.get("items", [])],
-                "payment_method_id": details["payment_history"][0]["payment_method_id"]})
-        return None
+                "order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
+                "payment_method_id": payment})
+        swap = _SWAP_VERB.search(said)
+        if swap is None or not payment or _NOT_ITEMS.search(said):
+            return None
+        tool, verb = (("exchange_delivered_order_items", "exchange") if details.get("status") == "delivered"
+                      else ("modify_pending_order_items", "change"))
+        chosen = _chosen(details, verb, text, earlier, swap=True)
+        if isinstance(chosen, Question):
+            return chosen
+        wanted = _after_swap(said) or (text if earlier else "")
+        new_items: list[str] = []
+        missing: list[Proposal] = []
+        for i in chosen:
+            old = details["items"][i]
+            product = _product(observed, str(old.get("product_id")))
+            if product is None:
+                missing.append(Proposal("get_product_details", {"product_id": old.get("product_id")}))
+                continue
+            variant = _variant(product, old, wanted)
+            if isinstance(variant, Question):
+                return variant
+            new_items.append(variant)
+        if missing:
+            return Reads(tuple({str(p.arguments["product_id"]): p for p in missing}.values()))
+        return Proposal(tool, {"order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
+                               "new_item_ids": new_items, "payment_method_id": payment})
 
     def action(self, proposal: Proposal) -> str:
         args = proposal.arguments
