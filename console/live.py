@@ -22,6 +22,7 @@ from core.domain import Domain
 from core.events import EventBus
 from core.gate import GateDecision
 from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, estimate_tokens
+from core.llm.offline_agent import OfflineAgent
 from core.llm.openai_model import OpenAIChatModel
 from core.scenario import Scenario, list_scenarios, load_scenario
 from core.session import Session, SessionResult
@@ -89,16 +90,19 @@ class SessionSpec:
             found += self._task_problems()
         elif self.user_model is not None:
             found.append("a user model plays an evaluation task's customer: it needs a task")
-        if self.model == "scripted" and self.scenario is None and self.task is None:
-            found.append("the scripted demo model needs a scenario (free chat needs a real model or you as agent)")
         if self.model == "operator" and self.seat == "customer":
             found.append("you cannot play both the agent and the customer")
-        if self.model == "operator" and self.scenario is None and self.task is None:
-            found.append("playing the agent needs a scenario for the customer's lines")
+        free = self.scenario is None and self.task is None
+        if self.model == "operator" and free:
+            found.append("playing the agent needs a scenario for the customer's lines: ledgeragent console "
+                         f"--domain {self.domain} --seat agent --scenario NAME (ledgeragent scenarios --domain "
+                         f"{self.domain} lists them)")
+        elif self.seat == "watch" and free:  # the offline agent chats with you; nobody chats with a watcher
+            found.append("free chat needs you in the customer seat (watching needs a scenario, whose scripted "
+                         f"customer speaks): ledgeragent console --domain {self.domain} --scenario chat --seat "
+                         "customer")
         if self.model not in ("scripted", "operator") and not self.model.strip():
             found.append("model name is empty")
-        if self.seat == "watch" and self.scenario is None and self.task is None:
-            found.append("free chat needs you in the customer seat")
         return found
 
     def _task_problems(self) -> list[str]:
@@ -327,10 +331,16 @@ class LiveSession:
             from console.live_task import task_agent
 
             return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent])  # planned in open()
+        if self.spec.model == "scripted" and self.scenario is None:  # free chat: no plan, only the customer's words
+            return OfflineAgent([], reader=load_offline_reader(self.spec.domain), name="offline-agent")
         if self.spec.model == "scripted":
-            assert self.scenario is not None
             return self.scenario.build_model(load_offline_reader(self.spec.domain))
         return self._real_model(self.spec.model)
+
+    @property
+    def offline_hint(self) -> str:
+        """What the offline agent can work with (the domain reader's hint), or "" for any other agent."""
+        return self.model.reader.hint if isinstance(self.model, OfflineAgent) and self.model.reader else ""
 
     def _real_model(self, name: str) -> ChatModel:
         """A model by name on the session's endpoint, with the console's model settings when it has them."""

@@ -180,16 +180,20 @@ class MainScreen(Screen[None]):
         else:
             self.ledger_pane.sync(self.live.agent.ledger)
         scenario = self.live.scenario
-        hints = ("Press space to start (and to pause / resume), n to step one model call, m to change the "
-                 "supervision mode, w for the predicate workbench, ? for every key.")
-        if spec.seat == "customer":
+        keys = ("n to step one model call, m to change the supervision mode, w for the predicate workbench, ? "
+                "for every key.")
+        hints = "Press space to start (and to pause / resume), " + keys
+        if spec.seat == "customer":  # the box has the keys: space is a letter there, Enter sends and starts
             phone = " Press F2 to act on your phone." if self.live.domain.user_tools() else ""
-            hints = ("You are the customer: type below and press Enter; ctrl+e ends the conversation; escape "
-                     f"leaves the box for the operator keys.{phone} " + hints)
+            hints = ("You are the customer: type below and press Enter to send; your first message starts the "
+                     "session. ctrl+e ends the conversation; escape leaves the box for the operator keys (m "
+                     f"supervision mode, w predicate workbench, ? every key).{phone}")
         if spec.model == "operator":
             hints = "You are the agent: press space, then c to write a message or compose a tool call. " + hints
-        self.transcript.show_intro(scenario.title if scenario else "Free chat", scenario.description
-                                   if scenario else "", hints)
+        about = scenario.description if scenario else ""
+        if scenario is None and spec.seat == "customer":
+            about = f"The offline agent answers what you type. {self.live.offline_hint}".strip()
+        self.transcript.show_intro(scenario.title if scenario else "Free chat", about, hints)
         self._input.display = spec.seat == "customer"
         self.sub_title = f"{spec.domain} · {spec.scenario or 'free chat'}"
         self.app.sub_title = self.sub_title
