@@ -331,10 +331,11 @@ class LiveSession:
             from console.live_task import task_agent
 
             return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent])  # planned in open()
-        if self.spec.model == "scripted" and self.scenario is None:  # free chat: no plan, only the customer's words
-            return OfflineAgent([], reader=load_offline_reader(self.spec.domain), name="offline-agent")
         if self.spec.model == "scripted":
-            return self.scenario.build_model(load_offline_reader(self.spec.domain))
+            reader = load_offline_reader(self.spec.domain)
+            if self.scenario is None:  # free chat: no plan, only the customer's words
+                return OfflineAgent([], reader=reader, name="offline-agent")
+            return self.scenario.build_model(reader)
         return self._real_model(self.spec.model)
 
     @property
