@@ -118,8 +118,9 @@ class CustomerReader(Protocol):
         the message asks for no write. `earlier`: the request a `Question` asked about, when `text` answers it."""
         ...
 
-    def action(self, proposal: Proposal) -> str:
-        """A write in words, as the agent says it: "cancel order #W4821002"."""
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
+        """A write in words, as the agent says it: "cancel order #W4821002"; `observed` lets it name what the
+        ids stand for ("return the Tablet (black, 64GB, $549.99) from order #W4821001")."""
         ...
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
@@ -146,7 +147,7 @@ class BaseReader:
     def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         arguments = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in proposal.arguments.items())
         return f"run {proposal.name}({arguments})"
 
@@ -337,10 +338,90 @@ def _reasons(feedback: str) -> str:
         if not line.startswith("- rule"):
             continue
         text = line.split("): ", 1)[1] if "): " in line else line.split(": ", 1)[-1]
-        text = text.split(" [state read:", 1)[0].strip()
+        text = plain(text.split(" [state read:", 1)[0].strip())
         if text and text not in reasons:
             reasons.append(text.rstrip("."))
     return "; ".join(reasons)
+
+
+# -- a gate reason as the customer reads it -----------------------------------------------------------------
+# A predicate's reason is written for the operator and the model: it cites ledger paths, Python values and exact
+# spans, and the gate pane shows it so. The customer gets the same facts in words: no paths, no list reprs,
+# durations and times as people say them. Pure text handling, so the same reason always reads the same.
+
+_PATH = re.compile(r"(?<![\w@./:#-])[a-z_]+(?:\.#?[\w-]+|\[\d+\])+(?![\w@#-])")
+_INNER_PARENTHESES = re.compile(r"\s*\(([^()]*)\)")
+_SPAN = re.compile(r"\b(?:(\d+) days )?(\d+) h (\d+) min (\d+) s\b")
+_AT_TIME = re.compile(r"\bat (\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2})?\b")
+_TIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2})?\b")
+_STRING = r"'[^'\\\n]*'"
+_SCALAR = rf"(?:{_STRING}|-?\d+(?:\.\d+)?|True|False|None)"
+_LIST = re.compile(rf"\[\s*(?:{_SCALAR}\s*(?:,\s*{_SCALAR}\s*)*)?\]")
+_DICT = re.compile(rf"\{{\s*(?:{_STRING}\s*:\s*{_SCALAR}\s*(?:,\s*{_STRING}\s*:\s*{_SCALAR}\s*)*)?\}}")
+_QUOTED = re.compile(r"(?<![\w'])'([^'\n]+?)'(?![\w'])")
+
+
+def _is_path(text: str) -> bool:
+    """A ledger path (`orders.#W1.status`, `user.payment_methods`), not an abbreviation ("e.g") or a number."""
+    return "_" in text or "#" in text or "[" in text or text.count(".") >= 2
+
+
+def _paths_in(text: str) -> bool:
+    return any(_is_path(m[0]) for m in _PATH.finditer(text))
+
+
+def _span_words(match: re.Match[str]) -> str:
+    parts = [(int(n), unit) for n, unit in zip((match[1] or "0", match[2], match[3], match[4]),
+                                               ("day", "hour", "minute", "second"), strict=True) if int(n)]
+    words = [f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in parts] or ["0 seconds"]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _value(literal: str) -> str:
+    return literal[1:-1] if literal.startswith("'") else literal
+
+
+def _list_words(match: re.Match[str]) -> str:
+    values = [_value(v) for v in re.findall(_SCALAR, match[0])]
+    text = match.string
+    alternatives = match.start() > 0 and text[match.start() - 1] == "(" and text[match.end():match.end() + 1] == ")"
+    if not values:
+        return "none"
+    if len(values) == 1:
+        return values[0]
+    return f"{', '.join(values[:-1])} {'or' if alternatives else 'and'} {values[-1]}"
+
+
+def _dict_words(match: re.Match[str]) -> str:
+    pairs = re.findall(rf"({_STRING})\s*:\s*({_SCALAR})", match[0])
+    words = ", ".join(f"{_value(k)}: {_value(v)}" for k, v in pairs)
+    text = match.string
+    inside = match.start() > 0 and text[match.start() - 1] == "(" and text[match.end():match.end() + 1] == ")"
+    return words if inside else f"({words})"
+
+
+def _quoted_words(match: re.Match[str]) -> str:
+    value = match[1]
+    return value if any(c.isdigit() or c in "_#" for c in value) else f'"{value}"'
+
+
+def plain(reason: str) -> str:
+    """A gate reason in the customer's words: parentheses citing ledger paths dropped, other paths said as words,
+    times and exact spans as people say them ("5 days, 5 hours and 48 minutes"), Python lists and dicts as
+    lists, quoted ids bare. The facts stay; only the machine notation goes."""
+    text = reason
+    while True:
+        shorter = _INNER_PARENTHESES.sub(lambda m: "" if _paths_in(m[1]) else m[0], text)
+        if shorter == text:
+            break
+        text = shorter
+    text = _PATH.sub(lambda m: m[0].replace("_", " ").replace(".", " ") if _is_path(m[0]) else m[0], text)
+    text = _SPAN.sub(_span_words, text)
+    text = _TIME.sub(r"\1 at \2", _AT_TIME.sub(r"on \1 at \2", text))
+    text = _DICT.sub(_dict_words, text)
+    text = _LIST.sub(_list_words, text)
+    text = _QUOTED.sub(_quoted_words, text)
+    return re.sub(r"\s+([,;.])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
 
 
 @dataclass(frozen=True)
@@ -446,6 +527,7 @@ class OfflineAgent:
         self._pending: _Pending | None = None  # the write proposed last turn by the agent itself
         self._confirm: Proposal | None = None  # a write the agent asked the customer to confirm
         self._earlier = ""  # the request a question of the agent's is about: the next message answers it
+        self._requested = ""  # the customer's words behind the write confirmed last (a refusal's "how to go on?")
         self._asked: str | None = None  # the customer message whose reads are being made
         self._notes: list[str] = []  # writes that did not happen, for the next message (which then asks how to go on)
         self._done: list[str] = []  # writes that did happen, for the next message
@@ -506,7 +588,7 @@ class OfflineAgent:
         self.position = len(self.plan)
 
     def _action(self, proposal: Proposal) -> str:
-        return self.reader.action(proposal) if self.reader is not None else f"run {proposal.name}"
+        return self.reader.action(proposal, self._observed) if self.reader is not None else f"run {proposal.name}"
 
     def _speak(self, closing: str | None = None) -> Turn:
         """A message to the customer: what did not happen, what did, what the reads showed, then `closing`
@@ -592,6 +674,8 @@ class OfflineAgent:
             self._notes.append(self._refusal(proposal, result))
             if self.mode == "plan":
                 self._skip_plan_answer()
+            elif not pending.planned:  # the answer may amend the customer's own request ("to the gift card then")
+                self._earlier = self._requested
             return self._speak("How would you like to go on?")
         edited = pending.edited or result.edited is not None
         if self.mode == "plan" and pending.retries > 0 and not edited and pending.planned:
@@ -670,6 +754,7 @@ class OfflineAgent:
         request = self.reader.request(text, self._observed, earlier=earlier)
         if isinstance(request, Proposal):
             self._confirm = request
+            self._requested = f"{earlier} {text}".strip()
             return self._speak(f"To confirm: shall I {self._action(request)}?")
         if isinstance(request, Question):
             self._earlier = f"{earlier} {text}".strip()

@@ -399,7 +399,7 @@ class AirlineReader(BaseReader):
             return Proposal(CANCEL, {"reservation_id": reservation.result["reservation_id"]})
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         reservation = args.get("reservation_id")
         if proposal.name == CANCEL:
@@ -416,7 +416,7 @@ class AirlineReader(BaseReader):
             return f"send a ${args.get('amount')} certificate to {args.get('user_id')}"
         if proposal.name == BOOK:
             return f"book a {args.get('cabin')} trip from {args.get('origin')} to {args.get('destination')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         if "reservation_id" in proposal.arguments:

@@ -229,6 +229,80 @@ def _item_words(item: Mapping[str, Any]) -> str:
     return f"{item.get('name')} ({options + ', ' if options else ''}{_money(item.get('price', 0))})"
 
 
+def _order(observed: Sequence[Observation], order_id: Any) -> Mapping[str, Any] | None:
+    for seen in reversed(observed):
+        result = seen.result
+        if seen.name == "get_order_details" and isinstance(result, dict) and result.get("order_id") == order_id:
+            return result
+    return None
+
+
+def _items_words(observed: Sequence[Observation], order_id: Any, item_ids: Sequence[Any]) -> str:
+    """"the Tablet (black, 64GB, $549.99)": the items of an observed order by what they are; ids otherwise."""
+    order = _order(observed, order_id)
+    known = {str(i.get("item_id")): i for i in (order or {}).get("items", [])}
+    words = [f"the {_item_words(known[str(i)])}" if str(i) in known else f"item {i}" for i in item_ids]
+    return " and ".join(words) if words else "no items"
+
+
+def _variant_words(observed: Sequence[Observation], item_id: str) -> str:
+    for seen in reversed(observed):
+        if seen.name == "get_product_details" and isinstance(seen.result, dict):
+            variant = seen.result.get("variants", {}).get(item_id)
+            if isinstance(variant, dict):
+                return f"the {_item_words({**variant, 'name': seen.result.get('name')})}"
+    return f"item {item_id}"
+
+
+def _methods(observed: Sequence[Observation]) -> Mapping[str, Any]:
+    """The payment methods of the profile read last."""
+    for seen in reversed(observed):
+        if seen.name == "get_user_details" and isinstance(seen.result, dict):
+            methods = seen.result.get("payment_methods", {})
+            return methods if isinstance(methods, dict) else {}
+    return {}
+
+
+def _method_words(observed: Sequence[Observation], method_id: Any) -> str:
+    """"your Mastercard ending 2732", "your gift card gift_card_4821001": a payment method as its owner knows it."""
+    method = _methods(observed).get(str(method_id))
+    if not isinstance(method, dict):
+        return str(method_id)
+    if method.get("source") == "credit_card":
+        return f"your {str(method.get('brand', 'card')).title()} ending {method.get('last_four')}"
+    if method.get("source") == "paypal":
+        return "your PayPal account"
+    if method.get("source") == "gift_card":
+        return f"your gift card {method_id}"
+    return str(method_id)
+
+
+def _named_method(text: str, observed: Sequence[Observation]) -> str | Question | None:
+    """The payment method a customer names ("to my Mastercard", "the card ending 2732", "my gift card"); None
+    when none is named, a question when the words fit several."""
+    words = spoken(text)
+    methods = _methods(observed)
+    if " gift card" in words:
+        source = "gift_card"
+    elif " paypal " in words:
+        source = "paypal"
+    elif any(f" {w} " in words for w in ("card", "credit", "visa", "mastercard", "amex", "discover")) or \
+            any(f" {str(m.get('last_four'))} " in words for m in methods.values() if isinstance(m, dict)):
+        source = "credit_card"
+    else:
+        return None
+    fits = [mid for mid, m in sorted(methods.items()) if isinstance(m, dict) and m.get("source") == source]
+    narrowed = [mid for mid in fits if f" {str(methods[mid].get('brand', '')).lower()} " in words
+                or f" {methods[mid].get('last_four')} " in words]
+    fits = narrowed or fits
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        return Question("I don't see that payment method on your account. Which one shall I use: "
+                        f"{one_of([_method_words(observed, m) for m in sorted(methods)])}?") if methods else None
+    return Question(f"Which one do you mean: {one_of([_method_words(observed, m) for m in fits])}?")
+
+
 _SWAP_VERB = re.compile(r"\b(?:exchange|swap|switch|change|modify|replace)\b", re.IGNORECASE)
 _INSTEAD = re.compile(r"\b(?:for|to|into|with)\b", re.IGNORECASE)
 _NOT_ITEMS = re.compile(r"\b(?:address|payment|card|pay)\b", re.IGNORECASE)  # other writes, not item swaps
@@ -341,6 +415,9 @@ class RetailReader(BaseReader):
         """Cancel, return, exchange or change items of the order the customer named (else the one read last),
         touching only the items named: by id, product name or options ("the black 64GB tablet"). Several
         items fitting one named, or a variant not said, is a `Question`; a product not read yet, `Reads`."""
+        named, before = ({"#" + o.lstrip("#") for o in ORDER_ID.findall(t)} for t in (text, earlier))
+        if named - before and before:
+            earlier = ""  # the answer is about another order: a new request, not an answer
         said = f"{earlier} {text}" if earlier else text
         lowered = said.lower()
         ids = ["#" + o.lstrip("#") for o in ORDER_ID.findall(text) or ORDER_ID.findall(earlier)]
@@ -360,9 +437,12 @@ class RetailReader(BaseReader):
             chosen = _chosen(details, "return", text, earlier)
             if isinstance(chosen, Question):
                 return chosen
+            refund = _named_method(text, observed) or (_named_method(earlier, observed) if earlier else None)
+            if isinstance(refund, Question):
+                return refund
             return Proposal("return_delivered_order_items", {
                 "order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
-                "payment_method_id": payment})
+                "payment_method_id": refund or payment})
         swap = _SWAP_VERB.search(said)
         if swap is None or not payment or _NOT_ITEMS.search(said):
             return None
@@ -389,26 +469,27 @@ class RetailReader(BaseReader):
         return Proposal(tool, {"order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
                                "new_item_ids": new_items, "payment_method_id": payment})
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         order = args.get("order_id")
+        items = _items_words(observed, order, args.get("item_ids", []))
+        pay = _method_words(observed, args.get("payment_method_id"))
         if proposal.name == "cancel_pending_order":
             return f"cancel order {order} (reason: {args.get('reason')})"
         if proposal.name == "return_delivered_order_items":
-            return (f"return item(s) {', '.join(args.get('item_ids', []))} of order {order} with the refund to "
-                    f"{args.get('payment_method_id')}")
-        if proposal.name == "exchange_delivered_order_items":
-            return (f"exchange item(s) {', '.join(args.get('item_ids', []))} of order {order} for "
-                    f"{', '.join(args.get('new_item_ids', []))}")
-        if proposal.name == "modify_pending_order_items":
-            return f"change the items of order {order}"
+            return f"return {items} from order {order} with the refund to {pay}"
+        if proposal.name in SWAPS:
+            verb = "exchange" if proposal.name == "exchange_delivered_order_items" else "change"
+            new = " and ".join(_variant_words(observed, str(i)) for i in args.get("new_item_ids", []))
+            return (f"{verb} {items} {'from' if verb == 'exchange' else 'in'} order {order} for {new or 'nothing'}, "
+                    f"any price difference paid with or refunded to {pay}")
         if proposal.name == "modify_pending_order_payment":
-            return f"change the payment of order {order} to {args.get('payment_method_id')}"
+            return f"change the payment of order {order} to {pay}"
         if proposal.name == "modify_pending_order_address":
             return f"change the shipping address of order {order}"
         if proposal.name == "modify_user_address":
             return f"change the address on account {args.get('user_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         if "order_id" in proposal.arguments:

@@ -410,7 +410,7 @@ class TelecomReader(BaseReader):
         return Question(f"Which line do you mean: {one_of([_line_words(n, numbers) for n in own])}?") if own \
             else None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         line = args.get("line_id")
         if proposal.name == "enable_roaming":
@@ -425,7 +425,7 @@ class TelecomReader(BaseReader):
             return f"add {args.get('gb_amount')} GB of data to line {line}"
         if proposal.name == "send_payment_request":
             return f"send a payment request for bill {args.get('bill_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         args = proposal.arguments

@@ -447,7 +447,7 @@ class TelehealthReader(BaseReader):
             return Proposal("cancel_appointment", {"appointment_id": appointment.result["appointment_id"]})
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         if proposal.name == "cancel_appointment":
             return f"cancel appointment {args.get('appointment_id')}"
@@ -461,7 +461,7 @@ class TelehealthReader(BaseReader):
                     f"{args.get('supplier_company')} ({args.get('brand_name')}) at ${args.get('price_usd')}")
         if proposal.name == "update_medical_record_note":
             return f"add a note to record {args.get('record_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         args = proposal.arguments

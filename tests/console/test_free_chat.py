@@ -84,3 +84,35 @@ def test_a_seat_that_cannot_chat_offline_names_the_command_that_can(
     line = one_error_line(capsys.readouterr().err)
     assert command in line
     assert "other seat" not in line and "you as agent" not in line
+
+
+async def said_and_gated(domain: str, tmp_path: Path, *lines: str) -> tuple[list[str], list[dict[str, object]]]:
+    live = LiveSession(SessionSpec(domain=domain, scenario=None, seat="customer"), root=tmp_path)
+    for line in (*lines, "###STOP###"):
+        live.say_as_customer(line)
+    assert (await live.run()).reason == "user_stop"
+    assert live.folder is not None
+    events = [json.loads(line) for line in (live.folder / "trace.jsonl").read_text().splitlines()]
+    said = [str(e["text"]) for e in events if e["type"] == "assistant_turn" and e["text"]]
+    return said, [e for e in events if e["type"] == "gate_decision"]
+
+
+async def test_a_refusal_reads_plainly_and_the_gate_keeps_the_exact_span(tmp_path: Path) -> None:
+    said, gated = await said_and_gated("airline", tmp_path, FIRST_LINES["airline"], "cancel reservation UX789J",
+                                       "yes")
+    refusal = next(s for s in said if "can't cancel" in s)
+    assert "5 days, 5 hours and 48 minutes" in refusal
+    assert "reservations.UX789J" not in refusal and " h 48 min" not in refusal and "T09:12:00" not in refusal
+    reason = gated[-1]["results"]
+    assert any("5 days 5 h 48 min 0 s" in r["reason"] and "(reservations.UX789J.created_at)" in r["reason"]
+               for r in reason)  # type: ignore[index,union-attr]
+
+
+async def test_a_refund_to_a_card_the_policy_refuses_is_explained_without_list_reprs(tmp_path: Path) -> None:
+    said, gated = await said_and_gated("retail", tmp_path, FIRST_LINES["retail"],
+                                       "return the gold tablet from #W4821001 and refund it to my Mastercard",
+                                       "yes")
+    assert [g["verdict"] for g in gated] == ["REVISE"]
+    refusal = next(s for s in said if "Nothing was changed" in s)
+    assert "gift_card_4821001" in refusal and "['" not in refusal and "payment_history" not in refusal
+    assert "your Mastercard ending 2732" in refusal
