@@ -266,10 +266,21 @@ class MainScreen(Screen[None]):
             model=live.model.name, mode=live.supervisor.mode.value,
             seat={"watch": "watching", "customer": "you: customer"}.get(live.spec.seat, live.spec.seat)
             if live.operator_agent is None else "you: agent",
-            phase=Phase(phase), ready_hint=not self.started and phase == Phase.READY,
+            phase=Phase(phase), ready_hint=self._ready_hint(phase), front=self._panes.stacked_front,
+            others=self._panes.behind,
             steps=state.steps, tokens=state.prompt_tokens + state.completion_tokens, error=state.error,
             spinner=SPINNER[self._spinner_frame % len(SPINNER)] if state.thinking else "",
             disabled=live.disabled_rules, rules=live.rules_version)
+
+    def _ready_hint(self, phase: str) -> str:
+        """What starts the session: space, or in the customer seat (the box has the keys) Enter."""
+        if self.started or phase != Phase.READY:
+            return ""
+        return "type and press Enter" if self.spec.seat == "customer" else "press space"
+
+    @on(SessionPanes.Arranged)
+    def _arranged(self) -> None:
+        self.refresh_status()
 
     @on(ReviewRequested)
     def _review(self, message: ReviewRequested) -> None:
