@@ -291,6 +291,7 @@ class MainScreen(Screen[None]):
         review = message.review
         screen = ReviewScreen(review.call, review.decision, live.domain, self.operator)
         self.review_screen = screen
+        self._panes.gate.set_waiting(review.call.id)
         asked = time.monotonic()
 
         def done(resolution: Resolution | None) -> None:

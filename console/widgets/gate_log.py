@@ -93,6 +93,8 @@ class GatePane(Vertical):
         self.counts: dict[str, int] = {"ALLOW": 0, "REVISE": 0, "BLOCK": 0}
         self.overridden = 0
         self.filter = ""
+        self.waiting: str | None = None  # the call a human is asked about now (the screen says which)
+        self.ended = False  # the session's `session_ended` was seen: an undecided call will stay undecided
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="gate-table", cursor_type="row", zebra_stripes=True)
@@ -108,6 +110,7 @@ class GatePane(Vertical):
         return self.query_one("#gate-table", DataTable)
 
     def clear(self) -> None:
+        self.waiting, self.ended = None, False
         self.rows.clear()
         self._heights.clear()
         self._by_call.clear()
@@ -249,6 +252,35 @@ class GatePane(Vertical):
         row.outcome, row.executed = outcome_summary(e), bool(e.executed)
         self._refresh_row(key)
 
+    def set_waiting(self, call_id: str | None) -> None:
+        """The call that waits on the operator now (None: none): its row says so instead of "not asked"."""
+        if call_id == self.waiting:
+            return
+        self.waiting = call_id
+        self._show_again()
+
+    def note_ended(self) -> None:
+        """The session ended (its `session_ended` event): a call nobody decided stays undecided, and says so."""
+        self.ended = True
+        self.waiting = None
+        self._show_again()
+
+    def _show_again(self) -> None:
+        key = self._cursor_key()
+        if key is not None:
+            self.query_one("#gate-detail", Static).update(self.detail(key))
+
+    def _operator_words(self, row: GateRow) -> str:
+        """The operator fact, from what was recorded: the decision; else, for a call that never got an outcome,
+        that the session ended first, or that it waits on the operator now; else nobody was asked."""
+        if row.decision:
+            return row.decision
+        if not row.outcome and self.ended:
+            return "not decided: the session ended"
+        if not row.outcome and row.call_id == self.waiting:
+            return "waiting for the operator"
+        return "not asked"
+
     def detail(self, key: str) -> Text:
         row = self.rows[key]
         colours = palette_of(self)
@@ -258,9 +290,11 @@ class GatePane(Vertical):
         for reason in row.reasons:
             text.append(f"\n  {reason}")
         text.append("\noperator: ", "bold")
-        text.append(row.decision or "not asked", colours.text(OPERATOR, "bold") if row.decision else "dim")
+        operator = self._operator_words(row)
+        text.append(operator, colours.text(OPERATOR, "bold") if operator != "not asked" else "dim")
         text.append("\noutcome: ", "bold")
-        text.append(row.outcome or "pending", "" if row.outcome else "dim")
+        text.append(row.outcome or ("not run: the session ended" if self.ended else "pending"),
+                    "" if row.outcome else "dim")
         if row.evidence:
             text.append("\nevidence: " + ", ".join(row.evidence), "dim")
         return text

@@ -22,6 +22,7 @@ from core.events import (
     GateDecided,
     LedgerStaled,
     LedgerUpdated,
+    SessionEnded,
     SessionStarted,
     SupervisorDecided,
     ToolResultEvent,
@@ -94,6 +95,8 @@ class SessionPanes(Horizontal):
                 self.gate.note_override(event)
             case ToolResultEvent():
                 self.gate.note_result(event)
+            case SessionEnded():
+                self.gate.note_ended()
             case LedgerUpdated() if ledger is not None:
                 flash = list(event.added) + list(event.changed)
                 self.ledger.sync(ledger, flash=flash, paths=flash + list(event.refreshed))
