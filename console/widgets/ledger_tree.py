@@ -125,7 +125,7 @@ class LedgerTree(Tree[str]):
         indent = 2 * entry.path.count(".")  # the guides before a leaf
         if not self.wrap_width or indent + label.cell_len <= self.wrap_width:
             return label, []
-        room = max(self.wrap_width - indent - 4, 8)
+        room = max(self.wrap_width - indent - 2, 8)  # a value line sits one guide deeper than its entry
         text = Text(summarize(entry.value), style="dim" if entry.is_stale else "")
         lines = list(text.wrap(self.app.console, room, overflow="fold"))
         if len(lines) > VALUE_LINES:
