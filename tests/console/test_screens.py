@@ -35,13 +35,18 @@ async def run_to_end(app: OperatorConsole, pilot: Any) -> None:
     await wait_for(pilot, ended(app))
 
 
+async def finished_workbench(app: OperatorConsole, pilot: Any) -> Any:
+    """The demo run to its end, then the predicate workbench open on it."""
+    await run_to_end(app, pilot)
+    await pilot.press("w")
+    return await wait_for_screen(pilot, app, WorkbenchScreen)
+
+
 async def test_workbench_toggle_regate_and_export(console_app: Callable[..., OperatorConsole],
                                                   tmp_path: Path) -> None:
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
-        await pilot.press("w")
-        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        screen = await finished_workbench(app, pilot)
         table = screen.query_one("#wb-predicates")
         assert table.row_count == len(DOMAIN.predicates)  # type: ignore[attr-defined]
         row = [p.id for p in DOMAIN.predicates].index("retail.refund_to_original_or_gift_card")
@@ -85,9 +90,7 @@ async def test_workbench_regate_shows_a_crashing_rule_in_full_and_recounts(
 
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
-        await pilot.press("w")
-        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        screen = await finished_workbench(app, pilot)
         table = screen.query_one("#wb-predicates")
         row = [p.id for p in DOMAIN.predicates].index(rule)
 
@@ -124,9 +127,7 @@ async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., O
 
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
-        await pilot.press("w")
-        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        screen = await finished_workbench(app, pilot)
         assert app.live is not None
         before = list(app.live.agent.gate.predicates)
         monkeypatch.setattr(workbench, "reload_rules", broken)
