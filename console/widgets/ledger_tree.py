@@ -28,6 +28,7 @@ BIG_GROUP = 50  # groups with more entries than this start folded: the tree then
 
 
 VALUE_LINES = 4  # a long value wraps over at most this many lines under its key; selecting it shows it all
+RELABEL_CHUNK = 100  # labels fitted to a new width per frame after a resize (the entries on view come first)
 
 
 def summarize(value: Any) -> str:
@@ -66,6 +67,7 @@ class LedgerTree(Tree[str]):
         self.highlighted: set[str] = set()
         self.reader: LedgerReader | None = None
         self.wrap_width = 0  # the line width labels were fitted to (0: not laid out yet, nothing wrapped)
+        self._to_relabel: list[str] = []  # entries still to fit to the width of the last resize
 
     def _group(self, prefix: str) -> TreeNode[str]:
         if prefix in self.nodes_by_path:
@@ -100,21 +102,26 @@ class LedgerTree(Tree[str]):
     def _head(self, entry: LedgerEntry) -> Text:
         key = entry.path.rpartition(".")[2]
         label = Text()
-        colours = palette_of(self)
-        if entry.path in self.highlighted:
-            label.append("◆ ", colours.text(INFO, "bold"))
-        if entry.path in self.flashing:
-            label.append("new ", colours.text("success", "bold"))
-        if entry.is_stale:
-            label.append("stale ", colours.text("warning", "italic"))
+        path = entry.path
+        if path in self.highlighted or path in self.flashing or entry.is_stale:  # the theme only when marked
+            colours = palette_of(self)
+            if path in self.highlighted:
+                label.append("◆ ", colours.text(INFO, "bold"))
+            if path in self.flashing:
+                label.append("new ", colours.text("success", "bold"))
+            if entry.is_stale:
+                label.append("stale ", colours.text("warning", "italic"))
         label.append(key, style="bold")
         return label
 
     def _marked(self, entry: LedgerEntry, line: Text) -> Text:
+        path = entry.path
+        if path not in self.flashing and path not in self.highlighted:
+            return line
         colours = palette_of(self)
-        if entry.path in self.flashing:
+        if path in self.flashing:
             line.stylize(f"reverse {colours.color('success')}")
-        if entry.path in self.highlighted:
+        if path in self.highlighted:
             line.stylize(f"bold {colours.variables['foreground']} on {colours.variables['primary-muted']}")
         return line
 
@@ -128,6 +135,8 @@ class LedgerTree(Tree[str]):
         room = max(self.wrap_width - indent - 2, 8)  # a value line sits one guide deeper than its entry
         text = Text(summarize(entry.value), style="dim" if entry.is_stale else "")
         lines = list(text.wrap(self.app.console, room, overflow="fold"))
+        for line in lines:
+            line.rstrip()  # in place: the space a line broke at
         if len(lines) > VALUE_LINES:
             lines = [*lines[:VALUE_LINES - 1], Text("… (select it for the whole value)", "italic")]
         return self._marked(entry, self._head(entry)), [self._marked(entry, line) for line in lines]
@@ -145,11 +154,29 @@ class LedgerTree(Tree[str]):
             node.add_leaf(line, data=entry.path)
 
     def on_resize(self) -> None:
-        """Fit every label to the new width (once per width change, never per event)."""
+        """Fit every label to the new width (once per width change, never per event): the entries on view
+        first, the rest RELABEL_CHUNK at a time after each frame, so a 5,000-entry ledger does not freeze the
+        resize (its big groups are folded, their labels are not on screen yet)."""
         width = self.scrollable_content_region.width
         if width > 0 and width != self.wrap_width:
             self.wrap_width = width
-            self._relabel(list(self.shown_versions))
+            self._to_relabel = sorted(self.shown_versions, key=lambda path: not self._on_view(path))
+            self._relabel_some()
+
+    def _on_view(self, path: str) -> bool:
+        node = self.nodes_by_path.get(path)
+        parent = node.parent if node is not None else None
+        while parent is not None and parent is not self.root:
+            if not parent.is_expanded:
+                return False
+            parent = parent.parent
+        return node is not None
+
+    def _relabel_some(self) -> None:
+        chunk, self._to_relabel = self._to_relabel[:RELABEL_CHUNK], self._to_relabel[RELABEL_CHUNK:]
+        self._relabel(chunk)
+        if self._to_relabel:
+            self.call_after_refresh(self._relabel_some)
 
     def reset(self) -> None:  # type: ignore[override]
         """Forget every node and mark (a new session, or a replay jumping back)."""
@@ -160,6 +187,7 @@ class LedgerTree(Tree[str]):
         self._auto_expanded.clear()
         self.flashing.clear()
         self.highlighted.clear()
+        self._to_relabel = []
         self.reader = None
 
     def sync(self, reader: LedgerReader, flash: Iterable[str] = (), paths: Iterable[str] | None = None) -> None:

@@ -91,3 +91,32 @@ async def test_a_long_tool_error_unfolds_in_full(console_app: Callable[..., Oper
         entry = next(e for e in app.transcript.items if e.kind == "error")
         assert entry.foldable  # the line is short; its end is one key (x) or click away, never gone
         assert "item 11 of the order" in str(entry.render(True))
+
+
+async def test_a_resize_fits_every_ledger_entry_to_the_new_width(console_app: Callable[..., OperatorConsole]) -> None:
+    """Hundreds of entries: after a resize each one's label fits the tree or its value goes on below it, the
+    entries on view first and the rest over the next frames (a big ledger does not freeze the resize)."""
+    from core.ledger import Ledger
+    from core.tools import ToolCall
+    from domains.retail import DOMAIN
+
+    ledger = Ledger(DOMAIN.path_map)
+    for n in range(450):
+        order = f"#W{n:07d}"
+        ledger.absorb(ToolCall(f"c{n}", "get_order_details", {"order_id": order}),
+                      {"order_id": order, "status": "processed and waiting for the courier"}, n)
+    app = console_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        app.ledger_pane.sync(ledger)
+        await pilot.resize_terminal(120, 35)
+        tree = app.ledger_pane.ledger_tree
+
+        def fitted() -> bool:
+            width = tree.wrap_width
+            return width > 0 and all(
+                node.children or 2 * path.count(".") + node.label.cell_len <= width
+                for path, node in tree.nodes_by_path.items() if path in tree.shown_versions)
+
+        await wait_for(pilot, fitted)
+        node = tree.nodes_by_path["orders.#W0000449"]
+        assert "processed and waiting for the courier" in " ".join(child.label.plain for child in node.children)
