@@ -120,6 +120,8 @@ class OperatorConsole(ThemeAndHelpKeys):
         self.push_screen(NewSessionScreen(self.spec), chosen)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        from console.screens.help import binding_keys
+
         yield from super().get_system_commands(screen)
         for binding in [*self.BINDINGS, *(MainScreen.BINDINGS if screen is self.main else [])]:
             assert isinstance(binding, Binding)
@@ -127,7 +129,7 @@ class OperatorConsole(ThemeAndHelpKeys):
                 continue
             action = binding.action
             target = self if binding in self.BINDINGS else self.main
-            yield SystemCommand(binding.description, f"key: {binding.key}",
+            yield SystemCommand(binding.description, f"key: {binding_keys(binding)}",
                                 lambda a=action, t=target: t.run_action(a))
         if screen is self.main:
             for mode in SupervisionMode:

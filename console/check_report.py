@@ -71,8 +71,19 @@ class CheckReport:
         if result.met is False:
             self.failed += 1
             if len(self.failures) < MAX_FAILURES_SHOWN:
-                self.failures.append(f"{path}:{result.line}: {result.name} expected {result.expect}, got "
-                                     f"{result.verdict} {result.reason}")
+                self.failures.append(f"{path}:{result.line}: {result.name} expected {result.expected}, got "
+                                     f"{got(result)} {result.reason}")
+
+
+def got(result: CheckResult) -> str:
+    """What the gate gave, in the words of `CheckResult.expected`: the verdict, the rules that objected and
+    those of them that crashed, so a REVISE from a crash never reads like the REVISE that was expected."""
+    text = result.verdict
+    if result.predicates:
+        text += f" from [{', '.join(result.predicates)}]"
+    if result.crashed:
+        text += f" (crashed: {', '.join(result.crashed)})"
+    return text
 
 
 def _table() -> Table:

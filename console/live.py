@@ -23,6 +23,7 @@ from core.events import EventBus
 from core.evidence import EvidenceMode
 from core.gate import GateDecision
 from core.llm.base import AssistantTurn, ChatModel, Message, ModelError, Usage, estimate_tokens
+from core.llm.offline_agent import OfflineAgent
 from core.llm.openai_model import OpenAIChatModel
 from core.scenario import Scenario, list_scenarios, load_scenario
 from core.session import Session, SessionResult
@@ -104,16 +105,19 @@ class SessionSpec:
                              "agent (a scenario's baseline mistake is in the scenario itself)")
             elif self.error_profile not in PROFILES:
                 found.append(f"unknown error profile {self.error_profile!r} (known: {', '.join(PROFILES)})")
-        if self.model == "scripted" and self.scenario is None and self.task is None:
-            found.append("the scripted demo model needs a scenario (free chat needs a real model or you as agent)")
         if self.model == "operator" and self.seat == "customer":
             found.append("you cannot play both the agent and the customer")
-        if self.model == "operator" and self.scenario is None and self.task is None:
-            found.append("playing the agent needs a scenario for the customer's lines")
+        free = self.scenario is None and self.task is None
+        if self.model == "operator" and free:
+            found.append("playing the agent needs a scenario for the customer's lines: ledgeragent console "
+                         f"--domain {self.domain} --seat agent --scenario NAME (ledgeragent scenarios --domain "
+                         f"{self.domain} lists them)")
+        elif self.seat == "watch" and free:  # the offline agent chats with you; nobody chats with a watcher
+            found.append("free chat needs you in the customer seat (watching needs a scenario, whose scripted "
+                         f"customer speaks): ledgeragent console --domain {self.domain} --scenario chat --seat "
+                         "customer")
         if self.model not in ("scripted", "operator") and not self.model.strip():
             found.append("model name is empty")
-        if self.seat == "watch" and self.scenario is None and self.task is None:
-            found.append("free chat needs you in the customer seat")
         return found
 
     def _task_problems(self) -> list[str]:
@@ -378,9 +382,16 @@ class LiveSession:
             return task_agent(self.domain, self.task, self.spec.agent, AGENTS[self.spec.agent],  # planned in open()
                               profile=self.spec.error_profile)
         if self.spec.model == "scripted":
-            assert self.scenario is not None
-            return self.scenario.build_model(load_offline_reader(self.spec.domain))
+            reader = load_offline_reader(self.spec.domain)
+            if self.scenario is None:  # free chat: no plan, only the customer's words
+                return OfflineAgent([], reader=reader, name="offline-agent")
+            return self.scenario.build_model(reader)
         return self._real_model(self.spec.model)
+
+    @property
+    def offline_hint(self) -> str:
+        """What the offline agent can work with (the domain reader's hint), or "" for any other agent."""
+        return self.model.reader.hint if isinstance(self.model, OfflineAgent) and self.model.reader else ""
 
     def _real_model(self, name: str) -> ChatModel:
         """A model by name on the session's endpoint, with the console's model settings when it has them."""

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from console.cli_errors import CliError
-from console.desk.audit import AuditFilter, call_key, describe_outcome, read_audit
+from console.desk.audit import AuditFilter, AuditRead, call_key, describe_outcome, describe_regate, read_audit
 from console.desk_specs import load_specs_file, repeated, scenario_specs
 from console.facts import verdict_words
 from console.live import SessionSpec, SupervisionMode
@@ -151,6 +151,14 @@ def _outcome_word(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
+def _outcome_of(read: AuditRead, record: dict[str, object]) -> str:
+    """The outcome column: for an edit, what the gate said of the edited call first, then what became of it."""
+    key = call_key(record)
+    regate = describe_regate(read.regates.get(key)) if record.get("decision") == "edit" else ""
+    outcome = describe_outcome(read.outcomes.get(key))
+    return f"{regate}; {outcome}" if regate else outcome
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
@@ -161,8 +169,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
     if args.json:
         for record in read.decisions:
-            outcome = read.outcomes.get(call_key(record))
-            print(json.dumps({**record, "outcome": describe_outcome(outcome)}, ensure_ascii=False, sort_keys=True))
+            key = call_key(record)
+            line = {**record, "outcome": describe_outcome(read.outcomes.get(key))}
+            regate = read.regates.get(key) if record.get("decision") == "edit" else None
+            if regate is not None:
+                line["regated"] = {"gate_verdict": regate.get("gate_verdict"), "failing_rules": regate.get(
+                    "failing_rules", []), "arguments": regate.get("arguments"), "item": regate.get("regated_item")}
+            print(json.dumps(line, ensure_ascii=False, sort_keys=True))
     else:
         table = Table("when", "operator", "session", "tool", "verdict", "failing rules", "decision", "reason",
                       "waited", "outcome", title=f"{path}: {len(read.decisions)} decision(s)")
@@ -174,7 +187,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 ", ".join(record.get("failing_rules") or []),
                 record.get("decision", ""), record.get("reason", ""),
                 f"{waited:.1f} s" if isinstance(waited, int | float) else "",
-                _outcome_word(describe_outcome(read.outcomes.get(call_key(record)))))))
+                _outcome_word(_outcome_of(read, record)))))
         Console(highlight=False).print(table)
     if read.skipped:
         Console(stderr=True, highlight=False, soft_wrap=True).print(

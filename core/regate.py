@@ -33,8 +33,11 @@ from core.timeline import apply_event, failed_ids, failed_reason
 class RegateRow:
     """One recorded gate decision next to what the current predicates say about the same call.
 
-    `changed` is True when the verdict or the set of objecting predicates differs; a reworded reason
-    alone is not a change (the workbench diff should show decisions, not prose edits).
+    `changed` is True when the verdict differs or any rule's status does (pass / violation / missing /
+    error): a rule that went from a violation to crashing gives the same verdict and the same objecting
+    rule, yet the gate now fails closed on a bug instead of judging, which is exactly what a re-gate after
+    an edit must show. A rule that passed and is now disabled (or was not there) objects on neither side,
+    so it is no change; a reworded reason alone is not one either (the diff shows decisions, not prose).
     """
 
     index: int  # position among the recorded gate decisions, 0-based
@@ -51,10 +54,41 @@ class RegateRow:
     new_feedback: str  # exactly what the model would have been told
     changed: bool
     decision: GateDecision  # the full new decision (per-predicate results, evidence, escalation)
+    old_statuses: tuple[tuple[str, str], ...] = ()  # (rule id, status) as recorded, in gate order
+    new_statuses: tuple[tuple[str, str], ...] = ()  # (rule id, status) from the current rules
 
     @property
     def new_evidence(self) -> tuple[str, ...]:
         return self.decision.evidence
+
+    @property
+    def status_changes(self) -> tuple[tuple[str, str, str], ...]:
+        """(rule id, old status, new status) for each rule whose judgement differs, in gate order.
+
+        A rule that does not judge on one side (disabled, removed, added) counts as `pass` there when it
+        passes on the other: only an objection appearing, disappearing or changing kind is a change."""
+        return status_changes(self.old_statuses, self.new_statuses)
+
+
+def status_changes(old: Sequence[tuple[str, str]], new: Sequence[tuple[str, str]],
+                   ) -> tuple[tuple[str, str, str], ...]:
+    """Rules whose status differs between two decisions on one call, as (id, old, new).
+
+    Statuses outside pass / violation / missing / error (a disabled rule) and a rule absent from one side
+    read as `pass` there, the judgement they amount to: neither objects."""
+    def judged(statuses: Sequence[tuple[str, str]]) -> dict[str, str]:
+        return {rule: status for rule, status in statuses if status in _JUDGED}
+
+    before, after = judged(old), judged(new)
+    changes: list[tuple[str, str, str]] = []
+    for rule in dict.fromkeys([*before, *after]):
+        was, now = before.get(rule, "pass"), after.get(rule, "pass")
+        if was != now:
+            changes.append((rule, was, now))
+    return tuple(changes)
+
+
+_JUDGED = frozenset({"pass", "violation", "missing", "error"})
 
 
 def _new_reason(decision: GateDecision) -> str:
@@ -120,12 +154,16 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
         old_failed = failed_ids(event.results)
         new_failed = tuple(r.predicate_id for r in decision.failed)
         new_verdict = decision.verdict.value
+        old_statuses = tuple((r.predicate_id, r.status) for r in event.results)
+        new_statuses = tuple((r.predicate_id, r.status.value) for r in decision.results)
         rows.append(RegateRow(
             index=len(rows), seq=event.seq, step=event.step, name=event.call.name,
             arguments=dict(event.call.arguments), old_verdict=event.verdict, new_verdict=new_verdict,
             old_failed=old_failed, new_failed=new_failed, old_reason=failed_reason(event.results),
             new_reason=_new_reason(decision), new_feedback=decision.feedback,
-            changed=new_verdict != event.verdict or set(new_failed) != set(old_failed), decision=decision))
+            changed=(new_verdict != event.verdict or set(new_failed) != set(old_failed)
+                     or bool(status_changes(old_statuses, new_statuses))),
+            decision=decision, old_statuses=old_statuses, new_statuses=new_statuses))
     return rows
 
 

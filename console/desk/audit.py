@@ -4,7 +4,10 @@ Every session's trace already records its own decisions (`supervisor_decision`, 
 the call waited); this log puts the decisions of every session of one desk in one file an auditor can
 filter by operator, gate verdict and decision (`read_audit`, `ledgeragent audit`). Outcomes are separate
 lines, written when the session's `tool_result` for the decided call arrives: a decision is never read as
-an outcome (a force-allowed write may still fail in the backend).
+an outcome (a force-allowed write may still fail in the backend). A session that ends before a decided call
+ran (its edited call waits on a second decision) writes that as the outcome (`not_run`), so an outcome is
+"not known yet" only while the session runs. An edit is followed by a `regate` line: the gate's verdict on
+the edited arguments, and the item that asked about it again, if one did.
 
 A resume (a step-mode session let run on) is a decision line on no call (`call_id` null): it has no
 outcome line.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,6 +73,7 @@ class AuditRead:
     decisions: list[dict[str, Any]]
     outcomes: dict[str, dict[str, Any]]  # by "<session>/<call id>": what happened to the call in the end
     skipped: int = 0  # lines that were not complete records (a torn last line after a crash)
+    regates: dict[str, dict[str, Any]] = field(default_factory=dict)  # by call: the gate on its edited arguments
 
 
 def iter_records(path: Path) -> Iterator[dict[str, Any] | None]:
@@ -96,6 +100,8 @@ def read_audit(path: Path, keep: AuditFilter | None = None) -> AuditRead:
             read.skipped += 1
         elif record.get("type") == "outcome":
             read.outcomes[call_key(record)] = record
+        elif record.get("type") == "regate":
+            read.regates[call_key(record)] = record
         elif keep.keeps(record):
             read.decisions.append(record)
             if record.get("call_id") is None:  # a step or a resume: no call, so no outcome line will ever come
@@ -117,11 +123,25 @@ def call_key(record: Mapping[str, Any]) -> str:
 
 
 def describe_outcome(outcome: Mapping[str, Any] | None) -> str:
-    """An outcome line in words; "not known yet" when the session has not reported it."""
+    """An outcome line in words; "not known yet" when the session has not reported it (it still runs)."""
     if outcome is None:
         return "not known yet"
     if outcome.get("no_call"):
         return NO_CALL_WORDS.get(str(outcome.get("decision")), "no call")
+    if outcome.get("outcome") == "not_run":
+        return f"not executed: {outcome.get('content', 'the session ended')}"
     if outcome.get("executed"):
         return "executed" if outcome.get("ok") else f"executed, failed: {outcome.get('content', '')}"[:200]
     return f"not executed ({outcome.get('outcome')})"
+
+
+def describe_regate(regate: Mapping[str, Any] | None) -> str:
+    """What the gate said of an edit's arguments ("re-gated REVISE (telecom.refuel_cap), asked again as i2"),
+    or "" for a decision that was not an edit."""
+    if regate is None:
+        return ""
+    rules = regate.get("failing_rules") or []
+    text = f"re-gated {regate.get('gate_verdict')}" + (f" ({', '.join(rules)})" if rules else "")
+    if regate.get("regated_item"):
+        text += f", asked again as {regate['regated_item']}"
+    return text

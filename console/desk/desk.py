@@ -100,7 +100,7 @@ class _Item:
             waiting = self.session.live.pacer.waiting if self.session.live is not None else None
             return replace(base, tool="customer turn" if waiting == "user" else "model call")
         decision = review.decision
-        return replace(base, tool=review.call.name, arguments=dict(review.call.arguments),
+        return replace(base, tool=review.call.name, arguments=dict(review.call.arguments), call_id=review.call.id,
                        verdict=None if decision is None else decision.verdict.value,
                        refusal=None if decision is None or decision.refusal is None else decision.refusal.value,
                        feedback="" if decision is None else decision.feedback, rules=_rules(decision))
@@ -129,6 +129,7 @@ class _DeskSession:
     events: list[Event] = field(default_factory=list)
     item: _Item | None = None
     decided: dict[str, str] = field(default_factory=dict)  # call id -> the item id of its last decision
+    regated: dict[str, Any] = field(default_factory=dict)  # call id -> the gate's verdict on an edit, not yet logged
     task: asyncio.Task[None] | None = None
     make: LiveFactory | None = None  # how an added session is built (None: a plain LiveSession of `spec`)
     bounded: bool = True  # waits for a slot under the desk's concurrency bound
@@ -183,6 +184,7 @@ class Desk:
         self.model_factory = model_factory
         self.audit = AuditLog(audit_path) if audit_path is not None else None
         self._ids = itertools.count(1)
+        self._gone: dict[str, str] = {}  # item id -> why it no longer waits (said to whoever decides it late)
         self._waits: list[float] = []
         self._listeners: list[DeskListener] = []
         self._slots = asyncio.Semaphore(concurrency)
@@ -312,6 +314,8 @@ class Desk:
             live = session.live
             if live is not None and not live.supervisor.needs_review_of(event):
                 session.returned += getattr(event, "refusal", None) == "needs_read"
+            if event.call.id in session.decided:  # type: ignore[union-attr]  # an edited call, judged again
+                session.regated[event.call.id] = event  # type: ignore[union-attr]
         elif kind == "supervisor_decision":
             if event.decision in ("veto", "edit", "force_allow"):  # type: ignore[union-attr]
                 session.overridden += 1
@@ -319,16 +323,44 @@ class Desk:
             self._find_customer(session)
         elif kind == "tool_result":
             call_id = event.call.id  # type: ignore[union-attr]
+            self._log_regate(session, call_id, None)
             pending = session.item.review if session.item is not None else None
             if pending is not None and pending.call.id == call_id:  # it has its outcome: it waits no more
-                self._drop_item(session)
+                self._drop_item(session, f"its call has its outcome ({event.outcome}) without a decision: nobody "  # type: ignore[union-attr]
+                                "decided in time")
             item_id = session.decided.pop(call_id, None)
             if item_id is not None and self.audit is not None:
                 self.audit.write({"type": "outcome", "when": self.wall(), "session": session.id, "item": item_id,
                                   "call_id": call_id, "executed": event.executed, "ok": event.ok,  # type: ignore[union-attr]
                                   "outcome": event.outcome,  # type: ignore[union-attr]
                                   "content": event.content[:500]})  # type: ignore[union-attr]
+        elif kind == "session_ended":
+            self._log_unfinished(session, str(getattr(event, "reason", "")))
         self._changed()
+
+    def _log_regate(self, session: _DeskSession, call_id: str, regated_item: str | None) -> None:
+        """The gate's verdict on an edited call, linked to the edit's item (and to the item that asked about it
+        again, when it was asked): the audit shows what an edit led to, not only that it was made."""
+        gate = session.regated.pop(call_id, None)
+        item_id = session.decided.get(call_id)
+        if gate is None or item_id is None or self.audit is None:
+            return
+        self.audit.write({"type": "regate", "when": self.wall(), "session": session.id, "item": item_id,
+                          "call_id": call_id, "regated_item": regated_item, "gate_verdict": gate.verdict,
+                          "failing_rules": [r.predicate_id for r in gate.results
+                                            if r.status in ("violation", "missing", "error")],
+                          "arguments": strict_json.check_value(dict(gate.call.arguments))})
+
+    def _log_unfinished(self, session: _DeskSession, reason: str) -> None:
+        """The session ended: every decided call that never came to run has that as its outcome, so the audit
+        never says "not known yet" of a session that is over."""
+        for call_id in list(session.decided):
+            self._log_regate(session, call_id, None)
+            item_id = session.decided.pop(call_id)
+            if self.audit is not None:
+                self.audit.write({"type": "outcome", "when": self.wall(), "session": session.id, "item": item_id,
+                                  "call_id": call_id, "executed": False, "ok": False, "outcome": "not_run",
+                                  "content": f"the session ended ({reason or 'unknown'}) before a decision"})
 
     def _find_customer(self, session: _DeskSession) -> None:
         live = session.live
@@ -360,12 +392,17 @@ class Desk:
         elif phase in (Phase.RUNNING, Phase.PAUSED, Phase.READY):
             session.phase = RowPhase.RUNNING
         if live.pacer.waiting is None and session.item is not None and session.item.kind is ItemKind.STEP:
-            self._drop_item(session)
+            self._drop_item(session, "the session no longer waits for a step")
         self._changed()
 
     def _review(self, session: _DeskSession, review: PendingReview) -> None:
         session.phase = RowPhase.WAITING
+        edited = session.decided.get(review.call.id)  # an edit's item, now asked about again
         self._add(session, ItemKind.WRITE, review)
+        if edited is not None and session.item is not None:
+            self._log_regate(session, review.call.id, session.item.id)
+            self._gone[edited] = (f"replaced by {session.item.id}: {self._gone.get(edited, 'it was edited')} and "
+                                  "the gate judged the edited call again")
         self._changed()
 
     def _model_failed(self, session: _DeskSession, error: ModelError) -> None:
@@ -378,15 +415,21 @@ class Desk:
         item = _Item(f"i{next(self._ids)}", session, kind, self.clock(), self.wall(), review)
         session.item = item
 
-    def _drop_item(self, session: _DeskSession) -> None:
+    def _drop_item(self, session: _DeskSession, why: str = "its session ended") -> None:
+        if session.item is not None:
+            self._gone.setdefault(session.item.id, why)
         session.item = None
 
     # ------------------------------------------------------------------------------------------ operators
 
     def _item(self, item_id: str, operator: str) -> _Item:
         item = self._items.get(item_id)
-        if item is None or (item.review is not None and not item.review.open):
-            raise DeskRefused(f"item {item_id} is no longer waiting (decided, given up on, or its session ended)")
+        if item is None:
+            why = self._gone.get(item_id, "decided, or its session ended")
+            raise DeskRefused(f"item {item_id} is no longer waiting: {why}; nothing was recorded")
+        if item.review is not None and not item.review.open:
+            raise DeskRefused(f"item {item_id} is no longer waiting: its call was given up on (no decision came in "
+                              "time) or its session ended; nothing was recorded")
         now = self.clock()
         if item.claimed_by not in (None, operator) and item.claim_until > now:
             raise DeskRefused(f"item {item_id} is claimed by {item.claimed_by} for {item.claim_until - now:.0f} s more")
@@ -429,7 +472,7 @@ class Desk:
             self.audit.write(self._session_record(session, item, operator, waited, "step",
                                                   f"one more step: {what}"))
         if item is not None:
-            self._drop_item(session)
+            self._drop_item(session, f"already decided by {operator} (step)")
         live.pacer.step()
         self._changed()
 
@@ -457,7 +500,7 @@ class Desk:
                 session, item, operator, waited, "resume",
                 f"step mode off: runs on in {SupervisionMode.APPROVE_NON_ALLOW.value!r}"))
         if item is not None:
-            self._drop_item(session)
+            self._drop_item(session, f"already decided by {operator} (resume)")
         live.set_mode(SupervisionMode.APPROVE_NON_ALLOW)
         self._changed()
 
@@ -482,7 +525,8 @@ class Desk:
             self.audit.write(self._record(item, review, resolution))
         item.session.decided[review.call.id] = item.id
         self._waits.append(waited)
-        self._drop_item(item.session)
+        self._drop_item(item.session, f"{operator} edited its arguments" if resolution.decision is Decision.EDIT
+                        else f"already decided by {operator} ({resolution.decision.value})")
         review.resolve(resolution)
         self._changed()
 

@@ -69,6 +69,7 @@ class ItemView:
     claimed_by: str | None = None
     claim_until: float | None = None
     error: str = ""  # the last operator input the desk refused for this item (e.g. an edit that is not valid)
+    call_id: str = ""  # the call it asks about ("" for a step): the session's panes mark it as waiting
 
     @property
     def failing(self) -> tuple[RuleView, ...]:

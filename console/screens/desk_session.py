@@ -141,6 +141,7 @@ class SessionViewScreen(Screen[None]):
             text.append(f"   waits {duration(item.waited(self.snapshot.now))} on {item.id}: ", "bold")
             text.append(keys_line(item), "dim")
         self.title_bar.update(text)
+        self.panes.gate.set_waiting(item.call_id or None if item is not None else None)
 
     @property
     def pending_item(self) -> ItemView | None:

@@ -8,23 +8,55 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
+
+NAMED = {"escape": "esc", "enter": "enter", "space": "space", "tab": "tab", "backspace": "backspace"}
+
+
+def key_as_typed(key: str) -> str:
+    """One key as the operator types it: `slash` is `/`, `question_mark` is `?`, `ctrl+e` stays `ctrl+e`."""
+    *modifiers, name = key.split("+")
+    return "+".join([*modifiers, NAMED.get(name, format_key(name))])
+
+
+def binding_keys(binding: Binding) -> str:
+    """Every key of a binding, as typed ("escape,w" is `esc` and `w`)."""
+    if binding.key_display:
+        return binding.key_display
+    return " ".join(key_as_typed(k.strip()) for k in binding.key.split(",") if k.strip())
+
+
+def _where(widget: Widget) -> str:
+    """Where a widget's own keys work: its pane title ("Transcript"), else its kind in words."""
+    title = getattr(widget, "BORDER_TITLE", "") or ""
+    if title:
+        return str(title)
+    name = type(widget).__name__
+    return "".join(f" {c.lower()}" if c.isupper() else c for c in name).strip()
 
 
 def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
-    """(key, what it does) for the screen's own bindings, then its focused widget's, then the App's."""
+    """(key, what it does) for the screen's own bindings, then those of the console's widgets on it (a pane's
+    keys are listed whether or not it has the focus, with where they work), then the App's."""
     seen: list[tuple[str, str]] = []
-    sources: list[Any] = [screen]
-    if screen.focused is not None:
-        sources.append(screen.focused)
-    sources.append(screen.app)
-    for source in sources:
+    meanings: set[tuple[str, str]] = set()
+
+    def add(source: Any, where: str = "") -> None:
         for binding in getattr(source, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:
-                item = (binding.key_display or binding.key, binding.description)
-                if item not in seen:
-                    seen.append(item)
+                keys = binding_keys(binding)
+                if (keys, binding.description) not in meanings:  # the same key may mean two things in two places
+                    meanings.add((keys, binding.description))
+                    seen.append((keys, binding.description + (f" ({where})" if where else "")))
+
+    add(screen)
+    for widget in screen.walk_children(Widget):
+        if type(widget).__module__.startswith("console.") and "BINDINGS" in vars(type(widget)):
+            add(widget, _where(widget))
+    add(screen.app)
     return seen
 
 

@@ -180,16 +180,20 @@ class MainScreen(Screen[None]):
         else:
             self.ledger_pane.sync(self.live.agent.ledger)
         scenario = self.live.scenario
-        hints = ("Press space to start (and to pause / resume), n to step one model call, m to change the "
-                 "supervision mode, w for the predicate workbench, ? for every key.")
-        if spec.seat == "customer":
+        keys = ("n to step one model call, m to change the supervision mode, w for the predicate workbench, ? "
+                "for every key.")
+        hints = "Press space to start (and to pause / resume), " + keys
+        if spec.seat == "customer":  # the box has the keys: space is a letter there, Enter sends and starts
             phone = " Press F2 to act on your phone." if self.live.domain.user_tools() else ""
-            hints = ("You are the customer: type below and press Enter; ctrl+e ends the conversation; escape "
-                     f"leaves the box for the operator keys.{phone} " + hints)
+            hints = ("You are the customer: type below and press Enter to send; your first message starts the "
+                     "session. ctrl+e ends the conversation; escape leaves the box for the operator keys (m "
+                     f"supervision mode, w predicate workbench, ? every key).{phone}")
         if spec.model == "operator":
             hints = "You are the agent: press space, then c to write a message or compose a tool call. " + hints
-        self.transcript.show_intro(scenario.title if scenario else "Free chat", scenario.description
-                                   if scenario else "", hints)
+        about = scenario.description if scenario else ""
+        if scenario is None and spec.seat == "customer":
+            about = f"The offline agent answers what you type. {self.live.offline_hint}".strip()
+        self.transcript.show_intro(scenario.title if scenario else "Free chat", about, hints)
         self._input.display = spec.seat == "customer"
         self.sub_title = f"{spec.domain} · {spec.scenario or 'free chat'}"
         self.app.sub_title = self.sub_title
@@ -262,10 +266,21 @@ class MainScreen(Screen[None]):
             model=live.model.name, mode=live.supervisor.mode.value,
             seat={"watch": "watching", "customer": "you: customer"}.get(live.spec.seat, live.spec.seat)
             if live.operator_agent is None else "you: agent",
-            phase=Phase(phase), ready_hint=not self.started and phase == Phase.READY,
+            phase=Phase(phase), ready_hint=self._ready_hint(phase), front=self._panes.stacked_front,
+            others=self._panes.behind,
             steps=state.steps, tokens=state.prompt_tokens + state.completion_tokens, error=state.error,
             spinner=SPINNER[self._spinner_frame % len(SPINNER)] if state.thinking else "",
             disabled=live.disabled_rules, rules=live.rules_version)
+
+    def _ready_hint(self, phase: str) -> str:
+        """What starts the session: space, or in the customer seat (the box has the keys) Enter."""
+        if self.started or phase != Phase.READY:
+            return ""
+        return "type and press Enter" if self.spec.seat == "customer" else "press space"
+
+    @on(SessionPanes.Arranged)
+    def _arranged(self) -> None:
+        self.refresh_status()
 
     @on(ReviewRequested)
     def _review(self, message: ReviewRequested) -> None:
@@ -276,6 +291,7 @@ class MainScreen(Screen[None]):
         review = message.review
         screen = ReviewScreen(review.call, review.decision, live.domain, self.operator)
         self.review_screen = screen
+        self._panes.gate.set_waiting(review.call.id)
         asked = time.monotonic()
 
         def done(resolution: Resolution | None) -> None:

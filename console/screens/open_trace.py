@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console.screens.recorded import RecordingAudited, audit_recording, screen_for
-from console.screens.replay import ReplayScreen, open_replay, recent_traces
+from console.screens.replay import ReplayScreen, open_replay, recent_traces, trace_ending
 from console.screens.results import ResultsScreen
 from console.theme import palette_of
 from core.domain import Domain
@@ -55,6 +55,11 @@ class OpenFailed(Message):
     error: str
 
 
+@dataclass
+class EndingsRead(Message):
+    endings: dict[str, str]  # trace path -> how its session ended
+
+
 def read_path(path: Path) -> TraceLoaded | ResultsLoaded | RecordingAudited | OpenFailed:
     """Read a trace or a results file, or audit any other recording (a tau2 results file under another name, OpenAI
     chat messages); never raises for bad input (the answer says what was wrong)."""
@@ -83,12 +88,32 @@ class OpenTraceScreen(ModalScreen[None]):
                         "or pick a recent session below",
                         id="open-path")
             table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
-            table.add_columns("session", "folder")
+            table.add_column("session", key="session")
+            table.add_column("ending", key="ending")
+            table.add_column("folder", key="folder")
             for path in self.traces:
-                table.add_row(path.parent.name, str(path.parent), key=str(path))
+                table.add_row(path.parent.name, "…", str(path.parent), key=str(path))
             yield table
             yield Static("", id="open-error")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self._read_endings(list(self.traces))
+
+    @work(thread=True, exclusive=True, group="endings", exit_on_error=False)
+    def _read_endings(self, traces: list[Path]) -> None:
+        """Each listed session's ending, read from its trace's last line in a thread (fifty files)."""
+        self.post_message(EndingsRead({str(path): trace_ending(path) for path in traces}))
+
+    @on(EndingsRead)
+    def _endings(self, message: EndingsRead) -> None:
+        table = self.query_one("#open-recent", DataTable)
+        colours = palette_of(self)
+        for key, ending in message.endings.items():
+            if key in table.rows:
+                style = "" if ending.startswith("ended") else colours.text(
+                    "error" if ending.startswith("failed") else "warning", "bold")
+                table.update_cell(key, "ending", Text(ending, style), update_width=True)
 
     def open(self, path: Path) -> None:
         """Start reading `path` in a worker; the screen to show it is pushed when it arrives."""

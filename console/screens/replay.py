@@ -23,9 +23,10 @@ from console.theme import INFO, palette_of
 from console.widgets.filter_bar import FilterBar
 from console.widgets.gate_log import GatePane
 from console.widgets.session_panes import SessionPanes, apply_filter
+from core import strict_json
 from core.domain import Domain
 from core.evaluation.analysis import ending_failure
-from core.events import Event, SessionEnded, SessionStarted
+from core.events import EVENT_ADAPTER, Event, SessionEnded, SessionStarted
 from core.recorded.audit import HYPOTHETICAL
 from core.timeline import StepView, TraceTimeline
 from core.trace import TraceProblem, iter_trace
@@ -65,6 +66,33 @@ def ending_outcome(ended: Event | None, escalated: bool) -> str | None:
         return None
     text = f"failed: {failure.category} — {failure.evidence} ({words(ended.reason)})"
     return f"{text}: {ended.detail}" if ended.detail else text
+
+
+def trace_ending(path: Path) -> str:
+    """How a recorded session ended, from its last line alone (a list of recent sessions reads many traces):
+    "ended: …", "failed: …" (the evaluation's rules on how it ended) or "unfinished" (no session_ended: it
+    crashed, or still runs)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            tail = handle.read().decode("utf-8", errors="replace").rstrip("\n").rsplit("\n", 1)[-1]
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    try:
+        last: Event | None = EVENT_ADAPTER.validate_python(strict_json.loads(tail))
+    except ValueError:  # a torn last line (killed while writing) or no event at all
+        last = None
+    if not isinstance(last, SessionEnded):
+        return "unfinished (no session_ended: it crashed, or still runs)"
+    failure = ending_failure(last.reason, escalated=False, subject="session")
+    if failure is not None:
+        return f"failed: {failure.category} ({words(last.reason)})"
+    return f"ended: {words(last.reason)}"
+
+
+TAIL_BYTES = 64 * 1024  # the last line of a trace is a session_ended event, far smaller than this
 
 
 class StepSlider(Widget, can_focus=True):

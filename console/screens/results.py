@@ -39,6 +39,9 @@ def trial_outcome(trial: TrialResult) -> str:
     return f"failed: {trial.termination}"
 
 
+HINT = "Enter on a trial opens its trace in the replay view; f shows failures only; / filters."
+
+
 class ResultsScreen(Screen[None]):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close results"),
                 Binding("enter", "open_trial", "Open trial"),
@@ -70,8 +73,7 @@ class ResultsScreen(Screen[None]):
         table: DataTable[Any] = DataTable(id="results-table", cursor_type="cell", zebra_stripes=True)
         table.add_columns("domain", "task", "agent", "passed", *[f"trial {n + 1}" for n in range(self.max_trials)])
         yield table
-        yield Static("Enter on a trial opens its trace in the replay view; f shows failures only; / filters.",
-                     id="results-hint")
+        yield Static(HINT, id="results-hint")
         yield FilterBar(id="filter-bar")
         yield Footer()
 
@@ -95,7 +97,15 @@ class ResultsScreen(Screen[None]):
             table.add_row(domain, task, agent, f"{passed}/{len(scored)}", *cells, key=key)
 
     def action_failures_only(self) -> None:
+        """Show only tasks with a failed trial, or all again; a run without failures says so and hides nothing
+        (an empty table would read as "nothing loaded")."""
+        hint = self.query_one("#results-hint", Static)
+        if not self.failures_only and all(t.success for t in self.results.trials):
+            hint.update(Text(f"f: no failed trial in this run ({len(self.results.trials)} trial(s), all passed), "
+                             "so nothing to narrow to. " + HINT, palette_of(self).text("success", "bold")))
+            return
         self.failures_only = not self.failures_only
+        hint.update(HINT)
         self.fill()
 
     def action_filter(self) -> None:

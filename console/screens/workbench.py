@@ -36,6 +36,38 @@ def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
     return counts
 
 
+def regate_counts(rows: list[RegateRow]) -> dict[str, Counter[str]]:
+    """The same counts as `predicate_counts`, over what the current rules said in a re-gate."""
+    counts: dict[str, Counter[str]] = {}
+    for row in rows:
+        for rule, status in row.new_statuses:
+            counts.setdefault(rule, Counter())[status] += 1
+    return counts
+
+
+def _tally(counts: Counter[str]) -> tuple[int, int, int]:
+    return counts["pass"], counts["violation"] + counts["missing"], counts["error"]
+
+
+STATUS_WORDS = {"violation": "", "missing": " (needs a read)", "error": " (crashed)"}
+
+
+def rule_list(statuses: tuple[tuple[str, str], ...]) -> str:
+    """The objecting rules of one decision, each saying how it objected unless it simply found a violation:
+    a crash and a missing read give the same REVISE as a violation and must not read like one."""
+    return ", ".join(f"{rule}{STATUS_WORDS[status]}" for rule, status in statuses if status in STATUS_WORDS)
+
+
+def regate_detail(row: RegateRow) -> str:
+    """Everything about one re-gated call, unabridged: the diff table's cells are cut to fit, this is not."""
+    lines = [f"#{row.index} step {row.step}: {row.name} {row.arguments}",
+             f"verdict {row.old_verdict} → {row.new_verdict}" + ("" if row.changed else " (unchanged)")]
+    lines += [f"{rule}: {old} → {new}" for rule, old, new in row.status_changes]
+    lines.append(f"recorded reason: {row.old_reason or '(none: every rule passed)'}")
+    lines.append(f"reason now: {row.new_reason or '(none: every rule passed)'}")
+    return "\n".join(lines)
+
+
 class WorkbenchScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,w", "app.pop_screen", "Back"),
@@ -48,6 +80,7 @@ class WorkbenchScreen(Screen[None]):
     def __init__(self, live: LiveSession) -> None:
         super().__init__()
         self.live = live
+        self.last_regate: list[RegateRow] | None = None  # the latest re-gate's rows, once `g` has run
 
     @property
     def gate(self) -> Any:
@@ -63,6 +96,7 @@ class WorkbenchScreen(Screen[None]):
             diff: DataTable[Any] = DataTable(id="wb-diff", cursor_type="row", zebra_stripes=True)
             diff.add_columns("#", "step", "call", "old", "new", "old rules", "new rules", "new reason")
             yield diff
+            yield Static("", id="wb-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -82,9 +116,14 @@ class WorkbenchScreen(Screen[None]):
             self.query_one("#wb-title", Static).update(title + " — this agent runs without a gate")
             return
         counts = predicate_counts(self.live.bus.history)
+        regated = regate_counts(self.last_regate) if self.last_regate is not None else None
         colours = palette_of(self)
         for p in gate.predicates:
             c = counts.get(p.id, Counter())
+            cells = [str(n) for n in _tally(c)]
+            if regated is not None:  # the counts the current rules give, next to the recorded ones
+                cells = [str(new) if new == old else f"{new} (was {old})"
+                         for new, old in zip(_tally(regated.get(p.id, Counter())), _tally(c), strict=True)]
             on_mark = Text("✗", colours.text("error", "bold")) if p.id in gate.disabled \
                 else Text("✓", colours.text("success", "bold"))
             tools = ", ".join(sorted(p.tools))
@@ -92,8 +131,7 @@ class WorkbenchScreen(Screen[None]):
             source = Text(p.source, colours.text("warning", "bold") if p.house_rule else "")
             tested = len(self.coverage.tests_of(p.id)) if self.coverage.tests_found else "-"
             table.add_row(on_mark, p.id, Text(p.severity.value, colours.badge(p.severity.value)), source, str(tested),
-                          str(c["pass"]),
-                          str(c["violation"] + c["missing"]), str(c["error"]), tools, p.policy, key=p.id)
+                          *cells, tools, p.policy, key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         house = sum(p.house_rule for p in gate.predicates)
         self.query_one("#wb-title", Static).update(
@@ -114,6 +152,7 @@ class WorkbenchScreen(Screen[None]):
             return
         enable = selected in self.gate.disabled
         self.gate.set_enabled(selected, enable)
+        self.last_regate = None  # the re-gate's counts no longer describe the rules as they now are
         self._say(f"{selected} {'enabled' if enable else 'disabled'} for the rest of this session")
         self.refresh_table()
 
@@ -133,6 +172,7 @@ class WorkbenchScreen(Screen[None]):
         self.gate.predicates = list(predicates)
         self.gate.disabled &= known
         self.live.rules = rules
+        self.last_regate = None
         store = getattr(self.app, "rules", None)
         if isinstance(store, dict):
             store[rules.domain] = rules  # every later session of this console runs these rules
@@ -169,12 +209,24 @@ class WorkbenchScreen(Screen[None]):
             new = Text(f" {row.new_verdict} ", palette_of(self).badge(row.new_verdict))
             if row.changed:
                 call = f"▶ {call}"
-            diff.add_row(str(row.index), str(row.step), call, old, new, ", ".join(row.old_failed),
-                         ", ".join(row.new_failed), row.new_reason[:120], key=str(row.seq))
+            diff.add_row(str(row.index), str(row.step), call, old, new, rule_list(row.old_statuses),
+                         rule_list(row.new_statuses), row.new_reason[:120], key=str(row.index))
         changed = sum(r.changed for r in rows)
         self._say(Text(f"Re-gated {len(rows)} recorded decisions with the current rules: {changed} changed "
-                       "(marked ▶).", "bold" if changed else ""))
+                       "(marked ▶). The pass / fail / error counts above are the re-gate's now; select a "
+                       "row for its reasons in full.", "bold" if changed else ""))
         self.last_regate = rows
+        self.refresh_table()
+        self._show_detail(diff.cursor_row)
+
+    def _show_detail(self, index: int) -> None:
+        rows = self.last_regate or []
+        self.query_one("#wb-detail", Static).update(
+            Text(regate_detail(rows[index])) if 0 <= index < len(rows) else "")
+
+    @on(DataTable.RowHighlighted, "#wb-diff")
+    def _diff_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
 
     def action_export(self) -> None:
         folder = self.live.folder

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -30,6 +30,29 @@ from console.facts import (
 from console.theme import OPERATOR, palette_of
 
 PLACEHOLDER = "Select a verdict to see its reason and highlight its evidence in the ledger."
+STEP_WIDTH, VERDICT_WIDTH = 4, 8  # fixed, so the call column's width is known before a row is drawn
+SCROLLBAR = 1  # reserved on the right (console.tcss): rows grow, and a scrollbar appearing must not cut a line
+
+
+def fold(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken at spaces, else after a `.` or `_` (rule ids and
+    tool names), else anywhere: a long id reads whole over two lines instead of being cut at the edge."""
+    if width <= 0 or len(text) <= width:
+        return [text]
+    lines: list[str] = []
+    rest = text
+    while len(rest) > width:
+        cut = rest.rfind(" ", 0, width + 1)
+        if cut > 0:
+            lines.append(rest[:cut])
+            rest = rest[cut + 1:]
+            continue
+        cut = max(rest.rfind(".", 0, width), rest.rfind("_", 0, width))
+        cut = cut + 1 if cut > 0 else width
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    lines.append(rest)
+    return lines
 
 
 @dataclass
@@ -65,16 +88,22 @@ class GatePane(Vertical):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.wrap_width = 0  # the call column's width the rows are folded at (0: not laid out yet, no folding)
+        self._heights: dict[str, int] = {}  # lines of each row's call cell as drawn: a change needs a new row
         self.rows: dict[str, GateRow] = {}
         self._by_call: dict[str, str] = {}  # call id -> key of its latest row
         self.counts: dict[str, int] = {"ALLOW": 0, "REVISE": 0, "BLOCK": 0}
         self.overridden = 0
         self.filter = ""
         self._bulk = False  # inside `bulk()`: rows are gathered, the table is filled once at the end
+        self.waiting: str | None = None  # the call a human is asked about now (the screen says which)
+        self.ended = False  # the session's `session_ended` was seen: an undecided call will stay undecided
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="gate-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("step", "verdict", "call · rules that objected")
+        table.add_column("step", width=STEP_WIDTH)
+        table.add_column("verdict", width=VERDICT_WIDTH)
+        table.add_column("call · objections")
         yield table
         with VerticalScroll(id="gate-detail-scroll"):
             yield Static(PLACEHOLDER, id="gate-detail")
@@ -84,7 +113,9 @@ class GatePane(Vertical):
         return self.query_one("#gate-table", DataTable)
 
     def clear(self) -> None:
+        self.waiting, self.ended = None, False
         self.rows.clear()
+        self._heights.clear()
         self._by_call.clear()
         self.counts = dict.fromkeys(self.counts, 0)
         self.overridden = 0
@@ -93,7 +124,8 @@ class GatePane(Vertical):
         self._subtitle()
 
     def _subtitle(self) -> None:
-        text = " ".join(f"{v} {n}" for v, n in self.counts.items())
+        """The verdicts counted, zeros left out: a narrow pane's border must not cut the override count."""
+        text = " ".join(f"{v} {n}" for v, n in self.counts.items() if n) or "no verdicts yet"
         if self.overridden:
             text += f" · overridden {self.overridden}"
         self.border_subtitle = text
@@ -109,7 +141,7 @@ class GatePane(Vertical):
             yield
         finally:
             self._bulk = False
-            self._fill_table()
+            self._rebuild()
             if self.table.row_count:
                 self.table.move_cursor(row=self.table.row_count - 1)
             self._subtitle()
@@ -129,9 +161,38 @@ class GatePane(Vertical):
         if self._bulk:
             return
         if self._matches(row):
-            self.table.add_row(str(e.step), self._badge(e.verdict), self._call_cell(row), key=key, height=None)
+            self._add_row(key, row)
             self.table.move_cursor(row=self.table.row_count - 1)
         self._subtitle()
+
+    def _add_row(self, key: str, row: GateRow) -> None:
+        cell = self._call_cell(row)
+        self._heights[key] = len(cell.split())
+        self.table.add_row(str(row.step), self._badge(row.verdict), cell, key=key, height=None)
+
+    def _rebuild(self) -> None:
+        """Every shown row again (folded at the current width), the cursor kept on its row."""
+        key = self._cursor_key()
+        self.table.clear()
+        self._heights.clear()
+        for row_key, row in self.rows.items():
+            if self._matches(row):
+                self._add_row(row_key, row)
+        if key is not None and key in self.table.rows:
+            self.table.move_cursor(row=self.table.get_row_index(key))
+
+    def _call_width(self) -> int:
+        padding = 2 * self.table.cell_padding
+        return self.table.size.width - (STEP_WIDTH + padding) - (VERDICT_WIDTH + padding) - padding - SCROLLBAR
+
+    @on(events.Resize)
+    def _resized(self) -> None:
+        """A new width folds the call cells anew (a row's height is fixed when it is added, so the rows are
+        added again; this happens on a resize, never per event)."""
+        width = self._call_width()
+        if width > 0 and width != self.wrap_width:
+            self.wrap_width = width
+            self._rebuild()
 
     def _badge(self, verdict: str) -> Text:
         return Text(f" {verdict} ", style=palette_of(self).badge(verdict))
@@ -151,25 +212,36 @@ class GatePane(Vertical):
             self.query_one("#gate-detail", Static).update(self.detail(key))
 
     def _call_cell(self, row: GateRow) -> Text:
-        """Markers first (a narrow column cuts the end of a line): outcome, operator decision, then the tool."""
-        cell = Text()
+        """Outcome, operator decision and tool, then one line per objecting rule, every line folded at the call
+        column's width: nothing is cut, a long rule id or label goes on over the next line."""
+        width = self.wrap_width
+        head = Text()
         if row.executed is not None:
-            cell.append("ran " if row.executed else "not run ", "bold" if row.executed else "dim")
+            head.append("ran " if row.executed else "not run ", "bold" if row.executed else "dim")
         if row.decision_kind:
-            cell.append(f"[{row.decision_kind.replace('_', '-')}] ", palette_of(self).text(OPERATOR, "bold"))
-        cell.append(row.tool)
-        for rule in row.failed:
-            cell.append(f"\n{rule}", "dim")
+            head.append(f"[{row.decision_kind.replace('_', '-')}] ", palette_of(self).text(OPERATOR, "bold"))
+        head.append(row.tool)
+        lines: list[Text] = []
+        offset = 0
+        for part in fold(head.plain, width):
+            start = head.plain.index(part, offset)
+            lines.append(head[start:start + len(part)])
+            offset = start + len(part)
+        lines += [Text(part, "dim") for rule in row.failed for part in fold(rule, width)]
         if row.disabled:
-            cell.append(f"\nskipped: {', '.join(row.disabled)}", "italic")
-        return cell
+            lines += [Text(part, "italic") for part in fold(f"skipped: {', '.join(row.disabled)}", width)]
+        return Text("\n").join(lines)
 
     def _refresh_row(self, key: str) -> None:
         if self._bulk:
             return
         row = self.rows[key]
         if key in self.table.rows:
-            self.table.update_cell(key, self.table.ordered_columns[2].key, self._call_cell(row), update_width=True)
+            cell = self._call_cell(row)
+            if len(cell.split()) != self._heights.get(key):
+                self._rebuild()  # it needs another number of lines: a row's height is set when it is added
+            else:
+                self.table.update_cell(key, self.table.ordered_columns[2].key, cell, update_width=True)
         if self.table.cursor_row >= 0 and self._cursor_key() == key:
             self.show(key)
 
@@ -204,6 +276,35 @@ class GatePane(Vertical):
         row.outcome, row.executed = outcome_summary(e), bool(e.executed)
         self._refresh_row(key)
 
+    def set_waiting(self, call_id: str | None) -> None:
+        """The call that waits on the operator now (None: none): its row says so instead of "not asked"."""
+        if call_id == self.waiting:
+            return
+        self.waiting = call_id
+        self._show_again()
+
+    def note_ended(self) -> None:
+        """The session ended (its `session_ended` event): a call nobody decided stays undecided, and says so."""
+        self.ended = True
+        self.waiting = None
+        self._show_again()
+
+    def _show_again(self) -> None:
+        key = self._cursor_key()
+        if key is not None:
+            self.query_one("#gate-detail", Static).update(self.detail(key))
+
+    def _operator_words(self, row: GateRow) -> str:
+        """The operator fact, from what was recorded: the decision; else, for a call that never got an outcome,
+        that the session ended first, or that it waits on the operator now; else nobody was asked."""
+        if row.decision:
+            return row.decision
+        if not row.outcome and self.ended:
+            return "not decided: the session ended"
+        if not row.outcome and row.call_id == self.waiting:
+            return "waiting for the operator"
+        return "not asked"
+
     def detail(self, key: str) -> Text:
         row = self.rows[key]
         colours = palette_of(self)
@@ -213,9 +314,11 @@ class GatePane(Vertical):
         for reason in row.reasons:
             text.append(f"\n  {reason}")
         text.append("\noperator: ", "bold")
-        text.append(row.decision or "not asked", colours.text(OPERATOR, "bold") if row.decision else "dim")
+        operator = self._operator_words(row)
+        text.append(operator, colours.text(OPERATOR, "bold") if operator != "not asked" else "dim")
         text.append("\noutcome: ", "bold")
-        text.append(row.outcome or "pending", "" if row.outcome else "dim")
+        text.append(row.outcome or ("not run: the session ended" if self.ended else "pending"),
+                    "" if row.outcome else "dim")
         if row.evidence:
             text.append("\nevidence: " + ", ".join(row.evidence), "dim")
         return text
@@ -237,13 +340,7 @@ class GatePane(Vertical):
     def set_filter(self, text: str) -> None:
         """Show only rows whose verdict, tool, rules, decision or outcome contain `text`."""
         self.filter = text.strip()
-        self._fill_table()
-
-    def _fill_table(self) -> None:
-        self.table.clear()
-        for key, row in self.rows.items():
-            if self._matches(row):
-                self.table.add_row(str(row.step), self._badge(row.verdict), self._call_cell(row), key=key, height=None)
+        self._rebuild()
 
     @on(DataTable.RowHighlighted, "#gate-table")
     def _row(self, event: DataTable.RowHighlighted) -> None:

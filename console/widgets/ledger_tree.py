@@ -27,7 +27,13 @@ FLASH_SECONDS = 1.5
 BIG_GROUP = 50  # groups with more entries than this start folded: the tree then stays cheap to rebuild
 
 
-def summarize(value: Any, width: int = 48) -> str:
+VALUE_LINES = 4  # a long value wraps over at most this many lines under its key; selecting it shows it all
+RELABEL_CHUNK = 100  # labels fitted to a new width per frame after a resize (the entries on view come first)
+
+
+def summarize(value: Any) -> str:
+    """What a tree line says about an entry's value: a record's status, name, email or route, a count of
+    fields or items, or a scalar as JSON. Never cut here: the tree wraps it under the key when it is long."""
     if isinstance(value, dict):
         for key in ("status", "name", "email", "origin"):
             if value.get(key) is not None:
@@ -36,11 +42,11 @@ def summarize(value: Any, width: int = 48) -> str:
                     shown = " ".join(str(v) for v in shown.values())
                 if key == "origin" and value.get("destination"):
                     shown = f"{shown} → {value['destination']}"
-                return f"{key}: {shown}"[:width]
+                return f"{key}: {shown}"
         return f"{{{len(value)} fields}}"
     if isinstance(value, list):
         return f"[{len(value)} items]"
-    return json.dumps(value, ensure_ascii=False)[:width]
+    return json.dumps(value, ensure_ascii=False)
 
 
 class LedgerTree(Tree[str]):
@@ -60,6 +66,8 @@ class LedgerTree(Tree[str]):
         self.flashing: set[str] = set()
         self.highlighted: set[str] = set()
         self.reader: LedgerReader | None = None
+        self.wrap_width = 0  # the line width labels were fitted to (0: not laid out yet, nothing wrapped)
+        self._to_relabel: list[str] = []  # entries still to fit to the width of the last resize
 
     def _group(self, prefix: str) -> TreeNode[str]:
         if prefix in self.nodes_by_path:
@@ -86,23 +94,89 @@ class LedgerTree(Tree[str]):
             names.pop(index)
 
     def label_for(self, entry: LedgerEntry) -> Text:
-        """Markers (evidence, new, stale) come first: a narrow pane truncates the end of a label, not them."""
+        """Markers (evidence, new, stale) come first, then the key and what its value says: one line."""
+        label = self._head(entry)
+        label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
+        return self._marked(entry, label)
+
+    def _head(self, entry: LedgerEntry) -> Text:
         key = entry.path.rpartition(".")[2]
         label = Text()
-        colours = palette_of(self)
-        if entry.path in self.highlighted:
-            label.append("◆ ", colours.text(INFO, "bold"))
-        if entry.path in self.flashing:
-            label.append("new ", colours.text("success", "bold"))
-        if entry.is_stale:
-            label.append("stale ", colours.text("warning", "italic"))
+        path = entry.path
+        if path in self.highlighted or path in self.flashing or entry.is_stale:  # the theme only when marked
+            colours = palette_of(self)
+            if path in self.highlighted:
+                label.append("◆ ", colours.text(INFO, "bold"))
+            if path in self.flashing:
+                label.append("new ", colours.text("success", "bold"))
+            if entry.is_stale:
+                label.append("stale ", colours.text("warning", "italic"))
         label.append(key, style="bold")
-        label.append(f"  {summarize(entry.value)}", style="dim" if entry.is_stale else "")
-        if entry.path in self.flashing:
-            label.stylize(f"reverse {colours.color('success')}")
-        if entry.path in self.highlighted:
-            label.stylize(f"bold {colours.variables['foreground']} on {colours.variables['primary-muted']}")
         return label
+
+    def _marked(self, entry: LedgerEntry, line: Text) -> Text:
+        path = entry.path
+        if path not in self.flashing and path not in self.highlighted:
+            return line
+        colours = palette_of(self)
+        if path in self.flashing:
+            line.stylize(f"reverse {colours.color('success')}")
+        if path in self.highlighted:
+            line.stylize(f"bold {colours.variables['foreground']} on {colours.variables['primary-muted']}")
+        return line
+
+    def lines_for(self, entry: LedgerEntry) -> tuple[Text, list[Text]]:
+        """The entry's line, and the lines its value continues on when key and value do not fit the tree's
+        width together: the value then goes under the key, wrapped, instead of being cut at the pane's edge."""
+        label = self.label_for(entry)
+        indent = 2 * entry.path.count(".")  # the guides before a leaf
+        if not self.wrap_width or indent + label.cell_len <= self.wrap_width:
+            return label, []
+        room = max(self.wrap_width - indent - 2, 8)  # a value line sits one guide deeper than its entry
+        text = Text(summarize(entry.value), style="dim" if entry.is_stale else "")
+        lines = list(text.wrap(self.app.console, room, overflow="fold"))
+        for line in lines:
+            line.rstrip()  # in place: the space a line broke at
+        if len(lines) > VALUE_LINES:
+            lines = [*lines[:VALUE_LINES - 1], Text("… (select it for the whole value)", "italic")]
+        return self._marked(entry, self._head(entry)), [self._marked(entry, line) for line in lines]
+
+    def _show(self, node: TreeNode[str], entry: LedgerEntry) -> None:
+        """Label a leaf and its value lines (child nodes with the entry's path, so selecting one shows it)."""
+        label, more = self.lines_for(entry)
+        node.set_label(label)
+        children = list(node.children)
+        for child, line in zip(children, more, strict=False):
+            child.set_label(line)
+        for child in children[len(more):]:
+            child.remove()
+        for line in more[len(children):]:
+            node.add_leaf(line, data=entry.path)
+
+    def on_resize(self) -> None:
+        """Fit every label to the new width (once per width change, never per event): the entries on view
+        first, the rest RELABEL_CHUNK at a time after each frame, so a 5,000-entry ledger does not freeze the
+        resize (its big groups are folded, their labels are not on screen yet)."""
+        width = self.scrollable_content_region.width
+        if width > 0 and width != self.wrap_width:
+            self.wrap_width = width
+            self._to_relabel = sorted(self.shown_versions, key=lambda path: not self._on_view(path))
+            self._relabel_some()
+
+    def _on_view(self, path: str) -> bool:
+        node = self.nodes_by_path.get(path)
+        parent = node.parent if node is not None else None
+        while parent is not None and parent is not self.root:
+            if not parent.is_expanded:
+                return False
+            parent = parent.parent
+        return node is not None
+
+    def _relabel_some(self) -> None:
+        chunk, self._to_relabel = self._to_relabel[:RELABEL_CHUNK], self._to_relabel[RELABEL_CHUNK:]
+        self._relabel(chunk)
+        if self._to_relabel:
+            self.call_after_refresh(self._relabel_some)
 
     def reset(self) -> None:  # type: ignore[override]
         """Forget every node and mark (a new session, or a replay jumping back)."""
@@ -113,6 +187,7 @@ class LedgerTree(Tree[str]):
         self._auto_expanded.clear()
         self.flashing.clear()
         self.highlighted.clear()
+        self._to_relabel = []
         self.reader = None
 
     def sync(self, reader: LedgerReader, flash: Iterable[str] = (), paths: Iterable[str] | None = None) -> None:
@@ -131,7 +206,8 @@ class LedgerTree(Tree[str]):
             # Remove vanished entries, then groups left empty (deepest first).
             for path in sorted(set(self.nodes_by_path) - present_set, key=lambda p: -p.count(".")):
                 gone = self.nodes_by_path[path]
-                if not gone.children:
+                if path in self.shown_versions or not gone.children:  # an entry (with its value lines), or
+                    # a group left empty
                     gone.remove()
                     del self.nodes_by_path[path]
                     self.shown_versions.pop(path, None)
@@ -147,11 +223,13 @@ class LedgerTree(Tree[str]):
             if node is None:
                 parent_prefix, _, name = path.rpartition(".")
                 parent = self.root if not parent_prefix else self._group(parent_prefix)
-                node = parent.add_leaf(self.label_for(entry), data=path, before=self._position(parent_prefix, name))
+                node = parent.add(Text(), data=path, expand=True, allow_expand=False,
+                                  before=self._position(parent_prefix, name))
+                self._show(node, entry)
                 self.nodes_by_path[path] = node
                 self._fold_if_big(parent_prefix, parent)
             elif path in flash or self.shown_versions.get(path) != entry.version:
-                node.set_label(self.label_for(entry))
+                self._show(node, entry)
             self.shown_versions[path] = entry.version
         if flash:
             self.set_timer(FLASH_SECONDS, lambda: self._unflash(flash))
@@ -176,7 +254,7 @@ class LedgerTree(Tree[str]):
             entry = self.reader.entry(path)
             node = self.nodes_by_path.get(path)
             if entry is not None and node is not None:
-                node.set_label(self.label_for(entry))
+                self._show(node, entry)
 
     def recolour(self) -> None:
         """The theme changed: every entry's label again (its markers are coloured by the theme)."""

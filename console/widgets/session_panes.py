@@ -12,6 +12,7 @@ from typing import Any
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.message import Message
 
 from console.widgets.gate_log import GatePane
 from console.widgets.ledger_tree import LedgerPane
@@ -21,6 +22,7 @@ from core.events import (
     GateDecided,
     LedgerStaled,
     LedgerUpdated,
+    SessionEnded,
     SessionStarted,
     SupervisorDecided,
     ToolResultEvent,
@@ -32,6 +34,9 @@ PANES = ("transcript", "ledger", "gate")
 
 
 class SessionPanes(Horizontal):
+    class Arranged(Message):
+        """The pane in front or the layout changed (the status bar names the pane in front when stacked)."""
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("id", "panes")
         super().__init__(**kwargs)
@@ -103,6 +108,8 @@ class SessionPanes(Horizontal):
                 self.gate.note_override(event)
             case ToolResultEvent():
                 self.gate.note_result(event)
+            case SessionEnded():
+                self.gate.note_ended()
             case _:
                 pass
 
@@ -132,8 +139,24 @@ class SessionPanes(Horizontal):
                     styles.clear_rule(rule)
 
     def set_front(self, pane: str) -> None:
+        changed = pane != self.front
         self.front = pane
         self._apply_layout()
+        if changed:
+            self.post_message(self.Arranged())
+
+    @property
+    def stacked_front(self) -> str:
+        """The pane shown in the stacked layout ("" side by side, where all three are)."""
+        return self.front if self._narrow else ""
+
+    @property
+    def behind(self) -> tuple[str, ...]:
+        """In the stacked layout, the panes `l` brings to the front, in the order it brings them."""
+        if not self._narrow:
+            return ()
+        index = PANES.index(self.front)
+        return (*PANES[index + 1:], *PANES[:index])
 
     def cycle(self) -> str:
         """Bring the next pane to the front (used in the stacked, narrow layout)."""
@@ -161,6 +184,7 @@ class SessionPanes(Horizontal):
             return False
         self._narrow = narrow
         self._apply_layout()
+        self.post_message(self.Arranged())
         return True
 
     def on_resize(self, event: events.Resize) -> None:

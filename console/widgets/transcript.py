@@ -576,9 +576,9 @@ class TranscriptPane(ScrollView, can_focus=True):
         elif e.outcome in ("rejected", "vetoed", "undecided"):
             note = f"✗ {e.call.name} {outcome_summary(e)}"
             self._add(Entry("rejected", lambda _e: Text(note, palette_of(self).text("error", "italic"))))
-        else:
-            message = shorten(e.content, 300)
-            self._add(Entry("error", lambda _e: Text(f"✗ {message}", palette_of(self).text("error"))))
+        else:  # a long error is one line that unfolds (click, or x) to the whole message, never cut for good
+            self._add(_with_detail("error", f"✗ {shorten(e.content, 300)}", f"✗ {e.content}",
+                                   lambda: palette_of(self).text("error")))
 
     def _show_ledger_updated(self, e: LedgerUpdated) -> None:
         parts = [f"+{p}" for p in e.added] + [f"~{p}" for p in e.changed] + [f"={p}" for p in e.refreshed]

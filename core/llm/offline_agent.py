@@ -71,6 +71,26 @@ class Observation:
     result: Any
 
 
+@dataclass(frozen=True)
+class Question:
+    """A request the reader cannot pin down ("return the tablet" when the order holds two): the agent asks
+    `text` and reads the customer's answer with the request it answers (`CustomerReader.request(..., earlier=)`),
+    instead of guessing more than was named."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Reads:
+    """A request that needs records nobody has read yet (a product's variants, for an exchange): the agent
+    makes these reads and then reads the same request again."""
+
+    proposals: tuple[Proposal, ...]
+
+
+Request = Proposal | Question | Reads | None
+
+
 class CustomerReader(Protocol):
     """Per domain (domains/<d>/offline.py `READER`): what customers' words name, and how to talk about records.
 
@@ -92,12 +112,15 @@ class CustomerReader(Protocol):
         """One plain sentence about what a read showed, for the customer; None to say nothing."""
         ...
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
-        """The write a customer's message asks for, built from observed records only; None if none."""
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
+        """The write a customer's message asks for, built from observed records only and touching only what
+        the customer named; a `Question` when several records fit, `Reads` when records are missing, None if
+        the message asks for no write. `earlier`: the request a `Question` asked about, when `text` answers it."""
         ...
 
-    def action(self, proposal: Proposal) -> str:
-        """A write in words, as the agent says it: "cancel order #W4821002"."""
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
+        """A write in words, as the agent says it: "cancel order #W4821002"; `observed` lets it name what the
+        ids stand for ("return the Tablet (black, 64GB, $549.99) from order #W4821001")."""
         ...
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
@@ -121,10 +144,10 @@ class BaseReader:
     def describe(self, seen: Observation) -> str | None:
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         arguments = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in proposal.arguments.items())
         return f"run {proposal.name}({arguments})"
 
@@ -177,6 +200,110 @@ def latest(observed: Sequence[Observation], *names: str) -> Observation | None:
     return next((o for o in reversed(observed) if o.name in names), None)
 
 
+def named_record(ids: Sequence[str], observed: Sequence[Observation], tool: str, key: str,
+                 ) -> Observation | Sequence[Observation] | None:
+    """The record a request is about: the one whose id the customer named, if it was read; several named ids
+    give every one of them (the caller asks which); none named gives the record read last ("cancel it")."""
+    found: dict[str, Observation] = {}
+    for seen in observed:
+        if seen.name == tool and isinstance(seen.result, dict) and str(seen.result.get(key)) in ids:
+            found[str(seen.result[key])] = seen  # the latest read of each
+    named = [found[i] for i in dict.fromkeys(ids) if i in found]
+    if len(named) > 1:
+        return named
+    return named[0] if named else latest(observed, tool)
+
+
+def record_to_change(ids: Sequence[str], observed: Sequence[Observation], tool: str, key: str, noun: str,
+                     ) -> Observation | Question | None:
+    """`named_record` for a write on one record: a question when the customer named several."""
+    found = named_record(ids, observed, tool, key)
+    if found is None or isinstance(found, Observation):
+        return found
+    return Question(f"Which {noun} do you mean: {one_of([str(o.result[key]) for o in found])}?")
+
+
+def one_of(words: Sequence[str]) -> str:
+    """`a`, `a or b`, `a, b or c`: choices as said in a question."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+# -- which items a customer named ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """Something a customer may name in a request: by its id, its name ("tablet"), its options ("black")."""
+
+    id: str
+    name: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ItemMatch:
+    """The items a text names, as indexes into the items it was matched against.
+
+    `ambiguous`: several fit where the customer said one ("the tablet" with two tablets, "the black one"
+    with a black tablet and a black shirt), so the agent must ask; `named`: the text named anything at all."""
+
+    chosen: tuple[int, ...]
+    ambiguous: bool
+    named: bool
+
+
+_WORD = re.compile(r"[a-z0-9%]+(?:['-][a-z0-9%]+)*")
+_EVERY = re.compile(r" (?:both|all|every|everything|each|entire|whole) ")
+_NUMBER_UNIT = re.compile(r"(\d)[\s-]+(?=[a-z])")  # "64 GB", "4-cup": written as the options are ("64GB")
+_VAGUE_VALUES = frozenset({"yes", "no", "none", "true", "false", "one"})  # option values that are everyday words
+
+
+def spoken(text: str) -> str:
+    """Lower-case words separated and surrounded by single spaces, numbers joined to their units."""
+    return " " + " ".join(_WORD.findall(_NUMBER_UNIT.sub(r"\1", text.lower()))) + " "
+
+
+def mentions(words: str, phrase: str) -> bool:
+    """`phrase` (a name or an option value) is said in `words` (from `spoken`), singular or plural."""
+    said = spoken(phrase).strip()
+    forms = (said, f"{said}s", f"{said}es", said[:-1] if said.endswith("s") else said)  # "4 cups" / "4-cup"
+    return bool(said) and any(f" {form} " in words for form in forms)
+
+
+def match_items(text: str, items: Sequence[Item], within: Sequence[int] | None = None) -> ItemMatch:
+    """The items of `items` (restricted to the indexes `within`) that `text` names.
+
+    An item id said names that item. Otherwise names narrow the items to those products, and option values to
+    the variants with the most of them said; "both" / "all" / "everything" takes every item that fits. With
+    nothing named, a single item is the one meant ("return it") and several are ambiguous."""
+    words = spoken(text)
+    pool = list(range(len(items))) if within is None else list(within)
+    by_id = [i for i in pool if f" {items[i].id.lower()} " in words]
+    if by_id:
+        return ItemMatch(tuple(by_id), False, True)
+    every = _EVERY.search(words) is not None
+    names = [n for n in dict.fromkeys(items[i].name for i in pool) if mentions(words, n)]
+    groups: dict[str, list[int]] = {}
+    for i in pool:
+        if not names or items[i].name in names:
+            groups.setdefault(items[i].name, []).append(i)
+    chosen: list[int] = []
+    several = False
+    for group in groups.values():
+        said = {i: sum(mentions(words, v) for v in items[i].options if v.lower() not in _VAGUE_VALUES)
+                for i in group}
+        best = max(said.values())
+        if not best and not names:
+            continue  # nothing of this product was said
+        keep = [i for i in group if said[i] == best]
+        several = several or len(keep) > 1
+        chosen += keep
+    if not chosen:
+        return ItemMatch(tuple(pool), ambiguous=len(pool) > 1 and not every, named=False)
+    several = several or (not names and len(chosen) > 1)
+    return ItemMatch(tuple(sorted(chosen)), ambiguous=several and not every, named=True)
+
+
 # -- reading the conversation ------------------------------------------------------------------------------
 
 
@@ -211,10 +338,90 @@ def _reasons(feedback: str) -> str:
         if not line.startswith("- rule"):
             continue
         text = line.split("): ", 1)[1] if "): " in line else line.split(": ", 1)[-1]
-        text = text.split(" [state read:", 1)[0].strip()
+        text = plain(text.split(" [state read:", 1)[0].strip())
         if text and text not in reasons:
             reasons.append(text.rstrip("."))
     return "; ".join(reasons)
+
+
+# -- a gate reason as the customer reads it -----------------------------------------------------------------
+# A predicate's reason is written for the operator and the model: it cites ledger paths, Python values and exact
+# spans, and the gate pane shows it so. The customer gets the same facts in words: no paths, no list reprs,
+# durations and times as people say them. Pure text handling, so the same reason always reads the same.
+
+_PATH = re.compile(r"(?<![\w@./:#-])[a-z_]+(?:\.#?[\w-]+|\[\d+\])+(?![\w@#-])")
+_INNER_PARENTHESES = re.compile(r"\s*\(([^()]*)\)")
+_SPAN = re.compile(r"\b(?:(\d+) days )?(\d+) h (\d+) min (\d+) s\b")
+_AT_TIME = re.compile(r"\bat (\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2})?\b")
+_TIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2})?\b")
+_STRING = r"'[^'\\\n]*'"
+_SCALAR = rf"(?:{_STRING}|-?\d+(?:\.\d+)?|True|False|None)"
+_LIST = re.compile(rf"\[\s*(?:{_SCALAR}\s*(?:,\s*{_SCALAR}\s*)*)?\]")
+_DICT = re.compile(rf"\{{\s*(?:{_STRING}\s*:\s*{_SCALAR}\s*(?:,\s*{_STRING}\s*:\s*{_SCALAR}\s*)*)?\}}")
+_QUOTED = re.compile(r"(?<![\w'])'([^'\n]+?)'(?![\w'])")
+
+
+def _is_path(text: str) -> bool:
+    """A ledger path (`orders.#W1.status`, `user.payment_methods`), not an abbreviation ("e.g") or a number."""
+    return "_" in text or "#" in text or "[" in text or text.count(".") >= 2
+
+
+def _paths_in(text: str) -> bool:
+    return any(_is_path(m[0]) for m in _PATH.finditer(text))
+
+
+def _span_words(match: re.Match[str]) -> str:
+    parts = [(int(n), unit) for n, unit in zip((match[1] or "0", match[2], match[3], match[4]),
+                                               ("day", "hour", "minute", "second"), strict=True) if int(n)]
+    words = [f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in parts] or ["0 seconds"]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _value(literal: str) -> str:
+    return literal[1:-1] if literal.startswith("'") else literal
+
+
+def _list_words(match: re.Match[str]) -> str:
+    values = [_value(v) for v in re.findall(_SCALAR, match[0])]
+    text = match.string
+    alternatives = match.start() > 0 and text[match.start() - 1] == "(" and text[match.end():match.end() + 1] == ")"
+    if not values:
+        return "none"
+    if len(values) == 1:
+        return values[0]
+    return f"{', '.join(values[:-1])} {'or' if alternatives else 'and'} {values[-1]}"
+
+
+def _dict_words(match: re.Match[str]) -> str:
+    pairs = re.findall(rf"({_STRING})\s*:\s*({_SCALAR})", match[0])
+    words = ", ".join(f"{_value(k)}: {_value(v)}" for k, v in pairs)
+    text = match.string
+    inside = match.start() > 0 and text[match.start() - 1] == "(" and text[match.end():match.end() + 1] == ")"
+    return words if inside else f"({words})"
+
+
+def _quoted_words(match: re.Match[str]) -> str:
+    value = match[1]
+    return value if any(c.isdigit() or c in "_#" for c in value) else f'"{value}"'
+
+
+def plain(reason: str) -> str:
+    """A gate reason in the customer's words: parentheses citing ledger paths dropped, other paths said as words,
+    times and exact spans as people say them ("5 days, 5 hours and 48 minutes"), Python lists and dicts as
+    lists, quoted ids bare. The facts stay; only the machine notation goes."""
+    text = reason
+    while True:
+        shorter = _INNER_PARENTHESES.sub(lambda m: "" if _paths_in(m[1]) else m[0], text)
+        if shorter == text:
+            break
+        text = shorter
+    text = _PATH.sub(lambda m: m[0].replace("_", " ").replace(".", " ") if _is_path(m[0]) else m[0], text)
+    text = _SPAN.sub(_span_words, text)
+    text = _TIME.sub(r"\1 at \2", _AT_TIME.sub(r"on \1 at \2", text))
+    text = _DICT.sub(_dict_words, text)
+    text = _LIST.sub(_list_words, text)
+    text = _QUOTED.sub(_quoted_words, text)
+    return re.sub(r"\s+([,;.])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
 
 
 @dataclass(frozen=True)
@@ -319,6 +526,8 @@ class OfflineAgent:
         self._retry: _Pending | None = None  # a write to propose again once the queued reads are done
         self._pending: _Pending | None = None  # the write proposed last turn by the agent itself
         self._confirm: Proposal | None = None  # a write the agent asked the customer to confirm
+        self._earlier = ""  # the request a question of the agent's is about: the next message answers it
+        self._requested = ""  # the customer's words behind the write confirmed last (a refusal's "how to go on?")
         self._asked: str | None = None  # the customer message whose reads are being made
         self._notes: list[str] = []  # writes that did not happen, for the next message (which then asks how to go on)
         self._done: list[str] = []  # writes that did happen, for the next message
@@ -379,7 +588,7 @@ class OfflineAgent:
         self.position = len(self.plan)
 
     def _action(self, proposal: Proposal) -> str:
-        return self.reader.action(proposal) if self.reader is not None else f"run {proposal.name}"
+        return self.reader.action(proposal, self._observed) if self.reader is not None else f"run {proposal.name}"
 
     def _speak(self, closing: str | None = None) -> Turn:
         """A message to the customer: what did not happen, what did, what the reads showed, then `closing`
@@ -465,6 +674,8 @@ class OfflineAgent:
             self._notes.append(self._refusal(proposal, result))
             if self.mode == "plan":
                 self._skip_plan_answer()
+            elif not pending.planned:  # the answer may amend the customer's own request ("to the gift card then")
+                self._earlier = self._requested
             return self._speak("How would you like to go on?")
         edited = pending.edited or result.edited is not None
         if self.mode == "plan" and pending.retries > 0 and not edited and pending.planned:
@@ -531,20 +742,41 @@ class OfflineAgent:
         """After a round of reads: propose the write the customer asked for, or say what was found."""
         asked, self._asked = self._asked, None
         if self.reader is not None and asked is not None:
-            request = self.reader.request(asked, self._observed)
-            if request is not None:
-                self._confirm = request
-                return self._speak(f"To confirm: shall I {self._action(request)}?")
-            return self._speak("What would you like me to do?")
+            turn = self._answer_request(asked)
+            return turn if turn is not None else self._speak("What would you like me to do?")
         return self._speak()
+
+    def _answer_request(self, text: str) -> Turn | None:
+        """The reader's answer to a request: confirm the write it names, ask its question (and read the next
+        message as the answer), or make the reads it needs and read the request again. None: no request."""
+        assert self.reader is not None
+        earlier, self._earlier = self._earlier, ""
+        request = self.reader.request(text, self._observed, earlier=earlier)
+        if isinstance(request, Proposal):
+            self._confirm = request
+            self._requested = f"{earlier} {text}".strip()
+            return self._speak(f"To confirm: shall I {self._action(request)}?")
+        if isinstance(request, Question):
+            self._earlier = f"{earlier} {text}".strip()
+            return self._speak(request.text)
+        if isinstance(request, Reads):
+            done = {_key(o) for o in self._observed} | {_key(q) for q in self._queue}
+            reads = [p for p in request.proposals if _key(p) not in done and not self._is_write(p.name)]
+            if reads:  # each round reads something new, so this ends
+                self._queue.extend(reads)
+                self._asked, self._earlier = text, earlier
+                return self._next_queued()
+        return None
 
     def _understand(self, text: str) -> Turn:
         """A customer message in free mode: an answer to a confirmation, else what the domain reader finds."""
         confirm, self._confirm = self._confirm, None
         if confirm is not None and _YES.search(text):
+            self._earlier = ""
             self._pending = _Pending(confirm, planned=False)
             return None, [confirm]
         if confirm is not None and _NO.search(text):
+            self._earlier = ""
             return self._speak(f"All right, I won't {self._action(confirm)}. Is there anything else I can help with?")
         if self.reader is None:
             return self._speak("I'm sorry, I did not understand that: offline, I can only follow this demo's script.")
@@ -559,10 +791,9 @@ class OfflineAgent:
     def _closing_without_reads(self, text: str) -> Turn:
         assert self.reader is not None
         self._asked = None
-        request = self.reader.request(text, self._observed)
-        if request is not None:
-            self._confirm = request
-            return self._speak(f"To confirm: shall I {self._action(request)}?")
+        turn = self._answer_request(text)
+        if turn is not None:
+            return turn
         if _THANKS.search(text):
             return self._speak("You're welcome. Is there anything else I can help with?")
         return self._speak(f"I'm sorry, I did not understand that. {self.reader.hint}")

@@ -32,7 +32,7 @@ from typing import Any
 from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
-from core.llm.offline_agent import PERSON_ID, BaseReader, Observation, Proposal, latest
+from core.llm.offline_agent import PERSON_ID, BaseReader, Observation, Proposal, Request, record_to_change
 from core.tools import ToolKind
 from domains.airline.clock import REFERENCE_TIME, local_now, parse_local
 from domains.airline.tools import TOOLS
@@ -400,14 +400,19 @@ class AirlineReader(BaseReader):
             return f"Flight {seen.arguments.get('flight_number')} on {seen.arguments.get('date')} is {result}."
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
-        reservation = latest(observed, "get_reservation_details")
-        if ("cancel" in text.lower() and reservation is not None and isinstance(reservation.result, dict)
-                and reservation.result.get("status") != "cancelled"):
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
+        """Cancel the reservation the customer named (the answer's code first), else the one read last."""
+        if "cancel" not in f"{earlier} {text}".lower():
+            return None
+        codes = RESERVATION_ID.findall(text) or RESERVATION_ID.findall(earlier)  # an answer's own code first
+        reservation = record_to_change(codes, observed, "get_reservation_details", "reservation_id", "reservation")
+        if not isinstance(reservation, Observation):
+            return reservation
+        if reservation.result.get("status") != "cancelled":
             return Proposal(CANCEL, {"reservation_id": reservation.result["reservation_id"]})
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         reservation = args.get("reservation_id")
         if proposal.name == CANCEL:
@@ -424,7 +429,7 @@ class AirlineReader(BaseReader):
             return f"send a ${args.get('amount')} certificate to {args.get('user_id')}"
         if proposal.name == BOOK:
             return f"book a {args.get('cabin')} trip from {args.get('origin')} to {args.get('destination')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         if "reservation_id" in proposal.arguments:

@@ -29,11 +29,19 @@ from core.llm.offline_agent import (
     PERSON_ID,
     ZIP,
     BaseReader,
+    Item,
     Observation,
     Proposal,
+    Question,
+    Reads,
+    Request,
     find_emails,
     find_names,
-    latest,
+    match_items,
+    mentions,
+    one_of,
+    record_to_change,
+    spoken,
 )
 from core.tools import ToolKind
 from domains.retail.tools import TOOLS
@@ -244,6 +252,155 @@ def _money(value: Any) -> str:
     return f"${float(value):,.2f}"
 
 
+def _item_words(item: Mapping[str, Any]) -> str:
+    """"Tablet (black, 64GB, $549.99)": an order item as the customer sees it."""
+    options = ", ".join(str(v) for v in item.get("options", {}).values())
+    return f"{item.get('name')} ({options + ', ' if options else ''}{_money(item.get('price', 0))})"
+
+
+def _order(observed: Sequence[Observation], order_id: Any) -> Mapping[str, Any] | None:
+    for seen in reversed(observed):
+        result = seen.result
+        if seen.name == "get_order_details" and isinstance(result, dict) and result.get("order_id") == order_id:
+            return result
+    return None
+
+
+def _items_words(observed: Sequence[Observation], order_id: Any, item_ids: Sequence[Any]) -> str:
+    """"the Tablet (black, 64GB, $549.99)": the items of an observed order by what they are; ids otherwise."""
+    order = _order(observed, order_id)
+    known = {str(i.get("item_id")): i for i in (order or {}).get("items", [])}
+    words = [f"the {_item_words(known[str(i)])}" if str(i) in known else f"item {i}" for i in item_ids]
+    return " and ".join(words) if words else "no items"
+
+
+def _variant_words(observed: Sequence[Observation], item_id: str) -> str:
+    for seen in reversed(observed):
+        if seen.name == "get_product_details" and isinstance(seen.result, dict):
+            variant = seen.result.get("variants", {}).get(item_id)
+            if isinstance(variant, dict):
+                return f"the {_item_words({**variant, 'name': seen.result.get('name')})}"
+    return f"item {item_id}"
+
+
+def _methods(observed: Sequence[Observation]) -> Mapping[str, Any]:
+    """The payment methods of the profile read last."""
+    for seen in reversed(observed):
+        if seen.name == "get_user_details" and isinstance(seen.result, dict):
+            methods = seen.result.get("payment_methods", {})
+            return methods if isinstance(methods, dict) else {}
+    return {}
+
+
+def _method_words(observed: Sequence[Observation], method_id: Any) -> str:
+    """"your Mastercard ending 2732", "your gift card gift_card_4821001": a payment method as its owner knows it."""
+    method = _methods(observed).get(str(method_id))
+    if not isinstance(method, dict):
+        return str(method_id)
+    if method.get("source") == "credit_card":
+        return f"your {str(method.get('brand', 'card')).title()} ending {method.get('last_four')}"
+    if method.get("source") == "paypal":
+        return "your PayPal account"
+    if method.get("source") == "gift_card":
+        return f"your gift card {method_id}"
+    return str(method_id)
+
+
+def _named_method(text: str, observed: Sequence[Observation]) -> str | Question | None:
+    """The payment method a customer names ("to my Mastercard", "the card ending 2732", "my gift card"); None
+    when none is named, a question when the words fit several."""
+    words = spoken(text)
+    methods = _methods(observed)
+    if " gift card" in words:
+        source = "gift_card"
+    elif " paypal " in words:
+        source = "paypal"
+    elif any(f" {w} " in words for w in ("card", "credit", "visa", "mastercard", "amex", "discover")) or \
+            any(f" {str(m.get('last_four'))} " in words for m in methods.values() if isinstance(m, dict)):
+        source = "credit_card"
+    else:
+        return None
+    fits = [mid for mid, m in sorted(methods.items()) if isinstance(m, dict) and m.get("source") == source]
+    narrowed = [mid for mid in fits if f" {str(methods[mid].get('brand', '')).lower()} " in words
+                or f" {methods[mid].get('last_four')} " in words]
+    fits = narrowed or fits
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        return Question("I don't see that payment method on your account. Which one shall I use: "
+                        f"{one_of([_method_words(observed, m) for m in sorted(methods)])}?") if methods else None
+    return Question(f"Which one do you mean: {one_of([_method_words(observed, m) for m in fits])}?")
+
+
+_SWAP_VERB = re.compile(r"\b(?:exchange|swap|switch|change|modify|replace)\b", re.IGNORECASE)
+_INSTEAD = re.compile(r"\b(?:for|to|into|with)\b", re.IGNORECASE)
+_NOT_ITEMS = re.compile(r"\b(?:address|payment|card|pay)\b", re.IGNORECASE)  # other writes, not item swaps
+
+
+def _before_swap(text: str) -> str:
+    """What an exchange gives back: the words up to its "for" / "to" ("exchange the black tablet")."""
+    verb = _SWAP_VERB.search(text)
+    instead = _INSTEAD.search(text, verb.end()) if verb else None
+    return text[:instead.start()] if instead else text
+
+
+def _after_swap(text: str) -> str:
+    """What an exchange asks for instead: the words after its "for" / "to" ("for the gold 128GB one")."""
+    verb = _SWAP_VERB.search(text)
+    instead = _INSTEAD.search(text, verb.end()) if verb else None
+    return text[instead.end():] if instead else ""
+
+
+def _chosen(order: Mapping[str, Any], verb: str, text: str, earlier: str, swap: bool = False) -> list[int] | Question:
+    """The indexes of the order's items the customer named, or the question that tells them apart. An answer
+    (`text` after `earlier`) picks among the items the earlier request left open."""
+    part = _before_swap if swap else (lambda t: t)
+    items = [Item(str(i.get("item_id")), str(i.get("name", "")), tuple(str(v) for v in i.get("options", {}).values()))
+             for i in order.get("items", [])]
+    if not items:
+        return Question(f"Order {order.get('order_id')} has no items to {verb}. What would you like me to do?")
+    match = match_items(part(earlier or text), items)
+    if earlier and match.ambiguous:
+        match = match_items(text, items, within=match.chosen)
+    if match.ambiguous:
+        choices = [f"the {_item_words(order['items'][i])}" for i in match.chosen]
+        return Question(f"Which item of order {order.get('order_id')} would you like to {verb}: {one_of(choices)}?")
+    return list(match.chosen)
+
+
+def _product(observed: Sequence[Observation], product_id: str) -> Mapping[str, Any] | None:
+    for seen in reversed(observed):
+        if (seen.name == "get_product_details" and isinstance(seen.result, dict)
+                and str(seen.result.get("product_id")) == product_id):
+            return seen.result
+    return None
+
+
+def _variant(product: Mapping[str, Any], old: Mapping[str, Any], wanted: str) -> str | Question:
+    """The variant of `product` the customer asked for instead of item `old`: the ones with the most of the
+    options said, then the one that keeps most of the rest; a question when that leaves several or none."""
+    words = spoken(wanted)
+    old_options: Mapping[str, Any] = old.get("options", {})
+    scored: list[tuple[int, int, str]] = []
+    for item_id, variant in sorted(product.get("variants", {}).items()):
+        if item_id == old.get("item_id"):
+            continue
+        options: Mapping[str, Any] = variant.get("options", {})
+        said = sum(mentions(words, str(v)) for v in options.values())
+        kept = sum(options.get(k) == v for k, v in old_options.items())
+        scored.append((said, kept, item_id))
+    best = max(((said, kept) for said, kept, _ in scored if said), default=None)
+    fits = [item_id for said, kept, item_id in scored if (said, kept) == best]
+    if len(fits) == 1:
+        return fits[0]
+    offered = fits or [item_id for _, _, item_id in scored]
+    variants = product.get("variants", {})
+    choices = [f"{', '.join(str(v) for v in variants[i].get('options', {}).values())} "
+               f"({_money(variants[i].get('price', 0))})" for i in offered]
+    return Question(f"Which {product.get('name')} would you like instead of the {_item_words(old)}: "
+                    f"{one_of(choices)}?")
+
+
 class RetailReader(BaseReader):
     """Reads a retail customer's words for the offline agent (core.llm.offline_agent): emails, user ids,
     first and last names with a zip code, order numbers; and "cancel" / "return" requests on an observed order."""
@@ -283,43 +440,85 @@ class RetailReader(BaseReader):
             return "I could not find an account with those details."
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
-        lowered = text.lower()
-        order = latest(observed, "get_order_details")
-        if order is None or not isinstance(order.result, dict):
-            return None
-        details = order.result
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
+        """Cancel, return, exchange or change items of the order the customer named (else the one read last),
+        touching only the items named: by id, product name or options ("the black 64GB tablet"). Several
+        items fitting one named, or a variant not said, is a `Question`; a product not read yet, `Reads`."""
+        named, before = ({"#" + o.lstrip("#") for o in ORDER_ID.findall(t)} for t in (text, earlier))
+        if named - before and before:
+            earlier = ""  # the answer is about another order: a new request, not an answer
+        said = f"{earlier} {text}" if earlier else text
+        lowered = said.lower()
+        ids = ["#" + o.lstrip("#") for o in ORDER_ID.findall(text) or ORDER_ID.findall(earlier)]
+        found = record_to_change(ids, observed, "get_order_details", "order_id", "order")
+        if not isinstance(found, Observation):
+            return found
+        details: Mapping[str, Any] = found.result
         if details.get("status") == "cancelled":
             return None
+        order_id = details["order_id"]
+        paid = details.get("payment_history") or [{}]
+        payment = paid[0].get("payment_method_id")
         if "cancel" in lowered:
             reason = "ordered by mistake" if "mistake" in lowered else "no longer needed"
-            return Proposal("cancel_pending_order", {"order_id": details["order_id"], "reason": reason})
-        if "return" in lowered and details.get("payment_history"):
+            return Proposal("cancel_pending_order", {"order_id": order_id, "reason": reason})
+        if "return" in lowered and payment:
+            chosen = _chosen(details, "return", text, earlier)
+            if isinstance(chosen, Question):
+                return chosen
+            refund = _named_method(text, observed) or (_named_method(earlier, observed) if earlier else None)
+            if isinstance(refund, Question):
+                return refund
             return Proposal("return_delivered_order_items", {
-                "order_id": details["order_id"], "item_ids": [i["item_id"] for i in details.get("items", [])],
-                "payment_method_id": details["payment_history"][0]["payment_method_id"]})
-        return None
+                "order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
+                "payment_method_id": refund or payment})
+        swap = _SWAP_VERB.search(said)
+        if swap is None or not payment or _NOT_ITEMS.search(said):
+            return None
+        tool, verb = (("exchange_delivered_order_items", "exchange") if details.get("status") == "delivered"
+                      else ("modify_pending_order_items", "change"))
+        chosen = _chosen(details, verb, text, earlier, swap=True)
+        if isinstance(chosen, Question):
+            return chosen
+        wanted = _after_swap(said) or (text if earlier else "")
+        new_items: list[str] = []
+        missing: list[Proposal] = []
+        for i in chosen:
+            old = details["items"][i]
+            product = _product(observed, str(old.get("product_id")))
+            if product is None:
+                missing.append(Proposal("get_product_details", {"product_id": old.get("product_id")}))
+                continue
+            variant = _variant(product, old, wanted)
+            if isinstance(variant, Question):
+                return variant
+            new_items.append(variant)
+        if missing:
+            return Reads(tuple({str(p.arguments["product_id"]): p for p in missing}.values()))
+        return Proposal(tool, {"order_id": order_id, "item_ids": [details["items"][i]["item_id"] for i in chosen],
+                               "new_item_ids": new_items, "payment_method_id": payment})
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         order = args.get("order_id")
+        items = _items_words(observed, order, args.get("item_ids", []))
+        pay = _method_words(observed, args.get("payment_method_id"))
         if proposal.name == "cancel_pending_order":
             return f"cancel order {order} (reason: {args.get('reason')})"
         if proposal.name == "return_delivered_order_items":
-            return (f"return item(s) {', '.join(args.get('item_ids', []))} of order {order} with the refund to "
-                    f"{args.get('payment_method_id')}")
-        if proposal.name == "exchange_delivered_order_items":
-            return (f"exchange item(s) {', '.join(args.get('item_ids', []))} of order {order} for "
-                    f"{', '.join(args.get('new_item_ids', []))}")
-        if proposal.name == "modify_pending_order_items":
-            return f"change the items of order {order}"
+            return f"return {items} from order {order} with the refund to {pay}"
+        if proposal.name in SWAPS:
+            verb = "exchange" if proposal.name == "exchange_delivered_order_items" else "change"
+            new = " and ".join(_variant_words(observed, str(i)) for i in args.get("new_item_ids", []))
+            return (f"{verb} {items} {'from' if verb == 'exchange' else 'in'} order {order} for {new or 'nothing'}, "
+                    f"any price difference paid with or refunded to {pay}")
         if proposal.name == "modify_pending_order_payment":
-            return f"change the payment of order {order} to {args.get('payment_method_id')}"
+            return f"change the payment of order {order} to {pay}"
         if proposal.name == "modify_pending_order_address":
             return f"change the shipping address of order {order}"
         if proposal.name == "modify_user_address":
             return f"change the address on account {args.get('user_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         if "order_id" in proposal.arguments:

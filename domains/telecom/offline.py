@@ -37,7 +37,17 @@ from typing import Any
 from core.error_profile import FailureKind
 from core.evaluation.offline import GoldPlanner, PlannedCall, Violation
 from core.evaluation.tasks import Action, Task
-from core.llm.offline_agent import BaseReader, Observation, Proposal, find_dates, find_names, latest
+from core.llm.offline_agent import (
+    BaseReader,
+    Observation,
+    Proposal,
+    Question,
+    Request,
+    find_dates,
+    find_names,
+    latest,
+    one_of,
+)
 from core.tools import Requestor, ToolKind
 from domains.telecom.tools import TOOLS
 from domains.telecom.vocabulary import MAX_REFUEL_GB
@@ -296,6 +306,10 @@ def _phones(text: str) -> list[str]:
     return list(dict.fromkeys(f"{a}-{b}-{c}" for a, b, c in PHONE.findall(text)))
 
 
+def _line_words(line: str, numbers: Mapping[str, str]) -> str:
+    return f"{line} ({numbers[line]})" if line in numbers else line
+
+
 class TelecomReader(BaseReader):
     """Reads a telecom customer's words for the offline agent (core.llm.offline_agent): phone numbers,
     customer ids, line / bill / plan ids, a full name with a date of birth; reads the customer's lines once the
@@ -351,43 +365,60 @@ class TelecomReader(BaseReader):
                     f"{result.get('data_limit_gb')} GB this cycle.")
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
         customer = latest(observed, "get_customer_by_phone", "get_customer_by_id")
         if customer is None or not isinstance(customer.result, dict):
             return None
-        line = self._line(text, customer.result, observed)
-        if line is None:
+        said = f"{earlier} {text}" if earlier else text
+        lowered = said.lower()
+        amount = GB.search(said)
+        wanted = ("roaming" in lowered or "resume" in lowered or "reactivate" in lowered or "refuel" in lowered
+                  or "more data" in lowered or amount is not None)
+        if not wanted:
             return None
+        line = self._line((text, earlier), customer, observed)
+        if not isinstance(line, str):
+            return line
         target = {"customer_id": customer.result["customer_id"], "line_id": line}
-        lowered = text.lower()
         if "roaming" in lowered:
             return Proposal("enable_roaming", target)
         if "resume" in lowered or "reactivate" in lowered:
             return Proposal("resume_line", target)
-        amount = GB.search(text)
-        if "refuel" in lowered or "more data" in lowered or amount is not None:
-            return Proposal("refuel_data", {**target, "gb_amount": float(amount[1]) if amount else 1.0})
-        return None
+        return Proposal("refuel_data", {**target, "gb_amount": float(amount[1]) if amount else 1.0})
 
     @staticmethod
-    def _line(text: str, customer: Mapping[str, Any], observed: Sequence[Observation]) -> str | None:
-        """The line a request is about: named by id or by phone number, else the line whose data usage was read
-        last (a refuel follows a usage check), else the line of the customer's own number."""
-        named = [str(i) for i in RECORD_ID.findall(text) if i.startswith("L") and i in customer.get("line_ids", [])]
-        if named:
-            return named[0]
+    def _line(texts: Sequence[str], found: Observation, observed: Sequence[Observation]) -> str | Question | None:
+        """The line a request is about: named by id or by phone number (in the first of `texts`, an answer and
+        the request it answers, that names one), else the line whose data usage was read
+        last (a refuel follows a usage check), else the line of the number the customer was found by. Several
+        lines named, or none with several to choose from, is a question: the agent never picks one itself."""
+        customer: Mapping[str, Any] = found.result
+        own = [str(i) for i in customer.get("line_ids", [])]
         lines: dict[str, str] = {str(o.result["phone_number"]): str(o.result["line_id"]) for o in observed
                  if o.name == "get_details_by_id" and isinstance(o.result, dict) and "line_id" in o.result
-                 and o.result["line_id"] in customer.get("line_ids", [])}
-        for phone in _phones(text):
-            if phone in lines:
-                return lines[phone]
+                 and o.result["line_id"] in own}
+        named: list[str] = []
+        for text in texts:
+            named = list(dict.fromkeys([*(str(i) for i in RECORD_ID.findall(text) if i in own),
+                                        *(lines[phone] for phone in _phones(text) if phone in lines)]))
+            if named:
+                break
+        if len(named) == 1:
+            return named[0]
+        numbers = {line: phone for phone, line in lines.items()}
+        if named:
+            return Question(f"Which line do you mean: {one_of([_line_words(n, numbers) for n in named])}?")
         usage = latest(observed, "get_data_usage")
-        if usage is not None and usage.arguments.get("line_id") in customer.get("line_ids", []):
+        if usage is not None and usage.arguments.get("line_id") in own:
             return str(usage.arguments["line_id"])
-        return lines.get(str(customer.get("phone_number", "")))
+        if found.name == "get_customer_by_phone" and str(customer.get("phone_number")) in lines:
+            return lines[str(customer["phone_number"])]  # the number the customer gave us
+        if len(own) == 1:
+            return own[0]
+        return Question(f"Which line do you mean: {one_of([_line_words(n, numbers) for n in own])}?") if own \
+            else None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         line = args.get("line_id")
         if proposal.name == "enable_roaming":
@@ -402,7 +433,7 @@ class TelecomReader(BaseReader):
             return f"add {args.get('gb_amount')} GB of data to line {line}"
         if proposal.name == "send_payment_request":
             return f"send a payment request for bill {args.get('bill_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         args = proposal.arguments

@@ -124,10 +124,19 @@ def _owned_by(view: LedgerView, customer: str, call: ToolCall, field: str, argum
 
 
 def _customer_bills(view: LedgerView, customer_id: str) -> list[tuple[str, Record]]:
-    """Every bill the customer's record lists, each observed and fresh (else: read the customer's bills)."""
+    """Every bill the customer's record lists, each observed and fresh (else: read the customer's bills).
+
+    The bills last seen unpaid come first: after a payment every bill is stale, and the REVISE then names the
+    bill the call waits on (the overdue one just paid), not the account's first bill."""
     record = _customer_record(view, customer_id)
     read = call_text("get_bills_for_customer", customer_id=customer_id)
-    return [(bill_id, _mapping(view.need(f"bills.{bill_id}", read))) for bill_id in _ids(record, "bill_ids")]
+
+    def last_seen_unpaid(bill_id: str) -> bool:
+        seen = view.observations(f"bills.{bill_id}")
+        return bool(seen) and isinstance(seen[-1], Mapping) and seen[-1].get("status") in UNPAID_STATUSES
+
+    ids = sorted(_ids(record, "bill_ids"), key=lambda bill_id: not last_seen_unpaid(bill_id))  # stable
+    return [(bill_id, _mapping(view.need(f"bills.{bill_id}", read))) for bill_id in ids]
 
 
 def _unpaid(bills: list[tuple[str, Record]]) -> list[str]:

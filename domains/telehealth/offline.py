@@ -36,10 +36,11 @@ from core.llm.offline_agent import (
     BaseReader,
     Observation,
     Proposal,
+    Request,
     find_dates,
     find_emails,
     find_names,
-    latest,
+    record_to_change,
 )
 from core.tools import ToolKind
 from domains.telehealth.tools import TOOLS
@@ -442,14 +443,19 @@ class TelehealthReader(BaseReader):
             return "I could not find a patient with those details."
         return None
 
-    def request(self, text: str, observed: Sequence[Observation]) -> Proposal | None:
-        appointment = latest(observed, "get_appointment_details")
-        if ("cancel" in text.lower() and appointment is not None and isinstance(appointment.result, dict)
-                and appointment.result.get("status") != "cancelled"):
+    def request(self, text: str, observed: Sequence[Observation], earlier: str = "") -> Request:
+        """Cancel the appointment the patient named (the answer's id first), else the one read last."""
+        if "cancel" not in f"{earlier} {text}".lower():
+            return None
+        ids = [a.upper() for a in APPOINTMENT_ID.findall(text) or APPOINTMENT_ID.findall(earlier)]
+        appointment = record_to_change(ids, observed, "get_appointment_details", "appointment_id", "appointment")
+        if not isinstance(appointment, Observation):
+            return appointment
+        if appointment.result.get("status") != "cancelled":
             return Proposal("cancel_appointment", {"appointment_id": appointment.result["appointment_id"]})
         return None
 
-    def action(self, proposal: Proposal) -> str:
+    def action(self, proposal: Proposal, observed: Sequence[Observation] = ()) -> str:
         args = proposal.arguments
         if proposal.name == "cancel_appointment":
             return f"cancel appointment {args.get('appointment_id')}"
@@ -463,7 +469,7 @@ class TelehealthReader(BaseReader):
                     f"{args.get('supplier_company')} ({args.get('brand_name')}) at ${args.get('price_usd')}")
         if proposal.name == "update_medical_record_note":
             return f"add a note to record {args.get('record_id')}"
-        return super().action(proposal)
+        return super().action(proposal, observed)
 
     def verify(self, proposal: Proposal) -> list[Proposal]:
         args = proposal.arguments

@@ -60,3 +60,34 @@ async def test_table_mode_prints_progress_and_one_header(tmp_path: Path, capsys:
     assert captured.out.count("verdict") == 1  # the header once, however many chunks
     assert captured.out.count("cancel_pending_order") == 15 and captured.out.count("modify_user_address") == 15
     assert "120 calls, 30 writes: ALLOW 15" in captured.out
+
+
+async def test_a_failed_expectation_names_the_rule_that_crashed(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same verdict, same objecting rule, but the rule crashed: the line must say so, not "expected REVISE,
+    got REVISE"."""
+    from dataclasses import replace
+
+    from core.gate import GateContext, LedgerView, Outcome, Verdict, predicate
+    from core.tools import ToolCall
+    from tests.support.toy_domain import DOMAIN, PREDICATES, ToyBackend
+
+    @predicate(id="toy.balance", tools=["transfer"], severity=Verdict.REVISE, policy="No overdraft.")
+    def crashing(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        raise KeyError("balance")
+
+    monkeypatch.setenv("COLUMNS", "300")
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"name": "login", "arguments": {"name": "ann"}}\n'
+        '{"name": "get_account", "arguments": {"account_id": "A1"}}\n'
+        '{"name": "transfer", "arguments": {"account_id": "A1", "amount": 1000}, "expect": "REVISE", '
+        '"expect_rules": ["toy.balance"], "expect_crashed": []}\n', encoding="utf-8")
+    domain = replace(DOMAIN, predicates=tuple(crashing if p.id == "toy.balance" else p for p in PREDICATES))
+    report = await run_check(path, Checker(domain, ToyBackend()), json_lines=False, show_all=False)
+    err = capsys.readouterr().err
+    assert report.failed == 1
+    assert "expected REVISE, got REVISE" not in err
+    assert (f"{path}:3: transfer expected REVISE from [toy.balance], got REVISE from [toy.balance] "
+            "(crashed: toy.balance)") in " ".join(err.split())

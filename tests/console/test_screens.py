@@ -35,13 +35,18 @@ async def run_to_end(app: OperatorConsole, pilot: Any) -> None:
     await wait_for(pilot, ended(app))
 
 
+async def finished_workbench(app: OperatorConsole, pilot: Any) -> Any:
+    """The demo run to its end, then the predicate workbench open on it."""
+    await run_to_end(app, pilot)
+    await pilot.press("w")
+    return await wait_for_screen(pilot, app, WorkbenchScreen)
+
+
 async def test_workbench_toggle_regate_and_export(console_app: Callable[..., OperatorConsole],
                                                   tmp_path: Path) -> None:
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
-        await pilot.press("w")
-        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        screen = await finished_workbench(app, pilot)
         table = screen.query_one("#wb-predicates")
         assert table.row_count == len(DOMAIN.predicates)  # type: ignore[attr-defined]
         row = [p.id for p in DOMAIN.predicates].index("retail.refund_to_original_or_gift_card")
@@ -50,7 +55,7 @@ async def test_workbench_toggle_regate_and_export(console_app: Callable[..., Ope
         await pilot.press("space")
         assert app.live is not None and "retail.refund_to_original_or_gift_card" in app.live.agent.gate.disabled
         await pilot.press("g")  # re-gated in a worker
-        await wait_for(pilot, lambda: hasattr(screen, "last_regate"))
+        await wait_for(pilot, lambda: screen.last_regate is not None)
         rows = screen.last_regate
         assert [(r.old_verdict, r.new_verdict, r.changed) for r in rows] == [("REVISE", "ALLOW", True),
                                                                            ("ALLOW", "ALLOW", False)]
@@ -69,6 +74,50 @@ async def test_workbench_toggle_regate_and_export(console_app: Callable[..., Ope
         assert [r.verdict for r in results if r.kind == "write"] == ["REVISE", "ALLOW"]
 
 
+async def test_workbench_regate_shows_a_crashing_rule_in_full_and_recounts(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """An edited rule that now crashes gives the same REVISE from the same rule: the diff marks it changed,
+    names the crash, opens the whole reason, and the pass/fail/error counts follow the re-gate."""
+    from core.gate import GateContext, LedgerView, Outcome, Verdict, predicate
+    from core.tools import ToolCall
+
+    rule = "retail.refund_to_original_or_gift_card"
+
+    @predicate(id=rule, tools=["return_delivered_order_items"], severity=Verdict.REVISE,
+               policy="Refunds go to the original payment method or a gift card.")
+    def crashing(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        raise KeyError("payment_history")
+
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await finished_workbench(app, pilot)
+        table = screen.query_one("#wb-predicates")
+        row = [p.id for p in DOMAIN.predicates].index(rule)
+
+        def counts() -> list[str]:
+            return [str(table.get_cell_at((row, column))) for column in (5, 6, 7)]  # type: ignore[attr-defined]
+
+        assert counts() == ["1", "1", "0"]  # recorded: the ALLOW passed it, the REVISE violated it
+        assert app.live is not None
+        gate = app.live.agent.gate
+        gate.predicates = [crashing if p.id == rule else p for p in gate.predicates]
+        await pilot.press("g")
+        await wait_for(pilot, lambda: screen.last_regate is not None)
+        diff = screen.query_one("#wb-diff")
+        calls = [str(diff.get_cell_at((i, 2))) for i in range(diff.row_count)]  # type: ignore[attr-defined]
+        assert calls == ["▶ return_delivered_order_items", "▶ return_delivered_order_items"]
+        assert "crashed" in str(diff.get_cell_at((0, 6)))  # type: ignore[attr-defined]
+        assert counts() == ["0 (was 1)", "0 (was 1)", "2 (was 0)"]
+        diff.focus()
+        diff.move_cursor(row=0)  # type: ignore[attr-defined]
+        await pilot.pause()
+        detail = str(screen.query_one("#wb-detail").render())
+        first = screen.last_regate[0]
+        assert len(first.new_reason) > 120 and first.new_reason in " ".join(detail.split())
+        assert f"{rule}: violation → error" in detail
+        assert "credit_card_4821002" in detail  # the recorded reason, in full too
+
+
 async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., OperatorConsole],
                                                     monkeypatch: Any) -> None:
     import console.screens.workbench as workbench
@@ -78,9 +127,7 @@ async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., O
 
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await run_to_end(app, pilot)
-        await pilot.press("w")
-        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        screen = await finished_workbench(app, pilot)
         assert app.live is not None
         before = list(app.live.agent.gate.predicates)
         monkeypatch.setattr(workbench, "reload_rules", broken)

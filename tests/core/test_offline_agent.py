@@ -9,6 +9,7 @@ write. On the previous agent (`ScriptedChatModel`) every veto, edit and force-al
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from core.agent import AgentConfig
 from core.llm.base import ChatModel
-from core.llm.offline_agent import OfflineAgent, find_dates, find_emails, find_names
+from core.llm.offline_agent import OfflineAgent, find_dates, find_emails, find_names, plain
 from core.llm.scripted import ScriptedStep
 from core.scenario import list_scenarios, load_scenario
 from core.users import HumanUser, ScriptedUser, UserProxy
@@ -76,8 +77,8 @@ async def test_the_strict_script_still_diverges(tmp_path: Path) -> None:
 async def test_a_veto_is_told_to_the_customer_and_the_plan_goes_on(tmp_path: Path) -> None:
     reason, events, _ = await run("retail", "refund-to-original-payment", tmp_path, decision="veto")
     said = agent_text(events)
-    assert ("I have not gone ahead to return item(s) 2000000011 of order #W4821001 with the refund to "
-            "credit_card_4821002: a supervisor stopped it (hold on, not this one). Nothing was changed. "
+    assert ("I have not gone ahead to return the Tablet (gold, 128GB, $989.70) from order #W4821001 with the refund "
+            "to your Mastercard ending 2732: a supervisor stopped it (hold on, not this one). Nothing was changed. "
             "How would you like to go on?") in said
     # the customer then accepts the gift card (the scenario's next line): the plan's corrected return runs
     results = [e for e in events if e["type"] == "tool_result" and e["call"]["name"] == "return_delivered_order_items"]
@@ -183,7 +184,7 @@ async def test_a_typed_request_the_gate_blocks_is_explained(tmp_path: Path) -> N
                             "I want to cancel UX789J", "yes please")
     assert [e["verdict"] for e in events if e["type"] == "gate_decision"] == ["BLOCK"]
     assert agent_text(events)[-1].startswith("I'm sorry, I can't cancel reservation UX789J: our policy does not "
-                                             "allow it. Reservation UX789J (economy) was booked at")
+                                             "allow it. Reservation UX789J (economy) was booked on")
 
 
 async def test_a_typed_request_can_be_vetoed_too(tmp_path: Path) -> None:
@@ -263,3 +264,47 @@ async def test_a_typed_conversation_is_deterministic(tmp_path: Path) -> None:
         ("refuel_data", {"customer_id": "C2001", "gb_amount": 2.0, "line_id": "L2002"}),
         ("get_details_by_id", {"id": "P2001"}),
         ("refuel_data", {"customer_id": "C2001", "gb_amount": 2.0, "line_id": "L2002"})]
+
+
+# -- what the customer reads: plain language, while the gate pane keeps the exact reason -------------------
+
+AIRLINE_CANCEL = ("reservation UX789J (economy) was booked at 2024-05-10T09:12:00, 5 days 5 h 48 min 0 s before now "
+                  "(2024-05-15T15:00:00), past the 24-hour window (reservations.UX789J.created_at), has no travel "
+                  "insurance and is not business, and the airline cancelled none of its flights (HAT142 2024-05-17: "
+                  "available (flights.HAT142.2024-05-17.status)); it cannot be cancelled outside the 24-hour window")
+RETAIL_REFUND = ("refunds must go to the original payment (['gift_card_4821001']) or an existing gift card "
+                 "(['gift_card_4821001', 'gift_card_7']); you chose 'credit_card_4821002' "
+                 "(orders.#W4821001.payment_history[0].payment_method_id, gift cards in user.payment_methods)")
+
+
+@pytest.mark.parametrize(("reason", "said"), [
+    (AIRLINE_CANCEL, "reservation UX789J (economy) was booked on 2024-05-10 at 09:12, 5 days, 5 hours and 48 minutes "
+                     "before now (2024-05-15 at 15:00), past the 24-hour window, has no travel insurance and is not "
+                     "business, and the airline cancelled none of its flights (HAT142 2024-05-17: available); it "
+                     "cannot be cancelled outside the 24-hour window"),
+    (RETAIL_REFUND, "refunds must go to the original payment (gift_card_4821001) or an existing gift card "
+                    "(gift_card_4821001 or gift_card_7); you chose credit_card_4821002"),
+    ("order #W4821001 has status 'delivered' (orders.#W4821001.status); only 'pending' orders can be cancelled",
+     'order #W4821001 has status "delivered"; only "pending" orders can be cancelled'),
+    ("variant '2000000013' of Tablet {'color': 'silver', 'storage': '256GB'} is not available "
+     "(products.1000000001.variants.2000000013.available is False)",
+     "variant 2000000013 of Tablet (color: silver, storage: 256GB) is not available"),
+    ("payment methods ['a_1', 'b_2'] are not in the profile", "payment methods a_1 and b_2 are not in the profile"),
+    ("booked 24 h 0 min 1 s before now", "booked 24 hours and 1 second before now"),
+    ("your link is https://telehealth.healthcenter.com/room/APPT031 (mia.garcia@example.com)",
+     "your link is https://telehealth.healthcenter.com/room/APPT031 (mia.garcia@example.com)"),
+])
+def test_a_gate_reason_in_plain_words(reason: str, said: str) -> None:
+    assert plain(reason) == said
+
+
+MACHINE_TEXT = re.compile(r"\['|\{'|\d+ h \d+ min|(?<![\w/.@])[a-z_]+\.(?:#?\w+\.)+[a-z_]+\b(?![@.\w])|\[\d+\]\.")
+
+
+@pytest.mark.parametrize("decision", (*DECISIONS, "veto_allow"))
+@pytest.mark.parametrize(("domain", "name"), SCENARIOS)
+async def test_what_the_customer_reads_carries_no_machine_text(domain: str, name: str, decision: str,
+                                                               tmp_path: Path) -> None:
+    _, events, _ = await run(domain, name, tmp_path, decision=decision)
+    for text in agent_text(events):
+        assert not MACHINE_TEXT.search(text), text

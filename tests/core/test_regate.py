@@ -183,6 +183,32 @@ async def test_a_raising_predicate_fails_closed_in_the_new_column(tmp_path: Path
     assert next(r for r in allow.decision.results if r.predicate_id == "test.broken").status is Status.ERROR
 
 
+@predicate(id=REFUND_RULE, tools=["return_delivered_order_items"], severity=Verdict.REVISE,
+           policy="Refunds go to the original payment method or a gift card.")
+def crashing_refund_rule(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    raise KeyError("payment_history")  # an edit that broke the rule: the gate fails closed with REVISE
+
+
+async def test_a_rule_that_went_from_violation_to_crashing_is_a_change(tmp_path: Path) -> None:
+    events, _ = await retail_run("refund-to-original-payment", tmp_path)
+    predicates = [crashing_refund_rule if p.id == REFUND_RULE else p for p in RETAIL.predicates]
+    revise, allow = regate(events, RETAIL, predicates=predicates)
+    # same verdict, same objecting rule: only its status tells the crash apart
+    assert (revise.old_verdict, revise.new_verdict, revise.old_failed, revise.new_failed) == (
+        "REVISE", "REVISE", (REFUND_RULE,), (REFUND_RULE,))
+    assert revise.changed
+    assert revise.status_changes == ((REFUND_RULE, "violation", "error"),)
+    assert dict(revise.new_statuses)[REFUND_RULE] == "error"
+    assert (allow.old_verdict, allow.new_verdict, allow.changed) == ("ALLOW", "REVISE", True)
+    assert allow.status_changes == ((REFUND_RULE, "pass", "error"),)
+
+
+async def test_a_rule_switched_off_is_not_a_status_change_of_a_passing_call(tmp_path: Path) -> None:
+    events, _ = await retail_run("refund-to-original-payment", tmp_path)
+    _, allow = regate(events, RETAIL, disabled=[REFUND_RULE])
+    assert allow.status_changes == () and not allow.changed
+
+
 # ------------------------------------------------------------------------------------------- export
 
 

@@ -64,3 +64,34 @@ async def test_the_customer_seat_is_heard(tmp_path: Path) -> None:
     said = [e["text"] for e in events if e["type"] == "assistant_turn" and e["text"]]
     assert said[1] == "Order #W3107002 is pending: Tablet (black, 64GB, $549.99). What would you like me to do?"
     assert said[2].startswith("I'm sorry, I did not understand that.")
+
+
+async def said_and_ran(tmp_path: Path, *lines: str) -> tuple[list[str], list[Any]]:
+    """What the offline agent said and which writes ran, with a human typing `lines` in the customer seat."""
+    live = LiveSession(SessionSpec(domain="retail", scenario="refund-to-original-payment", seat="customer"),
+                       root=tmp_path)
+    for line in lines:
+        live.say_as_customer(line)
+    result = await live.run()
+    assert result.reason == "user_stop"
+    events = events_of(live)
+    said = [e["text"] for e in events if e["type"] == "assistant_turn" and e["text"]]
+    writes = [e["call"]["arguments"] for e in events
+              if e["type"] == "tool_result" and e["call"]["name"] == "return_delivered_order_items"]
+    return said, writes
+
+
+async def test_the_customer_seat_returns_only_the_tablet_named(tmp_path: Path) -> None:
+    said, writes = await said_and_ran(tmp_path, "I'm Mia Garcia, zip code 46281",
+                                      "return the black 64GB tablet from order #W4821001", "yes", "###STOP###")
+    assert [w["item_ids"] for w in writes] == [["2000000012"]]
+    assert any("return item(s)" in s or "return the Tablet (black, 64GB" in s for s in said)
+
+
+async def test_the_customer_seat_is_asked_which_tablet_when_two_fit(tmp_path: Path) -> None:
+    said, writes = await said_and_ran(tmp_path, "I'm Mia Garcia, zip code 46281",
+                                      "return the tablet from order #W4821001", "the black one", "yes",
+                                      "###STOP###")
+    question = next(s for s in said if s.endswith("?") and "Which item" in s)
+    assert "Tablet (gold, 128GB, $989.70)" in question and "Tablet (black, 64GB, $549.99)" in question
+    assert [w["item_ids"] for w in writes] == [["2000000012"]]

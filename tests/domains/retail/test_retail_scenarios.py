@@ -92,8 +92,9 @@ async def test_against_the_fc_baseline_the_agent_relays_the_tools_refusal(tmp_pa
     try:
         assert session.result is not None and session.result.reason == "user_stop"
         said = agent_said(tmp_path)
-        assert ("I could not return item(s) 2000000011 of order #W4821001 with the refund to credit_card_4821002: "
-                "Payment method should be the original payment method. Nothing was changed.") in said
+        assert ("I could not return the Tablet (gold, 128GB, $989.70) from order #W4821001 with the refund to your "
+                "Mastercard ending 2732: Payment method should be the original payment method. Nothing was changed."
+                ) in said
         order = await backend.call("get_order_details", {"order_id": "#W4821001"})
         assert order["status"] == "return requested" and order["return_payment_method_id"] == "gift_card_4821001"
     finally:

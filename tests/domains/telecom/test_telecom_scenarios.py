@@ -143,3 +143,29 @@ def agent_said(folder: Path) -> str:
     """Everything the agent said to the customer, from the trace."""
     events = [json.loads(line) for line in (folder / "trace.jsonl").read_text().splitlines()]
     return "\n".join(e["text"] for e in events if e["type"] == "assistant_turn" and e["text"])
+
+
+async def test_the_overdue_resume_revise_names_the_bill_of_the_story(tmp_path: Path) -> None:
+    """After the payment every bill is stale; the REVISE asks to read again the one the resume waits on (B2003,
+    the overdue bill just paid), not the first bill of the account."""
+    session, backend = await run("overdue-bill-resume", tmp_path)
+    await backend.close()
+    revise = next(e for e in session.bus.history if isinstance(e, GateDecided) and e.verdict == "REVISE")
+    (reason,) = [r.reason for r in revise.results if r.status != "pass"]
+    assert reason.startswith("bills.B2003 may have changed since "), reason
+    assert "B2001" not in reason
+
+
+async def test_roaming_is_enabled_only_after_the_customer_agreed(tmp_path: Path) -> None:
+    """Consent first: the agent asks before it proposes enable_roaming at all, the REVISE for the unread line
+    comes after the customer's yes."""
+    session, backend = await run("roaming-abroad", tmp_path)
+    await backend.close()
+    history = list(session.bus.history)
+    first = next(i for i, e in enumerate(history) if e.type == "assistant_turn"
+                 and any(c.name == "enable_roaming" for c in e.tool_calls))
+    asked = [i for i, e in enumerate(history[:first]) if e.type == "assistant_turn" and e.text
+             and "Shall I turn it on?" in e.text]
+    assert asked, "enable_roaming proposed before the customer was asked"
+    said = [e.text for e in history[asked[-1]:first] if e.type == "message" and e.role == "user"]
+    assert said and said[-1].lower().startswith("yes")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.llm.offline_agent import Observation, Proposal
+from core.llm.offline_agent import Observation, Proposal, Question
 from domains.telehealth.offline import READER
 
 
@@ -20,3 +20,13 @@ def test_cancel_needs_an_observed_appointment() -> None:
                         {"appointment_id": "APPT003", "status": "completed"})]
     assert READER.request("cancel it please", seen) == Proposal("cancel_appointment", {"appointment_id": "APPT003"})
     assert READER.request("cancel it please", []) is None
+
+
+def test_cancel_takes_the_appointment_named_not_the_one_read_last() -> None:
+    seen = [Observation("get_appointment_details", {"appointment_id": a}, {"appointment_id": a, "status": "scheduled"})
+            for a in ("APPT001", "APPT003")]
+    assert READER.request("cancel appt001 please", seen) == Proposal("cancel_appointment",
+                                                                     {"appointment_id": "APPT001"})
+    assert READER.request("cancel it please", seen) == Proposal("cancel_appointment", {"appointment_id": "APPT003"})
+    asked = READER.request("cancel APPT001 and APPT003", seen)
+    assert isinstance(asked, Question) and "APPT001" in asked.text

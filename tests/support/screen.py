@@ -1,0 +1,28 @@
+"""The text a Textual app shows, as the terminal would: the whole screen, or the part one widget covers.
+
+For tests that must say "this is on screen, whole": a value cut by a pane's edge or an ellipsis is visible here,
+where a widget's own data would still hold it in full."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+
+
+def screen_lines(app: Any) -> list[str]:
+    """Every line of the screen in front, as plain text (the compositor's full frame)."""
+    width, height = app.size
+    console = Console(file=io.StringIO(), width=width, height=height, record=True, color_system=None,
+                      legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text().splitlines()[:height]
+
+
+def region_lines(app: Any, widget: Any) -> list[str]:
+    """The lines of the screen that `widget` covers, cropped to its columns."""
+    region = widget.region
+    lines = screen_lines(app)
+    return [line[region.x:region.x + region.width].ljust(region.width)
+            for line in lines[region.y:region.y + region.height]]
