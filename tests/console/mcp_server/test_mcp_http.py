@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from pathlib import Path
 
 import httpx2
@@ -76,6 +77,20 @@ def test_a_client_over_its_rate_is_told_to_slow_down(tmp_path: Path) -> None:
         statuses = [post(server, token).status_code for _ in range(6)]
         assert statuses[0] == 200 and 429 in statuses
         assert any("429 too many requests" in line for line in server.lines)
+
+
+def test_made_up_session_ids_share_the_rate_of_opening_requests(tmp_path: Path) -> None:
+    """An id the server never minted is no session of its own: a fresh id per request does not get a fresh
+    allowance (nor a row in the limiter's tables), while a session the server opened keeps its own."""
+    with HttpServer("retail", tmp_path, "--rate", "0.1") as server:
+        token = {"Authorization": f"Bearer {server.token}"}
+        opened = post(server, token)  # the one request the shared allowance has (a burst of 1, then 1 per 10 s)
+        session = opened.headers["mcp-session-id"]
+        made_up = [post(server, {**token, "Mcp-Session-Id": secrets.token_hex(16)}).status_code for _ in range(3)]
+        assert made_up == [429, 429, 429]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        mine = post(server, {**token, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}, listing)
+        assert mine.status_code == 200
 
 
 async def test_two_clients_at_once_have_separate_sessions(tmp_path: Path) -> None:
