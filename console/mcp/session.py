@@ -56,7 +56,9 @@ class ExternalAgent:
     """The `ChatModel` of an MCP session: each model call of the agent loop returns the client's next call.
 
     No text is generated and no tokens are spent here (usage 0): the external agent's own model is not ours
-    to see."""
+    to see. It reads no prompt either (`reads_prompt`), so the agent loop builds none for it."""
+
+    reads_prompt = False
 
     def __init__(self, name: str) -> None:
         self.name = name
