@@ -18,6 +18,7 @@ import mcp_types as types
 from console.mcp.session import CallResult
 from core.events import GateDecided, SupervisorDecided, ToolResultEvent
 from core.ledger import Ledger
+from core.timeline import recorded_refusal
 
 LEDGER_HEADING = "Ledger after this call (observed state, by canonical path):"
 
@@ -33,7 +34,6 @@ def facts(result: CallResult) -> dict[str, Any]:
     decided = [e for e in result.events if isinstance(e, SupervisorDecided)]
     ran = [e for e in result.events if isinstance(e, ToolResultEvent)]
     outcome = ran[-1] if ran else None
-    decision = result.outcome.decision
     content: dict[str, Any] = {
         "tool": result.outcome.call.name,
         "kind": "unknown" if outcome is None else outcome.kind,
@@ -46,7 +46,7 @@ def facts(result: CallResult) -> dict[str, Any]:
     }
     if gated:
         content["rules"] = [_rule(r) for r in gated[-1].results if r.status not in ("pass", "disabled")]
-        refusal = decision.refusal if decision is not None and decision.verdict.value == gated[-1].verdict else None
+        refusal = recorded_refusal(gated[-1])
         content["refusal"] = None if refusal is None else refusal.value
     if decided:
         last = decided[-1]

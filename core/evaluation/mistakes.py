@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from core.events import AssistantTurnEvent, GateDecided, ToolResultEvent
-from core.gate import RefusalKind
+from core.timeline import failed_ids, recorded_refusal
 
 Outcome = Literal["reached the database", "tool refused", "gate refused", "operator stopped", "not proposed"]
 
@@ -33,14 +33,6 @@ class Mistake(BaseModel):
     recovery_tokens: int = 0
 
 
-def _refusal(decision: GateDecided) -> str:
-    if decision.verdict != "REVISE":
-        return ""
-    failed = [r for r in decision.results if r.status in ("violation", "missing", "error")]
-    needs_read = bool(failed) and all(r.status == "missing" for r in failed)
-    return (RefusalKind.NEEDS_READ if needs_read else RefusalKind.BREAKS_RULE).label
-
-
 def mistake_outcomes(events: Sequence[Any], proposed: Iterable[tuple[str, str]]) -> list[Mistake]:
     """One `Mistake` per (kind, call id) the agent proposed, read from the trial's typed events."""
     results = {e.call.id: e for e in events if isinstance(e, ToolResultEvent)}
@@ -53,8 +45,9 @@ def mistake_outcomes(events: Sequence[Any], proposed: Iterable[tuple[str, str]])
         mistake = Mistake(kind=kind, call_id=call_id, tool=result.call.name if result is not None else "")
         if decision is not None:
             mistake.verdict = decision.verdict
-            mistake.refusal = _refusal(decision)
-            mistake.rules = [r.predicate_id for r in decision.results if r.status in ("violation", "missing", "error")]
+            refusal = recorded_refusal(decision)
+            mistake.refusal = refusal.label if refusal is not None else ""
+            mistake.rules = list(failed_ids(decision.results))
         if result is None:
             out.append(mistake)
             continue
