@@ -110,7 +110,11 @@ async def test_the_export_aligns_both_transcripts_by_turn(tmp_path: Path) -> Non
     assert markdown.count("### Turn 1") == 1 and "### Turn 2" in markdown
     turn2 = markdown.split("### Turn 2")[1].split("### Turn 3")[0]
     assert "#### Baseline" in turn2 and "#### LedgerAgent" in turn2 and "cancel_reservation" in turn2
-    assert "reservations UX789J status" in markdown and "$312.00 moved" in markdown
+    assert "reservations UX789J status" in markdown
+    # the money in words, never as the payment history's JSON
+    assert "reservations UX789J payment_history: $312.00 refunded to Visa credit_card_4521001" in markdown
+    assert "$312.00 refunded to Visa credit_card_4521001; 1 row(s) differ" in markdown
+    assert '"payment_id"' not in markdown
     page = compare_html(pair)
     assert page.startswith("<!doctype html>") and "<script" not in page and "would have said BLOCK" in page
     assert page.count("<td><pre>") == 2 * (markdown.count("### Turn ") + 1)
