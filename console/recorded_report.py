@@ -25,7 +25,7 @@ from console.storage import claim_session_folder
 from console.textview import VERDICT_STYLE
 from core.domain import Domain
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
-from core.recorded.formats import read_recording
+from core.recorded.formats import read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
 from core.strict_json import printable
 from core.tools import Requestor
@@ -157,12 +157,9 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
         raise CliError(f"no such recording: {path}")
     check_text_file(path)
     try:
-        recording = read_recording(path)
+        recording = read_auditable(path)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
-    if not recording.conversations:
-        raise CliError(f"{path}: no conversation could be read ({len(recording.problems)} problem(s), the first: "
-                       f"{recording.problems[0].at(str(path)) if recording.problems else 'none'})")
     domain = recording_domain(recording, args.domain)
     if args.db is None and recording.results_recorded:
         return (await _report(recording, RecordedAudit(domain), json_lines=args.json, show_all=args.all,

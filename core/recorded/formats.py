@@ -69,6 +69,17 @@ def read_recording(path: Path) -> Recording:
     return parse_recording(text, source)
 
 
+def read_auditable(path: Path) -> Recording:
+    """`read_recording`, refusing a file of which no conversation could be read (an audit of it would judge
+    nothing): RecordingError naming how many problems were found and the first."""
+    recording = read_recording(path)
+    if not recording.conversations:
+        first = recording.problems[0].at(recording.source) if recording.problems else "none"
+        raise RecordingError(f"{recording.source}: no conversation could be read ({len(recording.problems)} "
+                             f"problem(s), the first: {first})")
+    return recording
+
+
 def parse_recording(text: str, source: str) -> Recording:
     if not text.strip():
         raise RecordingError(f"{source} is empty: no conversation to judge")
