@@ -18,7 +18,11 @@ from pydantic import BaseModel
 from core.events import AssistantTurnEvent, GateDecided, ToolResultEvent
 from core.timeline import failed_ids, recorded_refusal
 
-Outcome = Literal["reached the database", "tool refused", "gate refused", "operator stopped", "not proposed"]
+Outcome = Literal["reached the database", "tool refused", "gate refused", "operator stopped", "nobody decided",
+                  "invalid", "not proposed"]
+# A call that did not run, by the outcome its tool_result recorded (each its own reason, never another's).
+NOT_RUN: dict[str, Outcome] = {"rejected": "gate refused", "vetoed": "operator stopped",
+                               "undecided": "nobody decided", "invalid": "invalid"}
 
 
 class Mistake(BaseModel):
@@ -51,10 +55,10 @@ def mistake_outcomes(events: Sequence[Any], proposed: Iterable[tuple[str, str]])
         if result is None:
             out.append(mistake)
             continue
-        if result.executed:
-            mistake.outcome = "reached the database" if result.ok else "tool refused"
+        if result.outcome in NOT_RUN:
+            mistake.outcome = NOT_RUN[result.outcome]
         else:
-            mistake.outcome = "gate refused" if result.outcome == "rejected" else "operator stopped"
+            mistake.outcome = "reached the database" if result.ok else "tool refused"
         if mistake.outcome in ("gate refused", "tool refused"):
             mistake.recovery_calls, mistake.recovery_tokens = _recovery(turns, results, call_id)
         out.append(mistake)
