@@ -160,7 +160,8 @@ class Wire:
 
 @contextlib.contextmanager
 def claimed_pipe() -> Any:
-    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr."""
+    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr and
+    point back at the pipe afterwards (as the SDK's own stdio transport leaves them)."""
     sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -172,9 +173,12 @@ def claimed_pipe() -> Any:
     try:
         yield reader, writer
     finally:
+        sys.stdout.flush()  # what was printed meanwhile goes where stdout pointed meanwhile: stderr
+        with contextlib.suppress(OSError):
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
         with contextlib.suppress(OSError):
             writer.close()
-        os.dup2(2, 1)
 
 
 async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int) -> None:
