@@ -32,8 +32,9 @@ def facts(result: CallResult) -> dict[str, Any]:
     """The structured content: verdict, refusal kind, objecting rules, operator decision, outcome."""
     gated = [e for e in result.events if isinstance(e, GateDecided)]
     decided = [e for e in result.events if isinstance(e, SupervisorDecided)]
-    ran = [e for e in result.events if isinstance(e, ToolResultEvent)]
-    outcome = ran[-1] if ran else None
+    call_id = result.outcome.call.id  # the client's call: never a read made for it on the way
+    outcome = next((e for e in reversed(result.events) if isinstance(e, ToolResultEvent) and e.call.id == call_id),
+                   None)
     content: dict[str, Any] = {
         "tool": result.outcome.call.name,
         "kind": "unknown" if outcome is None else outcome.kind,
