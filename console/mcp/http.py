@@ -114,8 +114,14 @@ class Guard:
         self.last_seen: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)  # the lifespan
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a WebSocket (MCP uses none): refused before anything behind us sees it
+            client = scope.get("client") or ("?", 0)
+            self.policy.log(f"mcp: refused {scope['type']} {str(scope.get('path'))[:80]} from {client[0]}: "
+                            "403 only HTTP requests are served")
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         refusal = self.refusal(scope, headers)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import socket
 from pathlib import Path
 
 import httpx2
@@ -55,6 +56,20 @@ def test_every_request_needs_the_token_a_loopback_host_and_a_known_origin(tmp_pa
         assert answered.status_code == 200 and answered.headers.get("mcp-session-id")
         assert sum("mcp: refused" in line for line in server.lines) == 6  # one line each, on stderr
     assert session_folders(tmp_path) == []  # a handshake alone makes no session
+
+
+def test_a_websocket_is_refused_before_anything_else_sees_it(tmp_path: Path) -> None:
+    """MCP has no WebSocket: an upgrade (here from a foreign page, with no token) is refused by the guard itself,
+    logged like every other refusal, whatever a route behind it would have done."""
+    with HttpServer("retail", tmp_path) as server:
+        host, port = server.url.removeprefix("http://").removesuffix("/mcp").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as raw:
+            raw.sendall((f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nOrigin: http://evil.example\r\n"
+                         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n").encode())
+            status = raw.recv(4096).split(b"\r\n", 1)[0]
+        assert b" 403 " in status + b" "
+        server.wait_for(r"mcp: refused websocket /mcp .*403")
 
 
 def test_the_token_is_printed_once_and_a_public_bind_needs_one(tmp_path: Path) -> None:
