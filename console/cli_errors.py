@@ -77,6 +77,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def tcp_port(text: str) -> int:
+    """argparse type: a TCP port, 0 (any free one) to 65535; anything else is the parser's one-line error."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {value}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

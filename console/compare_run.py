@@ -26,10 +26,11 @@ from console.live import LiveSession, Phase, SessionSpec, SupervisionMode
 from core.db_diff import DbDiff, db_diff
 from core.domain import Domain
 from core.events import GateDecided, SessionEnded, ToolResultEvent
-from core.gate import GateDecision
+from core.gate import GateDecision, RefusalKind
 from core.llm.base import ChatModel
 from core.regate import WriteJudge
 from core.scenario import Scenario
+from core.timeline import failed_ids, recorded_refusal
 from mock_backends.registry import open_backend
 
 SIDES = ("fc", "ledger")
@@ -81,15 +82,9 @@ class Differences:
         return not self.mistakes
 
 
-FAILED = ("violation", "missing", "error")
-
-
-def _refusal_words(verdict: str, statuses: Sequence[str]) -> str:
+def _verdict_words(verdict: str, refusal: RefusalKind | None) -> str:
     """A verdict as the strip says it: a REVISE names its kind (needs a read / breaks a rule)."""
-    if verdict != "REVISE":
-        return verdict
-    failed = [s for s in statuses if s in FAILED]
-    return "REVISE (needs a read)" if failed and set(failed) == {"missing"} else "REVISE (breaks a rule)"
+    return f"{verdict} ({refusal.label})" if refusal is not None else verdict
 
 
 def differences(scenario: Scenario | None, domain: Domain, baseline: Sequence[Any],
@@ -139,17 +134,17 @@ def strip_lines(diff: Differences) -> list[tuple[str, str]]:
             else:
                 what = "it did not run"
             rules = ", ".join(r.predicate_id for r in view.judged.failed) if view.judged is not None else ""
-            verdict = _refusal_words(view.judged.verdict.value, [r.status.value for r in view.judged.results]) \
+            verdict = _verdict_words(view.judged.verdict.value, view.judged.refusal) \
                 if view.judged is not None else "ALLOW"
             lines.append(("baseline", f"Baseline {view.says}: {what}. Re-judged with the same rules, the gate "
                                       f"would have said {verdict}" + (f": {rules}" if rules else "")))
         else:
             lines.append(("baseline", f"Baseline has not made the mistake yet ({view.says})"))
         if view.ledger is not None:
-            rules = ", ".join(r.predicate_id for r in view.ledger.results if r.status in FAILED)
+            rules = ", ".join(failed_ids(view.ledger.results))
             result = view.ledger_result
             outcome = "pending" if result is None else "it ran" if result.executed else "not run"
-            words = _refusal_words(view.ledger.verdict, [r.status for r in view.ledger.results])
+            words = _verdict_words(view.ledger.verdict, recorded_refusal(view.ledger))
             lines.append(("ledger", f"LedgerAgent proposed the same {view.tool}: the gate said {words}, {outcome}"
                                     + (f" — {rules}" if rules else "")))
         else:
@@ -238,8 +233,9 @@ class ComparePair:
         if self.met_expectations():
             expected = after["ledger"]
             vs = db_diff(expected, after["fc"])
+            rest = vs.record_changes  # (the payments are the summary's first words)
             lines.append(f"End state, baseline against the expected one: {vs.summary()}"
-                         + (": " + "; ".join(c.describe() for c in vs.changes[:4]) if not vs.empty else ""))
+                         + (": " + "; ".join(c.describe() for c in rest[:4]) if rest else ""))
             lines.append("End state, LedgerAgent against the expected one: no difference (it met the scenario's "
                          "expected verdicts and ending)")
         else:

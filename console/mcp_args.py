@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from console.cli_common import add_evidence_argument
-from console.cli_errors import positive_float, positive_int
+from console.cli_errors import positive_float, positive_int, tcp_port
 from domains.registry import DOMAINS
 
 HELP = "serve a domain's tools over the Model Context Protocol, every write behind the policy gate"
@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
                         help="the desk's audit log (default with --listen: a new desk folder under the data dir)")
     http = parser.add_argument_group("streamable HTTP (--transport http)")
     http.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    http.add_argument("--port", type=int, default=8765, help="port (default: %(default)s; 0: any free one)")
+    http.add_argument("--port", type=tcp_port, default=8765, help="port (default: %(default)s; 0: any free one)")
     http.add_argument("--token", help="the access token clients send as `Authorization: Bearer` (default: "
                                       "$LEDGERAGENT_TOKEN, else a random one, printed once)")
     http.add_argument("--no-token", action="store_true", help="no access token (loopback only)")

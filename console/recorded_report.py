@@ -26,7 +26,7 @@ from console.textview import VERDICT_STYLE
 from core.domain import Domain
 from core.evidence import EvidenceMode
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
-from core.recorded.formats import read_recording
+from core.recorded.formats import read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
 from core.strict_json import printable
 from core.tools import Requestor
@@ -158,12 +158,9 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
         raise CliError(f"no such recording: {path}")
     check_text_file(path)
     try:
-        recording = read_recording(path)
+        recording = read_auditable(path)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
-    if not recording.conversations:
-        raise CliError(f"{path}: no conversation could be read ({len(recording.problems)} problem(s), the first: "
-                       f"{recording.problems[0].at(str(path)) if recording.problems else 'none'})")
     domain = recording_domain(recording, args.domain)
     evidence = getattr(args, "evidence", None)
     if args.db is None and recording.results_recorded:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
+from console.cli_errors import tcp_port
 from console.serve_policy import LOOPBACK_NAMES as LOOPBACK_NAMES  # re-exported: the policy's names stay here too
 from console.serve_policy import MAX_COLUMNS as MAX_COLUMNS
 from console.serve_policy import MAX_ROWS as MAX_ROWS
@@ -97,7 +98,8 @@ def register(subparsers: Any) -> None:
     web = parser.add_argument_group("web server")
     web.add_argument("--host", default=DEFAULT_HOST,
                      help="address to bind (default: %(default)s; any other address needs --token)")
-    web.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port (default: %(default)s; 0 = any free)")
+    web.add_argument("--port", type=tcp_port, default=DEFAULT_PORT,
+                     help="TCP port (default: %(default)s; 0 = any free)")
     web.add_argument("--token", help=f"access token every request must present (default: ${TOKEN_ENV}, else a "
                      "random one made for this run); prefer the environment variable, a command line is visible "
                      "to other local users")

@@ -183,10 +183,14 @@ class Agent:
     async def step(self, step: int) -> StepResult:
         """One model call, then every proposed call handled in order. Raises ModelError."""
         self._step = step
-        block = self.ledger.render() if self.config.ledger else None  # rendered once per model call
+        # A model that is handed its calls instead of prompted for them (`reads_prompt = False`: an external
+        # agent's, over MCP) is given no prompt, so none is built: no ledger block, no token count of it (which
+        # would record ledger tokens no model read), no copy of the whole history on every call.
+        prompted = getattr(self.model, "reads_prompt", True)
+        block = self.ledger.render() if self.config.ledger and prompted else None  # rendered once per model call
         ledger_tokens = count_tokens(block, cache=True) if block is not None else 0  # often unchanged per call
         try:
-            turn = await self.model.complete(self.messages(block), self._tools)
+            turn = await self.model.complete(self.messages(block) if prompted else [], self._tools)
         except ModelError as error:
             self.usage = self.usage + error.usage  # failed attempts the server still ran (timeouts)
             raise

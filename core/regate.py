@@ -169,18 +169,27 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
 
 class WriteJudge:
     """Judges the writes of a growing trace as its events arrive (`feed`), so a view that follows a live session
-    re-judges only what is new. The gate's memory builds up over the calls as it would live."""
+    re-judges only what is new. The gate's memory builds up over the calls as it would live. The rules are the
+    domain's less the ones the session had disabled (its `session_started` says which): the rules a gated
+    session of the same spec ran with."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
-        self.gate = PolicyGate(list(domain.predicates), path_map=domain.path_map)
+        self.gate = self._gate(())
         self.ledger = Ledger(domain.path_map)
         self.seen = 0
         self.rows: list[tuple[ToolResultEvent, GateDecision]] = []
 
+    def _gate(self, disabled: Iterable[str]) -> PolicyGate:
+        known = {p.id for p in self.domain.predicates}
+        return PolicyGate(list(self.domain.predicates), path_map=self.domain.path_map,
+                          disabled=frozenset(disabled) & known)
+
     def feed(self, events: Sequence[Event]) -> list[tuple[ToolResultEvent, GateDecision]]:
         """Judge the events past the ones already seen; returns every row so far."""
         for event in events[self.seen:]:
+            if isinstance(event, SessionStarted):
+                self.gate = self._gate(event.disabled_predicates)
             if isinstance(event, ToolResultEvent) and event.kind == "write" and event.call.requestor != "user":
                 context = self.domain.context(self.ledger)
                 self.rows.append((event, self.gate.evaluate(event.call.to_call(), self.ledger, context)))

@@ -38,6 +38,7 @@ from core.events import (
     SupervisorDecided,
     ToolResultEvent,
 )
+from core.gate import RefusalKind
 from core.ledger import AbsorbResult, Ledger, LedgerDiff, LedgerSnapshot, PathMap
 from core.trace import TraceProblem
 from core.trace_index import TraceIndex
@@ -77,6 +78,15 @@ def apply_event(ledger: Ledger, event: object) -> bool:
     before = ledger.version
     _apply(ledger, event)
     return ledger.version != before
+
+
+def recorded_refusal(event: GateDecided) -> RefusalKind | None:
+    """The kind of a recorded REVISE (needs a read, breaks a rule; None for ALLOW and BLOCK), read from the
+    statuses its rules recorded: `core.gate.refusal_kind`'s rule, for a decision known only by its event."""
+    if event.verdict != "REVISE":
+        return None
+    failed = [r.status for r in event.results if r.status in FAILED_STATUSES]
+    return RefusalKind.NEEDS_READ if failed and all(s == "missing" for s in failed) else RefusalKind.BREAKS_RULE
 
 
 def failed_ids(results: Iterable[PredicateResultInfo]) -> tuple[str, ...]:

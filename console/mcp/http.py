@@ -11,7 +11,9 @@ SDK:
   more); a browser page of any other origin is refused;
 - the token: `Authorization: Bearer <token>` on every request, compared in constant time (made at start and
   printed once unless given with `--token` / $LEDGERAGENT_TOKEN; `--no-token` only on loopback);
-- a rate limit per client session (token bucket), answered 429 with `Retry-After`;
+- a rate limit per client session (token bucket), answered 429 with `Retry-After`. A session is known by the
+  id the SDK minted for it (read off the response that opened it); a request naming any other id shares one
+  bucket with the requests that open sessions, so made-up ids neither escape the limit nor grow its tables;
 - only `/mcp` is served.
 
 The SDK's own DNS-rebinding settings are switched off: the rules are these, in one place. Every refusal is
@@ -56,7 +58,7 @@ from console.serve_policy import (
 
 PATH = "/mcp"
 SESSION_HEADER = "mcp-session-id"
-NEW = ""  # the rate-limit key of requests that open a session (they have no session id yet)
+NEW = ""  # the rate-limit key of requests that name no session this server minted (an opening one, or a made-up id)
 
 
 def key_of(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -112,8 +114,14 @@ class Guard:
         self.last_seen: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)  # the lifespan
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a WebSocket (MCP uses none): refused before anything behind us sees it
+            client = scope.get("client") or ("?", 0)
+            self.policy.log(f"mcp: refused {scope['type']} {str(scope.get('path'))[:80]} from {client[0]}: "
+                            "403 only HTTP requests are served")
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         refusal = self.refusal(scope, headers)
@@ -124,25 +132,37 @@ class Guard:
                             f"{code} {why}")
             await _refuse(send, code, why)
             return
-        key = headers.get(SESSION_HEADER, NEW)
+        key = self.known(headers)
         if key:
-            self.inflight[key] = self.inflight.get(key, 0) + 1
+            self.inflight[key] += 1
         status: list[int] = []
+        minted: list[str] = []
 
         async def watch(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status.append(int(message["status"]))
+                if not key:  # the response that opens a session names the id the SDK minted for it
+                    minted.extend(v.decode("latin-1") for k, v in message.get("headers", ())
+                                  if k.lower() == SESSION_HEADER.encode())
             await send(message)
 
         try:
             await self.app(scope, receive, watch)
         finally:
-            if key:
+            if key in self.inflight:  # (not forgotten meanwhile)
                 self.inflight[key] -= 1
                 self.last_seen[key] = time.monotonic()
+        if minted and status and status[0] < 400:
+            self.inflight[minted[0]] = 0
+            self.last_seen[minted[0]] = time.monotonic()
         if key and scope.get("method") == "DELETE" and status and status[0] < 300:
             await self.on_deleted(key)
             self.forget(key)
+
+    def known(self, headers: dict[str, str]) -> str:
+        """The request's session id when this server minted it, else NEW (see the module docstring)."""
+        key = headers.get(SESSION_HEADER, NEW)
+        return key if key in self.last_seen else NEW
 
     def refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         """(HTTP status, why) for a request that may not go on, or None."""
@@ -158,7 +178,7 @@ class Guard:
             return 401, "an access token is needed: Authorization: Bearer <token> (printed when the server started)"
         if scope.get("path") != PATH:
             return 404, f"nothing here: the MCP endpoint is {PATH}"
-        key = headers.get(SESSION_HEADER, NEW)
+        key = self.known(headers)
         bucket = self.buckets.get(key)
         if bucket is None:
             bucket = self.buckets[key] = Bucket(policy.rate, max(1.0, 2 * policy.rate))

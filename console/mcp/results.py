@@ -18,6 +18,7 @@ import mcp_types as types
 from console.mcp.session import CallResult
 from core.events import GateDecided, SupervisorDecided, ToolResultEvent
 from core.ledger import Ledger
+from core.timeline import recorded_refusal
 
 LEDGER_HEADING = "Ledger after this call (observed state, by canonical path):"
 
@@ -31,9 +32,9 @@ def facts(result: CallResult) -> dict[str, Any]:
     """The structured content: verdict, refusal kind, objecting rules, operator decision, outcome."""
     gated = [e for e in result.events if isinstance(e, GateDecided)]
     decided = [e for e in result.events if isinstance(e, SupervisorDecided)]
-    ran = [e for e in result.events if isinstance(e, ToolResultEvent)]
-    outcome = ran[-1] if ran else None
-    decision = result.outcome.decision
+    call_id = result.outcome.call.id  # the client's call: never a read made for it on the way
+    outcome = next((e for e in reversed(result.events) if isinstance(e, ToolResultEvent) and e.call.id == call_id),
+                   None)
     content: dict[str, Any] = {
         "tool": result.outcome.call.name,
         "kind": "unknown" if outcome is None else outcome.kind,
@@ -46,7 +47,7 @@ def facts(result: CallResult) -> dict[str, Any]:
     }
     if gated:
         content["rules"] = [_rule(r) for r in gated[-1].results if r.status not in ("pass", "disabled")]
-        refusal = decision.refusal if decision is not None and decision.verdict.value == gated[-1].verdict else None
+        refusal = recorded_refusal(gated[-1])
         content["refusal"] = None if refusal is None else refusal.value
     if decided:
         last = decided[-1]

@@ -56,7 +56,9 @@ class ExternalAgent:
     """The `ChatModel` of an MCP session: each model call of the agent loop returns the client's next call.
 
     No text is generated and no tokens are spent here (usage 0): the external agent's own model is not ours
-    to see."""
+    to see. It reads no prompt either (`reads_prompt`), so the agent loop builds none for it."""
+
+    reads_prompt = False
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -106,7 +108,6 @@ class McpLiveSession(LiveSession):
         self._ended: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         self._turn = asyncio.Lock()  # one call at a time: each is judged on the ones before it
         self._inflight: asyncio.Task[CallResult] | None = None
-        self._calls = 0
 
     def _user(self) -> UserProxy:
         return McpCustomer("mcp client")
@@ -193,9 +194,8 @@ class McpLiveSession(LiveSession):
         session = self.session
         assert session is not None
         await self.pacer("model")
-        session.steps += 1
-        self._calls += 1
-        self.agent_model.propose(ToolCall(id=f"mcp_{self._calls}", name=name, arguments=arguments))
+        session.steps += 1  # one step per client call (the customer has no turns here): it numbers the call too
+        self.agent_model.propose(ToolCall(id=f"mcp_{session.steps}", name=name, arguments=arguments))
         start = len(self.bus.history)
         step = await self.agent.step(session.steps)
         self.state.steps = session.steps

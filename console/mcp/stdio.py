@@ -1,7 +1,8 @@
 """The server over stdio (what a desktop client launches): one client, one session, until its input ends.
 
 The SDK's stdio transport is used with our own ends of the pipe, for three reasons it has no options for:
-- a line is read with a bound (`max_line` bytes): a longer one is skipped to its end, never held in memory;
+- a line is read with a bound (`max_line` bytes, the command's `--max-request-bytes`): a longer one is skipped
+  to its end, never held in memory;
 - a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
   invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
   sent it is not left waiting; the lines that are messages go to the SDK as they came;
@@ -28,9 +29,6 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
-MAX_LINE = 4 * 1024 * 1024  # bytes in one message: the HTTP transport's default body limit
-
-
 OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
 
 
@@ -41,7 +39,7 @@ class Wire:
     costs no thread hop; on anything else (a regular file as input, say) they fall back to blocking reads and
     writes in a worker thread."""
 
-    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int = MAX_LINE,
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int,
                  on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
         self.reader = reader
         self.writer = writer
@@ -162,7 +160,8 @@ class Wire:
 
 @contextlib.contextmanager
 def claimed_pipe() -> Any:
-    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr."""
+    """(reader, writer) on the process's stdin/stdout, which meanwhile point at the null device / stderr and
+    point back at the pipe afterwards (as the SDK's own stdio transport leaves them)."""
     sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -174,13 +173,15 @@ def claimed_pipe() -> Any:
     try:
         yield reader, writer
     finally:
+        sys.stdout.flush()  # what was printed meanwhile goes where stdout pointed meanwhile: stderr
+        with contextlib.suppress(OSError):
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
         with contextlib.suppress(OSError):
             writer.close()
-        os.dup2(2, 1)
 
 
-async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]],
-                      max_line: int = MAX_LINE) -> None:
+async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int) -> None:
     """Serve `server` on this process's stdin/stdout until the client closes its end."""
     with claimed_pipe() as (reader, writer):
         wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)

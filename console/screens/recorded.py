@@ -25,7 +25,7 @@ from console.cli_errors import CliError
 from console.recorded_report import recording_domain
 from core.domain import Domain
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, ConversationAudit, RecordedAudit
-from core.recorded.formats import read_recording
+from core.recorded.formats import read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
 
 
@@ -56,14 +56,12 @@ def audit_recording(path: Path) -> RecordingAudited:
     """Read and audit `path` (blocking: the console calls it from a thread worker). Raises ValueError with one
     line for a file that cannot be audited here."""
     try:
-        recording = read_recording(path)
+        recording = read_auditable(path)
     except RecordingError as exc:
         raise ValueError(str(exc)) from None
     if not recording.results_recorded:
         raise ValueError(f"{path} holds check lines, which record no results: audit them with `ledgeragent check "
                          "--as-recorded FILE` (it runs them on a database)")
-    if not recording.conversations:
-        raise ValueError(f"{path}: no conversation could be read")
     domain = _domain_of(recording)
 
     async def run() -> list[ConversationAudit]:

@@ -38,7 +38,7 @@ from core.evaluation.facts import collect
 from core.evaluation.results import EvalResults, ResultsError, RoleUsage, RunHeader, TrialResult, TrialStatus
 from core.evaluation.rewards import CheckResult, DBCheck, RewardInfo
 from core.evaluation.tasks import Task
-from core.evaluation.trajectory import Stamp, events_from_messages, tau2_messages
+from core.evaluation.trajectory import Stamp, events_from_messages, tau2_messages, token_count
 from core.events import EVENT_ADAPTER
 
 TAU2_TERMINATIONS = frozenset({"user_stop", "agent_stop", "max_steps", "timeout", "too_many_errors", "agent_error",
@@ -348,16 +348,12 @@ def _message_usage(messages: Sequence[Mapping[str, Any]], role: str) -> tuple[in
         if message.get("role") != role or not isinstance(usage, Mapping):
             continue
         calls += 1
-        prompt += _count(usage.get("prompt_tokens"))
-        completion += _count(usage.get("completion_tokens"))
+        prompt += token_count(usage.get("prompt_tokens"))
+        completion += token_count(usage.get("completion_tokens"))
         cost = message.get("cost")
         costs.append(float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None)
     total = None if not costs or any(c is None for c in costs) else sum(c for c in costs if c is not None)
     return prompt, completion, calls, total
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _foreign_usage(sim: Tau2Simulation, model: str, user: str) -> dict[str, RoleUsage]:

@@ -13,12 +13,15 @@ the agent proposed is lost. Operator edits: the call as it ran (edited arguments
 
 Messages -> events (`events_from_messages`), for a tau2 results file made by tau2 itself: every assistant
 message becomes a model call, every tool call in the file ran (tau2 has no gate), the kind of each tool comes
-from `kind_of` (the domain's, when the caller knows the domain; "unknown" otherwise).
+from `kind_of` (the domain's, when the caller knows the domain; "unknown" otherwise). Calls and results are read
+as `check --as-recorded` reads them (`core.recorded.messages`): arguments given as JSON text are parsed (strictly;
+arguments that are not a JSON object stay on the call as its parse error), a result is failed by tau2's `error`
+flag or its "Error:" text, and a result that is not strict JSON (a NaN) is kept as the text it was, never as a
+number no comparison can order.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +33,9 @@ from core.events import (
     SessionStarted,
     ToolResultEvent,
 )
+from core.recorded.messages import message_text, parse_call, parse_result
+from core.recorded.model import Where
+from core.tools import Requestor
 
 Tau2Message = dict[str, Any]
 NOT_EXECUTED = "ledgeragent_not_executed"
@@ -112,13 +118,19 @@ def judge_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
 # -- the other way: tau2 messages -> our events -----------------------------------------------------
 
 
-def _parsed(content: str | None) -> Any:
-    if content is None:
-        return None
-    try:
-        return json.loads(content)
-    except (json.JSONDecodeError, ValueError):
-        return content
+def _result_event(step: int, info: CallInfo, kind: str, reply: Mapping[str, Any]) -> ToolResultEvent:
+    result, _problem = parse_result(reply, Where())
+    ok = result.outcome != "error"
+    value = result.value if result.outcome == "ok" else result.content if ok else None
+    return ToolResultEvent(step=step, call=info, kind=kind, executed=True, ok=ok, outcome="ok" if ok else "error",
+                           content=result.content, result=value)
+
+
+def _calls(message: Mapping[str, Any], requestor: Requestor) -> list[CallInfo]:
+    """The message's tool calls that name a tool (`core.recorded.messages.parse_call`), as the trace keeps them."""
+    raw = message.get("tool_calls")
+    parsed = [parse_call(c, requestor) for c in raw] if isinstance(raw, list) else []
+    return [CallInfo.of(call) for call in parsed if not isinstance(call, str)]
 
 
 def _flatten(messages: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -143,35 +155,30 @@ def events_from_messages(messages: Sequence[Mapping[str, Any]], *, domain: str, 
         message = flat[index]
         index += 1
         role = message.get("role")
-        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
-        content = message.get("content")
-        text = content if isinstance(content, str) else None
+        if role not in ("user", "assistant"):
+            continue  # system messages, stray tool messages
+        calls = _calls(message, Requestor.USER if role == "user" else Requestor.ASSISTANT)
+        text = message_text(message.get("content"))
         if role == "assistant":
             step += 1
             raw_usage = message.get("usage")
             usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
-            infos = [CallInfo(id=str(c.get("id", "")), name=str(c.get("name", "")),
-                              arguments=dict(c.get("arguments") or {}), requestor="assistant") for c in calls]
-            events.append(AssistantTurnEvent(step=step, text=text, tool_calls=infos,
-                                             prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                                             completion_tokens=int(usage.get("completion_tokens") or 0)))
-        elif role == "user" and not calls:
+            events.append(AssistantTurnEvent(step=step, text=text, tool_calls=calls,
+                                             prompt_tokens=token_count(usage.get("prompt_tokens")),
+                                             completion_tokens=token_count(usage.get("completion_tokens"))))
+        elif not calls:
             events.append(MessageSent(step=step, role="user", text=text or ""))
             continue
-        elif role != "user":
-            continue  # system messages, stray tool messages
-        requestor = "user" if role == "user" else "assistant"
-        for call in calls:
-            info = CallInfo(id=str(call.get("id", "")), name=str(call.get("name", "")),
-                            arguments=dict(call.get("arguments") or {}), requestor=requestor)
+        for info in calls:
             reply = flat[index] if index < len(flat) and flat[index].get("role") == "tool" else None
             if reply is None:
                 continue
             index += 1
-            error = bool(reply.get("error"))
-            body = reply.get("content")
-            events.append(ToolResultEvent(step=step, call=info, kind=kinds(info.name), executed=True, ok=not error,
-                                          outcome="error" if error else "ok", content=body if isinstance(body, str)
-                                          else "", result=None if error else _parsed(body)))
+            events.append(_result_event(step, info, kinds(info.name), reply))
     events.append(SessionEnded(step=step, reason=termination, steps=step))
     return [event.model_copy(update={"seq": n}) for n, event in enumerate(events, start=1)]
+
+
+def token_count(value: Any) -> int:
+    """A token count as recorded: a non-negative integer, else 0 (a count is never guessed from a bad value)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

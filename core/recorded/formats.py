@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from pydantic import ValidationError
 
@@ -37,6 +37,7 @@ from core.events import (
 )
 from core.recorded.messages import ConversationReader, read_messages
 from core.recorded.model import (
+    NOT_RUN,
     Problem,
     RecordedCall,
     RecordedConversation,
@@ -67,6 +68,17 @@ def read_recording(path: Path) -> Recording:
     except OSError as exc:
         raise RecordingError(f"cannot read {source}: {exc.strerror or exc}") from None
     return parse_recording(text, source)
+
+
+def read_auditable(path: Path) -> Recording:
+    """`read_recording`, refusing a file of which no conversation could be read (an audit of it would judge
+    nothing): RecordingError naming how many problems were found and the first."""
+    recording = read_recording(path)
+    if not recording.conversations:
+        first = recording.problems[0].at(recording.source) if recording.problems else "none"
+        raise RecordingError(f"{recording.source}: no conversation could be read ({len(recording.problems)} "
+                             f"problem(s), the first: {first})")
+    return recording
 
 
 def parse_recording(text: str, source: str) -> Recording:
@@ -260,8 +272,10 @@ def _events(parsed: Iterable[tuple[int, Any]], problems: list[Problem]) -> Itera
 
 
 def _trace_outcome(event: ToolResultEvent) -> ResultOutcome:
-    if not event.executed:
-        return event.outcome if event.outcome in ("rejected", "vetoed", "invalid") else "rejected"
+    """What the trace says became of the call: a call that did not run keeps its own reason (refused by the
+    gate, stopped by the operator, decided by nobody in time, invalid), never another's."""
+    if not event.executed and event.outcome in NOT_RUN:
+        return cast(ResultOutcome, event.outcome)
     return "ok" if event.ok else "error"
 
 

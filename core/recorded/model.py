@@ -29,8 +29,8 @@ FORMAT_WORDS: dict[str, str] = {
 
 # What the recording says became of a call. "unreadable": it ran, but what it returned is no strict JSON (a NaN,
 # a lone surrogate), so nothing may be taken from it.
-ResultOutcome = Literal["ok", "error", "rejected", "vetoed", "invalid", "unreadable"]
-NOT_RUN: frozenset[str] = frozenset({"rejected", "vetoed", "invalid"})
+ResultOutcome = Literal["ok", "error", "rejected", "vetoed", "undecided", "invalid", "unreadable"]
+NOT_RUN: frozenset[str] = frozenset({"rejected", "vetoed", "undecided", "invalid"})
 
 
 class RecordingError(ValueError):

@@ -157,6 +157,19 @@ def test_bad_numbers_are_one_line_and_exit_2_before_anything_opens(
     assert sessions(home) == []
 
 
+@pytest.mark.parametrize("argv", [
+    ["serve", "--port", "70000"], ["serve", "--port", "-1"],
+    ["mcp", "--domain", "retail", "--transport", "http", "--no-token", "--port", "70000"]])
+def test_a_port_out_of_range_is_the_parsers_one_line(home: Path, capsys: pytest.CaptureFixture[str],
+                                                      argv: list[str]) -> None:
+    """Not a bind's OverflowError reported as a crash (exit 70): bad input, exit 2, nothing started."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert "argument --port: " in one_error_line(capsys.readouterr().err)
+    assert sessions(home) == [] and not (home / "crashes").exists()
+
+
 def test_a_model_that_cannot_be_built_leaves_no_session_folder(
         home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(args: object, scenario: object) -> object:

@@ -204,6 +204,9 @@ def test_bad_calls_and_lines_are_one_line_each_with_their_position_and_the_rest_
      "messages, or objects with 'messages')"),
     ('[{"role": "user", "content": "hello"}]', "cannot tell the domain: the file holds no valid tool call; pass "
      "--domain"),
+    ('{"info": {}, "tasks": [], "simulations": [{"task_id": "1", "ticks": []}]}', "{path}: no conversation could "
+     "be read (1 problem(s), the first: {path}: simulations[0]: no 'messages' list (a full-duplex run keeps ticks "
+     "instead; skipped))"),
 ])
 def test_unusable_files_are_one_error_line_and_exit_2(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       content: str, message: str) -> None:

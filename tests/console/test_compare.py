@@ -89,6 +89,16 @@ async def test_both_traces_show_the_baseline_mistake_and_the_refusal(tmp_path: P
     assert any(role == "end" and "expected one" in text for role, text in lines)
 
 
+async def test_the_baseline_is_re_judged_with_the_rules_the_session_had(tmp_path: Path) -> None:
+    """A rule the spec disables is off on both sides: the strip's "same rules" are the LedgerAgent side's."""
+    spec = SessionSpec(domain="airline", scenario="cancel-outside-window",
+                       disabled_predicates=("airline.cancel_basis",))
+    pair = await run_pair(spec, tmp_path)
+    ledger = next(e for e in pair["ledger"].bus.history if isinstance(e, GateDecided))
+    baseline = next(text for role, text in strip_lines(pair.differences()) if role == "baseline")
+    assert f"would have said {ledger.verdict}" in baseline and "airline.cancel_basis" not in baseline
+
+
 async def test_a_scenario_without_a_declared_mistake_still_runs(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     scenarios = tmp_path / "scenarios"
@@ -110,7 +120,11 @@ async def test_the_export_aligns_both_transcripts_by_turn(tmp_path: Path) -> Non
     assert markdown.count("### Turn 1") == 1 and "### Turn 2" in markdown
     turn2 = markdown.split("### Turn 2")[1].split("### Turn 3")[0]
     assert "#### Baseline" in turn2 and "#### LedgerAgent" in turn2 and "cancel_reservation" in turn2
-    assert "reservations UX789J status" in markdown and "$312.00 moved" in markdown
+    assert "reservations UX789J status" in markdown
+    # the money in words, never as the payment history's JSON
+    assert "reservations UX789J payment_history: $312.00 refunded to Visa credit_card_4521001" in markdown
+    assert "$312.00 refunded to Visa credit_card_4521001; 1 row(s) differ" in markdown
+    assert '"payment_id"' not in markdown
     page = compare_html(pair)
     assert page.startswith("<!doctype html>") and "<script" not in page and "would have said BLOCK" in page
     assert page.count("<td><pre>") == 2 * (markdown.count("### Turn ") + 1)

@@ -262,3 +262,26 @@ async def test_any_other_call_is_a_read_of_the_database_or_fails_without_one(bac
 
 
 USER_TEXT = '{"user_id": "mia_garcia_4821"}'
+
+
+async def test_a_write_nobody_decided_in_time_is_replayed_as_undecided_not_as_refused() -> None:
+    """An MCP session's write that waited for an operator until its timeout did not run, and the gate had
+    allowed it: the recording's reason is what the audit's replay shows, never "refused by the gate"."""
+    from core.events import AssistantTurnEvent, CallInfo, SessionEnded, SessionStarted, ToolResultEvent
+
+    call = CallInfo(id="mcp_1", name="cancel_pending_order", arguments={"order_id": "#W4821002",
+                                                                        "reason": "no longer needed"})
+    events = [SessionStarted(domain="retail", agent="ledger", model="mcp:client", user="mcp client"),
+              AssistantTurnEvent(step=1, text=None, tool_calls=[call]),
+              ToolResultEvent(step=1, call=call, kind="write", executed=False, ok=False, outcome="undecided",
+                              content="NOT EXECUTED: no operator decided within 1 s"),
+              SessionEnded(step=1, reason="client_disconnected", steps=1)]
+    text = "\n".join(e.model_copy(update={"seq": n}).model_dump_json() for n, e in enumerate(events, 1))
+    recording = parse_recording(text, "trace.jsonl")
+    (recorded,) = recording.conversations[0].calls()
+    assert recorded.result is not None and recorded.result.outcome == "undecided" and not recorded.result.ran
+    (conversation,) = await audit(recording)
+    (write,) = conversation.writes
+    assert (write.recorded, write.taken) == ("not run", False)
+    (shown,) = [e for e in conversation.events if isinstance(e, ToolResultEvent)]
+    assert (shown.executed, shown.outcome) == (False, "undecided")

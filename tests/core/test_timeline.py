@@ -278,3 +278,18 @@ async def test_every_retail_scenario_rebuilds_without_divergence(name: str, tmp_
     from_disk = LedgerTimeline.build(load_trace(tmp_path / "trace.jsonl"), RETAIL.path_map)
     assert from_disk.divergences == ()
     assert entries(from_disk.final) == entries(LedgerTimeline.build(events, RETAIL.path_map).final)
+
+
+@pytest.mark.parametrize("statuses", [("missing",), ("missing", "missing", "pass"), ("violation",),
+                                      ("missing", "violation"), ("missing", "error"), ("pass", "disabled")])
+@pytest.mark.parametrize("verdict", ["ALLOW", "REVISE", "BLOCK"])
+def test_a_recorded_refusal_is_the_kind_the_live_decision_had(verdict: str, statuses: tuple[str, ...]) -> None:
+    """What a screen or a report reads off a trace's gate_decision is what the gate said when it decided."""
+    from core.gate import PredicateResult, Status, Verdict
+    from core.timeline import recorded_refusal
+
+    results = tuple(PredicateResult(f"p{n}", Status(s), Verdict.ALLOW if s in ("pass", "disabled") else Verdict.REVISE,
+                                    "why", (), "policy") for n, s in enumerate(statuses))
+    decision = GateDecision(ToolCall("c1", "transfer", {"account_id": "A1", "amount": 10}), Verdict(verdict), results,
+                            "feedback", 0)
+    assert recorded_refusal(GateDecided.of(decision, step=1)) == decision.refusal

@@ -127,3 +127,20 @@ async def test_a_console_task_session_makes_the_same_mistakes_as_trial_0(tmp_pat
                                                       error_profile="realistic").problems())
     assert "unknown error profile 'x'" in " ".join(replace(base, domain="retail", task="r01",
                                                            error_profile="x").problems())
+
+
+@pytest.mark.parametrize(("executed", "ok", "outcome", "became"), [
+    (True, True, "ok", "reached the database"), (True, False, "error", "tool refused"),
+    (False, False, "rejected", "gate refused"), (False, False, "vetoed", "operator stopped"),
+    (False, False, "undecided", "nobody decided"), (False, False, "invalid", "invalid")])
+def test_a_mistake_ends_as_its_tool_result_recorded(executed: bool, ok: bool, outcome: str, became: str) -> None:
+    """Each way a call can end is its own, read from the tool_result: an invalid or undecided call is not counted
+    as an operator's stop."""
+    from core.evaluation.mistakes import mistake_outcomes
+    from core.events import CallInfo, ToolResultEvent
+
+    call = CallInfo(id="c1", name="cancel_pending_order", arguments={})
+    result = ToolResultEvent(step=1, call=call, kind="write", executed=executed, ok=ok, outcome=outcome,  # type: ignore[arg-type]
+                             content="")
+    (mistake,) = mistake_outcomes([result], [(FailureKind.OTHER_CUSTOMER_RECORD.value, "c1")])
+    assert mistake.outcome == became

@@ -167,3 +167,41 @@ def test_tau2_telecom_policy_is_its_two_files_wrapped_as_tau2_does(tmp_path: Pat
     assert source.startswith("tau2 ") and "tech_support_manual.md" in source
     ours, label = with_policy(load_domain("telecom"), tmp_path / "tasks_small.json", str(tmp_path), "ours")
     assert ours.policy == load_domain("telecom").policy and label.startswith("ours")
+
+
+def test_a_tau2_file_with_odd_calls_and_results_imports_as_the_recorded_audit_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arguments written as JSON text (OpenAI's way), a count that is no number, a result that is not strict JSON
+    and a failure marked only by its "Error:" text: the import reads them as `check --as-recorded` does, and the
+    CLI opens the file instead of reporting a crash."""
+    from console.cli import main
+    from core.events import EVENT_ADAPTER, AssistantTurnEvent, ToolResultEvent
+    from tests.support.cli import cli_home
+
+    cli_home(tmp_path, monkeypatch)
+
+    document = {
+        "info": {"git_commit": "", "num_trials": 1, "max_steps": 10, "max_errors": 10,
+                 "user_info": {"implementation": "user_simulator"}, "agent_info": {"implementation": "llm_agent"},
+                 "environment_info": {"domain_name": "retail", "policy": ""}},
+        "tasks": [],
+        "simulations": [{"id": "s", "task_id": "1", "start_time": "", "end_time": "", "duration": 1.0,
+                         "termination_reason": "user_stop", "messages": [
+            {"role": "assistant", "content": None, "usage": {"prompt_tokens": "many"}, "tool_calls": [
+                {"id": "c1", "name": "get_order_details", "arguments": '{"order_id": "#W1"}'},
+                {"id": "c2", "name": "cancel_pending_order", "arguments": '{"order_id": '}]},
+            {"role": "tool", "id": "c1", "content": '{"order_id": "#W1", "total": NaN}'},
+            {"role": "tool", "id": "c2", "content": "Error: order not found"}]}]}
+    path = tmp_path / "tau2.json"
+    path.write_text(json.dumps(document))
+    (trial,) = load_results(path).trials
+    events = [EVENT_ADAPTER.validate_python(e) for e in trial.events]
+    turn = next(e for e in events if isinstance(e, AssistantTurnEvent))
+    assert turn.prompt_tokens == 0
+    read, cancel = turn.tool_calls
+    assert read.arguments == {"order_id": "#W1"} and cancel.parse_error and not cancel.arguments
+    first, second = (e for e in events if isinstance(e, ToolResultEvent))
+    assert first.ok and first.result == '{"order_id": "#W1", "total": NaN}'  # kept as text, never a NaN number
+    assert not second.ok and second.outcome == "error" and second.result is None
+    assert main(["eval", "compare", str(path), str(path)]) == 0
+    assert "unexpected" not in capsys.readouterr().err

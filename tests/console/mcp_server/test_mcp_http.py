@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import socket
 from pathlib import Path
 
 import httpx2
@@ -56,6 +58,20 @@ def test_every_request_needs_the_token_a_loopback_host_and_a_known_origin(tmp_pa
     assert session_folders(tmp_path) == []  # a handshake alone makes no session
 
 
+def test_a_websocket_is_refused_before_anything_else_sees_it(tmp_path: Path) -> None:
+    """MCP has no WebSocket: an upgrade (here from a foreign page, with no token) is refused by the guard itself,
+    logged like every other refusal, whatever a route behind it would have done."""
+    with HttpServer("retail", tmp_path) as server:
+        host, port = server.url.removeprefix("http://").removesuffix("/mcp").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as raw:
+            raw.sendall((f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nOrigin: http://evil.example\r\n"
+                         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n").encode())
+            status = raw.recv(4096).split(b"\r\n", 1)[0]
+        assert b" 403 " in status + b" "
+        server.wait_for(r"mcp: refused websocket /mcp .*403")
+
+
 def test_the_token_is_printed_once_and_a_public_bind_needs_one(tmp_path: Path) -> None:
     with HttpServer("retail", tmp_path) as server:
         assert server.token and sum(server.token in line for line in server.lines) == 1
@@ -71,11 +87,26 @@ def test_the_token_is_printed_once_and_a_public_bind_needs_one(tmp_path: Path) -
 
 
 def test_a_client_over_its_rate_is_told_to_slow_down(tmp_path: Path) -> None:
-    with HttpServer("retail", tmp_path, "--rate", "1") as server:
+    # a burst of 1, then one request every 10 s: on a machine however busy, six requests come faster than that
+    with HttpServer("retail", tmp_path, "--rate", "0.1") as server:
         token = {"Authorization": f"Bearer {server.token}"}
         statuses = [post(server, token).status_code for _ in range(6)]
         assert statuses[0] == 200 and 429 in statuses
         assert any("429 too many requests" in line for line in server.lines)
+
+
+def test_made_up_session_ids_share_the_rate_of_opening_requests(tmp_path: Path) -> None:
+    """An id the server never minted is no session of its own: a fresh id per request does not get a fresh
+    allowance (nor a row in the limiter's tables), while a session the server opened keeps its own."""
+    with HttpServer("retail", tmp_path, "--rate", "0.1") as server:
+        token = {"Authorization": f"Bearer {server.token}"}
+        opened = post(server, token)  # the one request the shared allowance has (a burst of 1, then 1 per 10 s)
+        session = opened.headers["mcp-session-id"]
+        made_up = [post(server, {**token, "Mcp-Session-Id": secrets.token_hex(16)}).status_code for _ in range(3)]
+        assert made_up == [429, 429, 429]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        mine = post(server, {**token, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}, listing)
+        assert mine.status_code == 200
 
 
 async def test_two_clients_at_once_have_separate_sessions(tmp_path: Path) -> None:

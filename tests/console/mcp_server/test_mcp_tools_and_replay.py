@@ -73,6 +73,9 @@ async def test_a_scenario_through_the_server_gets_checks_verdicts_and_end_state(
     assert events[-1]["reason"] == "client_disconnected"
     assert [e["verdict"] for e in events if e["type"] == "gate_decision"] == \
         [v for v, row in zip(checked.verdicts, checked.rows, strict=True) if row["kind"] == "write"]
+    # the client's agent was given no prompt of ours, so no turn records ledger tokens some model read
+    turns = [e for e in events if e["type"] == "assistant_turn"]
+    assert len(turns) == len(lines) and all(e.get("ledger_tokens", 0) == 0 for e in turns)
 
 
 async def test_revise_and_block_are_errors_with_the_gates_feedback(tmp_path: Path) -> None:
