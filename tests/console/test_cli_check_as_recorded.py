@@ -126,11 +126,13 @@ def test_check_lines_run_on_the_seed_data_and_a_refused_write_still_takes_effect
         home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(check_lines(SWAP_THEN_ADDRESS))
-    code, out, err = run(capsys, str(path), "--as-recorded", "--json", "--out", str(tmp_path / "as-recorded"))
+    # the paper's gate, which asks for the reads instead of making them, so that the writes are refused
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json", "--evidence", "ask",
+                         "--out", str(tmp_path / "as-recorded"))
     assert (code, err) == (0, "")
     assert [(r["category"], r["recorded"], r["taken"]) for r in rows(out)] == [
         ("needs a read", "database", True), ("needs a read", "database", True)]
-    code, out, _ = run(capsys, str(path), "--json", "--out", str(tmp_path / "plain"))  # plain check: dropped
+    code, out, _ = run(capsys, str(path), "--json", "--evidence", "ask", "--out", str(tmp_path / "plain"))  # dropped
     assert [(r["verdict"], r["executed"]) for r in rows(out) if r["kind"] == "write"] == [("REVISE", False),
                                                                                           ("ALLOW", True)]
 
