@@ -8,7 +8,8 @@ Design choices worth knowing before reading the code:
   it by reading. Absence is not otherwise a violation.
 - The gate is stateful per session in two small ways that stop a model from looping: an identical call
   rejected before, with the ledger unchanged since, is rejected again without re-running the rules; and a
-  rule that REVISEs N times in a row escalates to BLOCK (never a house rule: those never BLOCK).
+  rule that finds a conflict N times in a row escalates to BLOCK (never a house rule: those never BLOCK; never
+  a REVISE for a missing read, which reading fixes).
 - Every predicate declares its source: the policy sentence it encodes, or "house rule" (a rule our policy
   adds and the upstream policy does not state). A house rule's `policy` text starts with "house rule:", so
   the label travels with every verdict, event, feedback line and listing without anyone adding it; its
@@ -612,11 +613,14 @@ class PolicyGate:
         for result in results:
             if result.status is Status.DISABLED:
                 continue
-            failed = result.failed
-            if failed and result.verdict is Verdict.REVISE and result.predicate_id not in self._house_rules:
+            # Only a rule that found a conflict counts towards the streak: a REVISE for missing or stale evidence
+            # is fixed by reading, so refusing the action for good would refuse a possibly legal action for a
+            # read, and a crash is not the model's doing (it fails closed as a REVISE each time).
+            if result.status is Status.VIOLATION and result.verdict is Verdict.REVISE \
+                    and result.predicate_id not in self._house_rules:
                 self._streak[result.predicate_id] = self._streak.get(result.predicate_id, 0) + 1
                 streak_reached |= self._streak[result.predicate_id] >= self.max_revise_streak
-            elif not failed:
+            elif not result.failed:
                 self._streak[result.predicate_id] = 0
         escalated = verdict is Verdict.REVISE and streak_reached
         if escalated:

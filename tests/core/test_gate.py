@@ -156,6 +156,14 @@ def test_revise_streak_escalates_to_block_and_resets_on_pass() -> None:
     assert g.evaluate(transfer(amount=2000), ledger, DOMAIN.context(ledger)).verdict is Verdict.REVISE
 
 
+def test_a_streak_of_revises_that_ask_for_a_read_never_escalates() -> None:
+    g = PolicyGate(PREDICATES, max_revise_streak=3)
+    nothing_read = ledger_with()
+    verdicts = [g.evaluate(transfer(amount=1 + i), nothing_read, DOMAIN.context(nothing_read)) for i in range(5)]
+    assert [d.verdict for d in verdicts] == [Verdict.REVISE] * 5
+    assert all(d.refusal is RefusalKind.NEEDS_READ and not d.escalated for d in verdicts)
+
+
 def test_disabled_predicate_is_reported_not_run() -> None:
     g = PolicyGate(PREDICATES, disabled=["toy.balance"])
     ledger = ledger_with(ANN)
