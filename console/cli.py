@@ -39,6 +39,7 @@ from console.textview import VERDICT_STYLE, TranscriptPrinter
 from core.agent import AgentConfig
 from core.domain import Domain
 from core.events import EventBus, GateDecided
+from core.evidence import EvidenceMode
 from core.llm.base import ChatModel
 from core.llm.settings import ModelSettings
 from core.replay import Checker, TrajectoryProblem, iter_session_calls, iter_trajectory
@@ -146,14 +147,17 @@ async def cmd_check(args: argparse.Namespace) -> int:
             raise CliError(f"{path} is a session trace of the {started.domain} domain, not {args.domain} (leave "
                            "--domain out)")
         domain, calls = _domain(started.domain), iter_session_calls
+        # the gate the session had, unless told otherwise: its calls were made with that gate's answers
+        evidence = EvidenceMode(args.evidence or started.evidence)
     else:
         domain = _domain(args.domain) if args.domain else infer_domain(_tool_names(path))
         calls = iter_trajectory
+        evidence = evidence_mode(args.evidence)
     with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
         backend = await _open_backend(domain, folder.path / "db.sqlite", args.db)
         folder.started()
         try:
-            checker = Checker(domain, backend, evidence=evidence_mode(args.evidence))
+            checker = Checker(domain, backend, evidence=evidence)
             report = await run_check(path, checker, json_lines=args.json, show_all=args.all, calls=calls)
         finally:
             await backend.close()
@@ -294,8 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--as-recorded", action="store_true",
                        help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
                        "check lines): every write judged in its recorded context, then applied as recorded")
-    add_evidence_argument(check, None, "assist; with --as-recorded, assist with --db and ask without (no database to "
-                          "read from)")
+    add_evidence_argument(check, None, "assist; a session trace: the mode its session ran in; with --as-recorded, "
+                          "assist with --db and ask without (no database to read from)")
     check.set_defaults(handler=cmd_check)
 
     preds = sub.add_parser("predicates", help="list a domain's predicates")

@@ -58,7 +58,10 @@ def test_check_replays_the_customers_phone_actions_as_the_users(
     assert [(r["name"], r["requestor"]) for r in rows] == recorded_calls(trace)
     assert ("make_payment", "user") in [(r["name"], r["requestor"]) for r in rows]
     assert [(r["name"], r["verdict"]) for r in rows if r["name"] == "resume_line"] == [
-        ("resume_line", "REVISE"), ("resume_line", "ALLOW")]
+        ("resume_line", "REVISE"), ("resume_line", "ALLOW")]  # the gate the session had: it asked for a read
+    assert main(["check", str(trace), "--json", "--evidence", "assist"]) == 0  # the gate that reads for itself
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["verdict"] for r in rows if r["name"] == "resume_line"][0] == "ALLOW"
 
 
 def test_a_domain_that_contradicts_the_trace_is_refused(

@@ -111,7 +111,7 @@ async def test_a_console_task_session_makes_the_same_mistakes_as_trial_0(tmp_pat
     assert await run_eval(["--domain", domain, "--agent", "ledger", "--trials", "1", "--concurrency", "1",
                            "--error-profile", "realistic", "--out", str(tmp_path / "eval")]) == 0
     trials = {t.task_id: t for t in load_results(tmp_path / "eval").trials}
-    base = SessionSpec(scenario=None, error_profile="realistic")
+    base = SessionSpec(scenario=None, error_profile="realistic", evidence="ask")  # eval's default, the paper's
     mistaken = [spec for spec in task_specs(domain, "all", base) if trials[spec.task or ""].mistakes]
     assert mistaken
     for spec in mistaken:
