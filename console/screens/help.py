@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
+
+
+def does_something(source: Any, binding: Binding) -> bool:
+    """Whether the key does something here now: a binding its screen's `check_action` turns off (a key with
+    another meaning for another verdict, say) is not listed."""
+    namespace, action, parameters = parse(binding.action)
+    return namespace != "" or source.check_action(action, parameters) is not False
 
 
 def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
@@ -21,7 +29,7 @@ def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
     sources.append(screen.app)
     for source in sources:
         for binding in getattr(source, "BINDINGS", []):
-            if isinstance(binding, Binding) and binding.description:
+            if isinstance(binding, Binding) and binding.description and does_something(source, binding):
                 item = (binding.key_display or binding.key, binding.description)
                 if item not in seen:
                     seen.append(item)

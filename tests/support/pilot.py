@@ -45,3 +45,13 @@ async def press_at_once(pilot: Any, *keys: str) -> None:
         event.set_sender(app)
         app._driver.send_message(event)
     await pilot.pause()
+
+
+async def open_review(pilot: Any, app: Any, timeout: float = 10.0) -> Any:
+    """Take the review the console announced, as the operator does: wait for the announcement, press F3, and
+    return the review modal once it is in front and mounted. The modal never opens by itself."""
+    from console.screens.review import ReviewScreen
+
+    await wait_for(pilot, lambda: app.main.review_waiting, timeout)
+    await pilot.press("f3")
+    return await wait_for_screen(pilot, app, ReviewScreen, timeout)
