@@ -187,8 +187,7 @@ class MainScreen(Screen[None]):
             self.ledger_pane.sync(self.live.agent.ledger)
         scenario = self.live.scenario
         hints = ("Press space to start (and to pause / resume), n to step one model call, m to change the "
-                 f"supervision mode, w for the predicate workbench, ? for every key. A write that waits for you is "
-                 f"announced above the panes: {TAKE_KEY.upper()} opens it.")
+                 "supervision mode, w for the predicate workbench, ? for every key.")
         if spec.seat == "customer":
             phone = " Press F2 to act on your phone." if self.live.domain.user_tools() else ""
             hints = ("You are the customer: type below and press Enter; ctrl+e ends the conversation; escape "

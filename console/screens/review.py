@@ -17,6 +17,7 @@ the button that has the focus). Focus moving, and Enter in a text box, never cho
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -51,16 +52,21 @@ class ReasonInput(Input):
     """The reason box: Enter completes the decision the operator started, or goes to the safe button.
 
     A priority binding, so the App runs it while it routes the Enter key itself, before it routes the next
-    key: focus has moved when that key is dispatched, and it goes where the footer says (a button's screen
-    keys). Input's own Enter (a `Submitted` message handled later, hops up the tree) let a key typed right
-    after Enter land in the box."""
+    key. With nothing started the focus moves at once, so a key typed right after Enter goes where the footer
+    then says (the buttons' keys), not into the box. A started decision is completed from this box's own queue
+    instead, behind the keys typed before Enter that the box has not inserted yet: its reason is exactly what
+    was typed, even when the keys came in one burst."""
 
     BINDINGS = [Binding("enter", "entered", "Finish the decision", priority=True, show=False)]
 
     def action_entered(self) -> None:
         screen = self.screen
-        if isinstance(screen, ReviewScreen):
-            screen.reason_entered()
+        if not isinstance(screen, ReviewScreen):
+            return
+        if screen.started is None:
+            screen.to_safe()
+        else:
+            self.call_later(screen.reason_entered)
 
 
 class ReviewScreen(ModalScreen[Resolution | None]):
@@ -88,6 +94,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         self.domain = domain
         self.who = who
         self.started: Decision | None = None  # the act that waits for its reason / valid arguments
+        self.closed = False  # dismissed: keys still queued for it (a burst) decide nothing more
 
     @property
     def verdict(self) -> str | None:
@@ -179,11 +186,11 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         if started is None:
             self.to_safe()
         elif started is Decision.VETO:
-            self.action_veto()
+            self._veto()
         elif started is Decision.FORCE_ALLOW:
-            self.action_force(self.verdict or "")
+            self._force(self.verdict or "")
         elif started is Decision.EDIT:
-            self.action_edit()
+            self._edit()
 
     def begin(self, decision: Decision, note: str, *, into: str = "#review-reason") -> None:
         """Start `decision`: it waits for what `note` asks for, typed into `into` (which gets the cursor)."""
@@ -209,24 +216,55 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         style = palette_of(self).text("error", "bold") if error else palette_of(self).text("warning", "bold")
         self.query_one("#review-error", Static).update(Text(message, style))
 
+    def _close(self, resolution: Resolution | None) -> None:
+        """Dismiss once. Keys sent in the same burst as the deciding one are still routed here until the screen is
+        gone: they must neither decide again nor pop the screen under this one."""
+        if not self.closed:
+            self.closed = True
+            self.dismiss(resolution)
+
+    def _when_typed(self, act: Callable[[], None]) -> None:
+        """Run a decision once both text boxes have taken every key sent to them before its key. A key goes to
+        a box's own queue, and a decision key (routed by the App) can overtake the letters typed just before
+        it, in one burst from a terminal: the reason and arguments decided on are exactly what was typed."""
+        box = self.query_one(ReasonInput)
+        self.query_one("#review-arguments", TextArea).call_later(box.call_later, act)
+
+    # The keys and buttons: each names its decision, run once what was typed has landed.
+
     def action_approve(self) -> None:
-        """An ALLOW runs."""
-        if not self.refused:
-            self.dismiss(Resolution(Decision.APPROVE, who=self.who, reason=self._reason()))
+        self._when_typed(self._approve)
 
     def action_accept(self, verdict: str) -> None:
-        """A REVISE/BLOCK is accepted: it does not run, recorded under its own name (not as an approval)."""
-        if self.refused and verdict == self.verdict:
-            self.dismiss(Resolution(Decision.ACCEPT_VERDICT, who=self.who, reason=self._reason()))
+        self._when_typed(lambda: self._accept(verdict))
 
     def action_veto(self) -> None:
+        self._when_typed(self._veto)
+
+    def action_force(self, verdict: str) -> None:
+        self._when_typed(lambda: self._force(verdict))
+
+    def action_edit(self) -> None:
+        self._when_typed(self._edit)
+
+    def _approve(self) -> None:
+        """An ALLOW runs."""
+        if not self.refused:
+            self._close(Resolution(Decision.APPROVE, who=self.who, reason=self._reason()))
+
+    def _accept(self, verdict: str) -> None:
+        """A REVISE/BLOCK is accepted: it does not run, recorded under its own name (not as an approval)."""
+        if self.refused and verdict == self.verdict:
+            self._close(Resolution(Decision.ACCEPT_VERDICT, who=self.who, reason=self._reason()))
+
+    def _veto(self) -> None:
         reason = self._reason()
         if not reason:
             self.begin(Decision.VETO, "To veto, write the message for the model here, then press Enter.")
             return
-        self.dismiss(Resolution(Decision.VETO, who=self.who, reason=reason))
+        self._close(Resolution(Decision.VETO, who=self.who, reason=reason))
 
-    def action_force(self, verdict: str) -> None:
+    def _force(self, verdict: str) -> None:
         if not self.refused or verdict != self.verdict:
             return
         reason = self._reason()
@@ -234,15 +272,15 @@ class ReviewScreen(ModalScreen[Resolution | None]):
             self.begin(Decision.FORCE_ALLOW, f"A force-allow despite the {verdict} needs a reason (recorded with "
                        "your name and the time): write it here, then press Enter.")
             return
-        self.dismiss(Resolution(Decision.FORCE_ALLOW, who=self.who, reason=reason))
+        self._close(Resolution(Decision.FORCE_ALLOW, who=self.who, reason=reason))
 
-    def action_edit(self) -> None:
+    def _edit(self) -> None:
         problem, arguments = self._edited()
         if problem:
             self.started = Decision.EDIT
             self._note(problem)
             return
-        self.dismiss(Resolution(Decision.EDIT, who=self.who, reason=self._reason(), arguments=arguments))
+        self._close(Resolution(Decision.EDIT, who=self.who, reason=self._reason(), arguments=arguments))
 
     def _edited(self) -> tuple[str, dict[str, Any]]:
         """The edited arguments, or what is wrong with them."""
@@ -261,7 +299,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         self.to_safe()
 
     def action_back(self) -> None:
-        self.dismiss(None)
+        self._close(None)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

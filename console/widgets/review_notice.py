@@ -9,6 +9,8 @@ operator asks for it by a key the footer names (F3, which no text box takes) or 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual import events
 from textual.message import Message
@@ -25,7 +27,23 @@ class ReviewNotice(Static):
     class Taken(Message):
         """The operator clicked the notice: open the review."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple[str, str | None] | None = None
+
+    def on_mount(self) -> None:
+        # The text carries the theme's colours: on a switch it is built again.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
+
     def announce(self, tool: str, verdict: str | None) -> None:
+        self._shown = (tool, verdict)
+        self._draw()
+        self.display = True
+
+    def _draw(self) -> None:
+        if self._shown is None:
+            return
+        tool, verdict = self._shown
         colours = palette_of(self)
         text = Text("⚑ A write waits for your review: ", colours.text("warning", "bold"))
         text.append(tool, "bold")
@@ -35,9 +53,9 @@ class ReviewNotice(Static):
         text.append(f"   Press {TAKE_KEY.upper()} (or click here) to review it; until then your keys stay "
                     "where you type.")
         self.update(text)
-        self.display = True
 
     def clear(self) -> None:
+        self._shown = None
         self.display = False
 
     def on_click(self, event: events.Click) -> None:
