@@ -26,6 +26,7 @@ from console.export import transcript_markdown
 from console.live import LiveSession, PendingReview, Phase, SessionSpec, SupervisionMode
 from console.rules import LiveRules
 from console.screens.review import ReviewScreen
+from console.widgets.customer_input import CustomerInput
 from console.widgets.filter_bar import FilterBar
 from console.widgets.footer import ConsoleFooter
 from console.widgets.gate_log import GatePane
@@ -120,8 +121,8 @@ class MainScreen(Screen[None]):
         yield StatusBar(id="status")
         yield ReviewNotice(id="review-notice")
         yield SessionPanes(id="panes")
-        yield Input(placeholder="Type the customer's message and press Enter (ctrl+e ends the conversation)",
-                    id="customer-input")
+        yield CustomerInput(placeholder="Type the customer's message and press Enter (ctrl+e ends the "
+                            "conversation)", id="customer-input", select_on_focus=False)
         yield FilterBar(id="filter-bar")
         yield ConsoleFooter()
 
@@ -343,8 +344,7 @@ class MainScreen(Screen[None]):
             return
         if not self.started:
             self.action_start_or_pause()
-        self.live.say_as_customer(text)
-        message.input.value = ""
+        self.live.say_as_customer(text)  # the box emptied itself at that Enter (CustomerInput)
         message.input.focus()
 
     async def on_resize(self, event: events.Resize) -> None:

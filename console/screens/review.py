@@ -122,7 +122,9 @@ class ReviewScreen(ModalScreen[Resolution | None]):
             with DialogActions(id="review-actions"):
                 yield Label("Reason / message to the model (needed to veto or to force-allow):",
                             id="review-reason-label")
-                yield ReasonInput(placeholder="why?", id="review-reason")
+                # Coming back to the box continues the reason: with Input's select-on-focus the next letter typed
+                # replaced everything written so far.
+                yield ReasonInput(placeholder="why?", id="review-reason", select_on_focus=False)
                 yield Static("", id="review-error")
                 with Horizontal(id="review-buttons"):
                     yield Button(Text(f"{approve_label(verdict)} [a]"), id="approve",

@@ -317,3 +317,30 @@ async def test_the_dry_run_result_is_on_screen(console_app: Callable[..., Operat
         assert on_screen(verdict, size), verdict.region
         for button in screen.query(Button):
             assert on_screen(button, size), button.id
+
+
+async def test_on_the_desk_v_then_the_message_then_enter_enter_is_a_veto(tmp_path: Path) -> None:
+    """The desk opens the same dialog with `v`: the message and Enter veto; the second Enter decides nothing."""
+    from console.desk.audit import read_audit
+    from console.desk_app import SupervisorApp
+    from console.screens.desk_decide import DeskReviewScreen
+    from tests.support.desk import ManualClock, make_desk, of_type, spec, trace_of, until, until_screen
+
+    desk = make_desk([spec("airline", "cancel-outside-window", N)], tmp_path, ManualClock())
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(120, 35)) as pilot:
+        screen = app.desk_screen
+        await until(pilot, lambda: len(screen.inbox.item_ids) == 1 and screen.claimed is not None)
+        assert desk.snapshot().items[0].verdict == "BLOCK"
+        await pilot.press("v")
+        modal = await until_screen(pilot, app, DeskReviewScreen)
+        await until(pilot, lambda: isinstance(app.focused, Input))
+        await pilot.press(*"No. Tell her about the 24-hour rule", "enter", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, DeskReviewScreen) and bool(
+            read_audit(tmp_path / "desk" / "audit.jsonl").decisions))
+        assert modal.closed
+        await until(pilot, lambda: bool(of_type(trace_of(desk.snapshot(), "s01"), "tool_result")))
+    audit = read_audit(tmp_path / "desk" / "audit.jsonl")
+    assert [(d["decision"], d["reason"]) for d in audit.decisions] == [("veto", "No. Tell her about the 24-hour rule")]
+    results = of_type(trace_of(desk.snapshot(), "s01"), "tool_result")
+    assert [r["executed"] for r in results if r["call"]["name"] == "cancel_reservation"] == [False]
