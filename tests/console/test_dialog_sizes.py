@@ -27,7 +27,7 @@ from console.screens.new_session import NewSessionScreen
 from console.screens.open_trace import OpenTraceScreen
 from tests.console.snapshots import assert_stable_snapshot
 from tests.support.pilot import open_review, wait_for, wait_for_screen
-from tests.support.screen import screen_text
+from tests.support.screen import screen_text, shown
 
 SIZES = [(80, 24), (100, 30), (120, 35), (160, 45), (200, 60)]
 
@@ -37,21 +37,15 @@ def no_flash(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ledger_tree, "FLASH_SECONDS", 0.0)
 
 
-def inside(widget: Widget, size: tuple[int, int]) -> bool:
-    """Drawn whole inside the terminal and above its footer row."""
-    region = widget.region
-    return region.width > 0 and region.height > 0 and region.right <= size[0] and region.bottom <= size[1] - 1
-
-
 async def at_every_size(pilot: Any, app: OperatorConsole, name: str,
-                        shown: Callable[[], Iterable[Widget]]) -> None:
+                        acted_with: Callable[[], Iterable[Widget]]) -> None:
     for size in SIZES:
         await pilot.resize_terminal(*size)
         await assert_stable_snapshot(pilot, app, f"{name}_{size[0]}x{size[1]}")
-        widgets = list(shown())
+        widgets = list(acted_with())
         assert widgets
         for widget in widgets:
-            assert inside(widget, size), (name, size, widget.id, widget.region)
+            assert shown(widget), (name, size, widget.id, widget.region)
 
 
 async def test_review(console_app: Callable[..., OperatorConsole]) -> None:

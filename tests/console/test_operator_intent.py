@@ -22,7 +22,7 @@ from console.screens.compose import ComposeScreen
 from console.screens.help import HelpScreen
 from console.screens.review import ReviewScreen
 from tests.support.pilot import open_review, wait_for, wait_for_screen
-from tests.support.screen import screen_text
+from tests.support.screen import screen_text, shown
 
 N, W = SupervisionMode.APPROVE_NON_ALLOW, SupervisionMode.APPROVE_WRITES
 
@@ -44,8 +44,8 @@ def footer_keys(screen: Any) -> dict[str, str]:
 
 
 def on_screen(widget: Any, size: tuple[int, int]) -> bool:
-    region = widget.region
-    return region.width > 0 and region.height > 0 and region.right <= size[0] and region.bottom <= size[1] - 1
+    assert widget.app.size == size
+    return shown(widget)
 
 
 # ------------------------------------------------------------------------------------- a veto stays a veto
@@ -114,7 +114,7 @@ async def test_an_empty_veto_message_is_refused(console_app: Callable[..., Opera
         await pilot.press("v")
         await pilot.press("space", "space", "enter")  # blanks only: still no message
         assert app.screen is screen and not decisions(app)
-        assert "write the message for the model" in str(screen.query_one("#review-error").render())
+        assert "write the message for the model" in str(screen.query_one("#review-error").render()).lower()
 
 
 # ------------------------------------------------------------------ keys typed elsewhere stay where they were
@@ -262,7 +262,10 @@ async def test_end_in_replay_moves_the_slider_after_the_filter(console_app: Call
         slider = replay.query_one(StepSlider)
         await pilot.press("home")
         assert slider.value == 0
-        await pilot.press("slash", *"gate", "enter")  # filter, and keep it: the box closes
+        await pilot.press("slash", *"gate")  # the box opens, and shows what is typed in it
+        bar = replay.query_one("#filter-bar")
+        assert shown(bar) and "gate" in screen_text(app).splitlines()[bar.region.y]
+        await pilot.press("enter")  # keep the filter: the box closes and gives the keys back to the slider
         await pilot.press("end")
         assert slider.value == len(slider.steps) - 1
 
