@@ -32,8 +32,9 @@ class OperatorConsole(ThemeAndHelpKeys):
     TITLE = "LedgerAgent Console"
     CSS_PATH = "console.tcss"
     BINDINGS = [
-        # Priority: it works from inside a text box and over any screen, and no text box takes F3.
-        Binding(TAKE_KEY, "take_review", "Review the write", priority=True, id="take-review"),
+        # Priority: it works from inside a text box and over any screen, and no text box takes F3. The main
+        # screen shows it first in its footer (its own binding of the key); elsewhere the notification names it.
+        Binding(TAKE_KEY, "take_review", "Review the write", show=False, priority=True, id="take-review"),
         Binding("ctrl+n", "new_session", "New", id="new-session"),
         Binding("t", "toggle_theme", "Theme", show=False, id="theme"),
         Binding("question_mark", "help", "Keys", id="help"),
@@ -133,10 +134,12 @@ class OperatorConsole(ThemeAndHelpKeys):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        seen: set[str] = set()  # a key both here and on the main screen (F3) is one command
         for binding in [*self.BINDINGS, *(MainScreen.BINDINGS if screen is self.main else [])]:
             assert isinstance(binding, Binding)
-            if binding.action in ("request_quit",) or not binding.description:
+            if binding.action in ("request_quit",) or not binding.description or binding.description in seen:
                 continue
+            seen.add(binding.description)
             action = binding.action
             target = self if binding in self.BINDINGS else self.main
             yield SystemCommand(binding.description, f"key: {binding.key}",

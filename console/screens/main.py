@@ -70,6 +70,9 @@ class RetryOffered(Message):
 
 class MainScreen(Screen[None]):
     BINDINGS = [
+        # Shown first while a review waits, so even an 80-column footer names it. The key itself is the App's
+        # (priority: it works from a text box and over any screen), which runs before this one.
+        Binding(TAKE_KEY, "take_review", "Review the write", priority=True, id="take-review-main"),
         Binding("space", "start_or_pause", "Start/Pause", id="start-pause"),
         Binding("n", "step", "Step", id="step"),
         Binding("m", "cycle_mode", "Mode", id="mode"),
@@ -300,6 +303,9 @@ class MainScreen(Screen[None]):
             self.app.notify(f"A write waits for your review ({review.call.name}): press {TAKE_KEY.upper()}.",
                             title="review", timeout=8)
 
+    def action_take_review(self) -> None:
+        self.take_review()
+
     @on(ReviewNotice.Taken)
     def take_review(self) -> None:
         """Open the announced review. Its answer goes to the session; left undecided (escape), it stays
@@ -358,6 +364,8 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         live = self.live
+        if action == "take_review":
+            return self.review_waiting
         if action == "cycle_pane":
             return self._panes.narrow if self._mounted else False
         if live is None:
