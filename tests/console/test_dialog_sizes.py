@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from textual.widget import Widget
-from textual.widgets import Button, Input, Select
+from textual.widgets import Button, Input
 
 import console.widgets.ledger_tree as ledger_tree
 from console.app import OperatorConsole
@@ -26,7 +26,7 @@ from console.screens.help import HelpScreen
 from console.screens.new_session import NewSessionScreen
 from console.screens.open_trace import OpenTraceScreen
 from tests.console.snapshots import assert_stable_snapshot
-from tests.support.pilot import open_review, wait_for, wait_for_screen
+from tests.support.pilot import compose_tool_call, open_review, wait_for, wait_for_screen
 from tests.support.screen import screen_text, shown
 
 SIZES = [(80, 24), (100, 30), (120, 35), (160, 45), (200, 60)]
@@ -60,14 +60,7 @@ async def test_review(console_app: Callable[..., OperatorConsole]) -> None:
 async def test_compose_with_its_dry_run(console_app: Callable[..., OperatorConsole]) -> None:
     app = console_app(model="operator")
     async with app.run_test(size=SIZES[0]) as pilot:
-        await pilot.press("space")
-        await wait_for(pilot, lambda: app.live is not None and app.live.operator_agent is not None
-                       and app.live.operator_agent.waiting)
-        await pilot.press("c")
-        screen: ComposeScreen = await wait_for_screen(pilot, app, ComposeScreen)
-        select = screen.query_one("#compose-tool", Select)
-        select.value = "cancel_pending_order"
-        await wait_for(pilot, lambda: bool(screen.query("#arg-order_id")))
+        screen: ComposeScreen = await compose_tool_call(pilot, app, "cancel_pending_order")
         order = screen.query_one("#arg-order_id", Input)
         order.value = "#W4821002"
         order.focus()

@@ -21,7 +21,7 @@ from console.live import SupervisionMode
 from console.screens.compose import ComposeScreen
 from console.screens.help import HelpScreen
 from console.screens.review import ReviewScreen
-from tests.support.pilot import open_review, wait_for, wait_for_screen
+from tests.support.pilot import compose_tool_call, open_review, wait_for, wait_for_screen
 from tests.support.screen import screen_text, shown
 
 N, W = SupervisionMode.APPROVE_NON_ALLOW, SupervisionMode.APPROVE_WRITES
@@ -275,18 +275,7 @@ async def test_end_in_replay_moves_the_slider_after_the_filter(console_app: Call
 
 async def compose_cancel(app: OperatorConsole, pilot: Any) -> ComposeScreen:
     """The agent seat's compose form with cancel_pending_order chosen, the tool select focused."""
-    from textual.widgets import Select
-
-    await pilot.press("space")
-    await wait_for(pilot, lambda: app.live is not None and app.live.operator_agent is not None
-                   and app.live.operator_agent.waiting)
-    await pilot.press("c")
-    screen: ComposeScreen = await wait_for_screen(pilot, app, ComposeScreen)
-    select = screen.query_one("#compose-tool", Select)
-    select.focus()
-    select.value = "cancel_pending_order"
-    await wait_for(pilot, lambda: bool(screen.query("#arg-order_id")))
-    await pilot.pause()
+    screen: ComposeScreen = await compose_tool_call(pilot, app, "cancel_pending_order")
     return screen
 
 
