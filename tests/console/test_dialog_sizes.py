@@ -27,7 +27,8 @@ from console.screens.new_session import NewSessionScreen
 from console.screens.open_trace import OpenTraceScreen
 from tests.console.snapshots import assert_stable_snapshot
 from tests.support.pilot import compose_tool_call, open_review, wait_for, wait_for_screen
-from tests.support.screen import screen_text, shown
+from tests.support.screen import screen_lines
+from tests.support.shown import shown
 
 SIZES = [(80, 24), (100, 30), (120, 35), (160, 45), (200, 60)]
 
@@ -114,4 +115,4 @@ async def test_filter_bar(console_app: Callable[..., OperatorConsole]) -> None:
         await pilot.press("slash", *"refund")
         bar = app.main.query_one("#filter-bar")
         await at_every_size(pilot, app, "dialog_filter", lambda: [bar])
-        assert "refund" in screen_text(app).splitlines()[bar.region.y]  # the query itself, on its row
+        assert "refund" in screen_lines(app)[bar.region.y]  # the query itself, on its row

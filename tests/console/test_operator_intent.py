@@ -22,7 +22,8 @@ from console.screens.compose import ComposeScreen
 from console.screens.help import HelpScreen
 from console.screens.review import ReviewScreen
 from tests.support.pilot import compose_tool_call, open_review, wait_for, wait_for_screen
-from tests.support.screen import screen_text, shown
+from tests.support.screen import screen_lines
+from tests.support.shown import shown
 
 N, W = SupervisionMode.APPROVE_NON_ALLOW, SupervisionMode.APPROVE_WRITES
 
@@ -139,7 +140,7 @@ async def test_typing_in_the_customer_seat_as_a_review_comes_never_decides(
         await pilot.pause()
         assert box.value == "and also a question about my other order"
         assert not decisions(app) and not isinstance(app.screen, ReviewScreen)
-        assert "Press F3" in screen_text(app)
+        assert "Press F3" in "\n".join(screen_lines(app))
         assert footer_keys(app.main).get("f3") == "Review the write"
         screen = await open_review(pilot, app)  # F3 works from inside the box
         await pilot.press("a")
@@ -244,7 +245,7 @@ async def test_the_filter_box_shows_what_is_typed(console_app: Callable[..., Ope
         await pilot.press("slash")
         await pilot.press(*"zqxw")
         await pilot.pause()
-        assert "zqxw" in screen_text(app)
+        assert "zqxw" in "\n".join(screen_lines(app))
 
 
 async def test_end_in_replay_moves_the_slider_after_the_filter(console_app: Callable[..., OperatorConsole],
@@ -264,7 +265,7 @@ async def test_end_in_replay_moves_the_slider_after_the_filter(console_app: Call
         assert slider.value == 0
         await pilot.press("slash", *"gate")  # the box opens, and shows what is typed in it
         bar = replay.query_one("#filter-bar")
-        assert shown(bar) and "gate" in screen_text(app).splitlines()[bar.region.y]
+        assert shown(bar) and "gate" in screen_lines(app)[bar.region.y]
         await pilot.press("enter")  # keep the filter: the box closes and gives the keys back to the slider
         await pilot.press("end")
         assert slider.value == len(slider.steps) - 1

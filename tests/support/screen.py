@@ -1,26 +1,28 @@
-"""The screen as plain text, one line per terminal row: what a person reads (and what tmux capture-pane gives)."""
+"""The text a Textual app shows, as the terminal would: the whole screen, or the part one widget covers.
+
+For tests that must say "this is on screen, whole": a value cut by a pane's edge or an ellipsis is visible here,
+where a widget's own data would still hold it in full."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
-
-def screen_text(app: Any) -> str:
-    """Every row of the screen in front as drawn now (modals over what is under them), as text."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+from rich.console import Console
 
 
-def shown(widget: Any) -> bool:
-    """Whether a person sees the widget: it lies inside the terminal above the footer row, and at its first and
-    last row it is what is drawn (not cut off by the dialog it is in, nor under something else). A widget's region
-    alone is not enough: a button below a dialog's fold keeps an on-screen region while the dialog clips it."""
+def screen_lines(app: Any) -> list[str]:
+    """Every line of the screen in front, as plain text (the compositor's full frame)."""
+    width, height = app.size
+    console = Console(file=io.StringIO(), width=width, height=height, record=True, color_system=None,
+                      legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text().splitlines()[:height]
+
+
+def region_lines(app: Any, widget: Any) -> list[str]:
+    """The lines of the screen that `widget` covers, cropped to its columns."""
     region = widget.region
-    width, height = widget.app.size
-    if not (region.width > 0 and region.height > 0 and region.right <= width and region.bottom <= height - 1):
-        return False
-    screen = widget.app.screen
-    for y in {region.y, region.bottom - 1}:
-        drawn, _ = screen.get_widget_at(region.x + region.width // 2, y)
-        if drawn is not widget and widget not in drawn.ancestors:
-            return False
-    return True
+    lines = screen_lines(app)
+    return [line[region.x:region.x + region.width].ljust(region.width)
+            for line in lines[region.y:region.y + region.height]]
