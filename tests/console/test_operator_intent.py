@@ -150,6 +150,18 @@ async def test_typing_in_the_customer_seat_as_a_review_comes_never_decides(
         assert box.value == "and also a question about my other order"
 
 
+async def test_a_click_on_the_announcement_opens_the_review(console_app: Callable[..., OperatorConsole]) -> None:
+    app = console_app(scenario="other-customers-order", mode=N)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.main.review_waiting)
+        await pilot.pause()
+        assert not isinstance(app.screen, ReviewScreen)  # announced only
+        await pilot.click("#review-notice")
+        screen = await wait_for_screen(pilot, app, ReviewScreen)
+        assert screen.verdict == "BLOCK" and not decisions(app)
+
+
 async def test_a_review_left_undecided_stays_announced_and_decides_nothing(
         console_app: Callable[..., OperatorConsole]) -> None:
     """Escape leaves the dialog: the call keeps waiting, announced, and nothing is recorded (it used to count as
