@@ -23,6 +23,7 @@ from console.screens.main import MainScreen
 from console.screens.review import ReviewScreen
 from console.widgets.gate_log import GatePane
 from console.widgets.ledger_tree import LedgerPane
+from console.widgets.review_notice import TAKE_KEY
 from console.widgets.transcript import TranscriptPane
 from core.llm.base import ChatModel
 
@@ -31,6 +32,9 @@ class OperatorConsole(ThemeAndHelpKeys):
     TITLE = "LedgerAgent Console"
     CSS_PATH = "console.tcss"
     BINDINGS = [
+        # Priority: it works from inside a text box and over any screen, and no text box takes F3. The main
+        # screen shows it first in its footer (its own binding of the key); elsewhere the notification names it.
+        Binding(TAKE_KEY, "take_review", "Review the write", show=False, priority=True, id="take-review"),
         Binding("ctrl+n", "new_session", "New", id="new-session"),
         Binding("t", "toggle_theme", "Theme", show=False, id="theme"),
         Binding("question_mark", "help", "Keys", id="help"),
@@ -94,6 +98,15 @@ class OperatorConsole(ThemeAndHelpKeys):
 
     # ------------------------------------------------------------------------------------------ actions
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "take_review":
+            return self.main.review_waiting
+        return True
+
+    def action_take_review(self) -> None:
+        """F3: open the review the session waits on (announced on the main screen)."""
+        self.main.take_review()
+
     async def action_request_quit(self) -> None:
         """Quit; a running session asks first, and its trace always gets its `session_ended`."""
         from console.screens.confirm import ConfirmScreen
@@ -123,10 +136,12 @@ class OperatorConsole(ThemeAndHelpKeys):
         from console.screens.help import binding_keys
 
         yield from super().get_system_commands(screen)
+        seen: set[str] = set()  # a key both here and on the main screen (F3) is one command
         for binding in [*self.BINDINGS, *(MainScreen.BINDINGS if screen is self.main else [])]:
             assert isinstance(binding, Binding)
-            if binding.action in ("request_quit",) or not binding.description:
+            if binding.action in ("request_quit",) or not binding.description or binding.description in seen:
                 continue
+            seen.add(binding.description)
             action = binding.action
             target = self if binding in self.BINDINGS else self.main
             yield SystemCommand(binding.description, f"key: {binding_keys(binding)}",

@@ -54,6 +54,8 @@ async def main() -> None:
         app = make_app(root=Path(home), mode=SupervisionMode.APPROVE_NON_ALLOW)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("space")
+            await until(pilot, lambda: app.main.review_waiting)  # announced; F3 opens it
+            await pilot.press("f3")
             await until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
             await pilot.pause(2)
             app.save_screenshot(str(OUT / "console-review.svg"))
@@ -61,10 +63,11 @@ async def main() -> None:
                        operator="dana")
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("space")
+            await until(pilot, lambda: app.main.review_waiting)
+            await pilot.press("f3")
             await until(pilot, lambda: type(app.screen).__name__ == "ReviewScreen")
             await pilot.pause(0.5)
             app.screen.query_one("#review-reason").value = "spouse, verified by phone"  # type: ignore[attr-defined]
-            app.screen.query_one("#approve").focus()
             await pilot.press("f")  # force-allow: the gate pane shows verdict, decision and outcome
             await until(pilot, lambda: any(r.executed for r in app.gate_pane.rows.values()))
             app.gate_pane.table.focus()

@@ -571,7 +571,7 @@ class Desk:
             if problem:
                 raise self._refuse(item, problem)
             assert arguments is not None
-            return Resolution(Decision.EDIT, who=operator, reason=reason or "edited arguments",
+            return Resolution(Decision.EDIT, who=operator, reason=reason,
                               arguments=dict(arguments))
         raise DeskRefused(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
 

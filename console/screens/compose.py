@@ -6,12 +6,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import LiveSession
 from console.theme import palette_of
+from console.widgets.dialog import DialogActions, DialogFrame
 from console.widgets.schema_form import SchemaForm
 
 
@@ -25,20 +26,23 @@ class ComposeScreen(ModalScreen[None]):
         self.tools = {t.name: t for t in live.domain.agent_tools()}
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="compose-dialog"):
-            yield Static("You are the agent", classes="screen-title")
+        # DialogFrame: the title on top, the dry-run result and the buttons at the bottom (always on screen), the
+        # fields in between in the order Tab visits them; the form is a plain column, not a second Tab stop.
+        with DialogFrame(id="compose-dialog"):
+            yield Static("You are the agent", classes="screen-title dialog-top")
             yield Label("Message to the customer:")
             with Horizontal(classes="row"):
                 yield Input(placeholder="Type a message and press Enter", id="compose-message")
             yield Label("…or a tool call:")
             yield Select([(name, name) for name in self.tools], id="compose-tool", prompt="choose a tool")
             yield Static("", id="compose-description")
-            yield VerticalScroll(id="compose-form")
-            yield Static("", id="compose-verdict")
-            with Horizontal(id="compose-buttons"):
-                yield Button(Text("Dry-run [ctrl+d]"), id="dry-run")
-                yield Button(Text("Send call [ctrl+s]"), id="send-call", variant="primary")
-                yield Button(Text("Close [esc]"), id="close")
+            yield Vertical(id="compose-form")
+            with DialogActions(id="compose-actions"):
+                yield Static("", id="compose-verdict")
+                with Horizontal(id="compose-buttons"):
+                    yield Button(Text("Dry-run [ctrl+d]"), id="dry-run")
+                    yield Button(Text("Send call [ctrl+s]"), id="send-call", variant="primary")
+                    yield Button(Text("Close [esc]"), id="close")
         yield Footer()
 
     @property
@@ -48,7 +52,7 @@ class ComposeScreen(ModalScreen[None]):
 
     @on(Select.Changed, "#compose-tool")
     async def _tool(self, event: Select.Changed) -> None:
-        container = self.query_one("#compose-form", VerticalScroll)
+        container = self.query_one("#compose-form", Vertical)
         await container.remove_children()
         self.query_one("#compose-verdict", Static).update("")
         if event.value is Select.BLANK:

@@ -1,12 +1,15 @@
-"""A yes/no question (quit a running session?): y / Enter confirms, n / escape cancels."""
+"""A yes/no question (quit a running session?): y confirms, n / escape cancels; Enter presses the focused button
+(No, at first)."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
+
+from console.widgets.dialog import DialogActions, DialogFrame
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -17,9 +20,9 @@ class ConfirmScreen(ModalScreen[bool]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-dialog"):
+        with DialogFrame(id="confirm-dialog"):  # a long question scrolls; the buttons stay on screen
             yield Static(self.question, id="confirm-question")
-            with Horizontal(id="confirm-buttons"):
+            with DialogActions(id="confirm-actions"), Horizontal(id="confirm-buttons"):
                 yield Button("Yes [y]", id="yes", variant="error")
                 yield Button("No [n]", id="no", variant="primary")
         yield Footer()

@@ -13,7 +13,6 @@ import json
 from functools import cache
 from typing import Any
 
-from textual.binding import Binding
 from textual.screen import Screen
 
 from console.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemKind, ItemView
@@ -48,9 +47,10 @@ def gate_decision_of(item: ItemView) -> GateDecision | None:
 
 
 class DeskReviewScreen(ReviewScreen):
-    """The review modal on an inbox item; escape goes back to the desk undecided (the item stays)."""
-
-    BINDINGS = [Binding("escape", "back", "Back, undecided")]
+    """The review modal on an inbox item, opened by the operator's own key on it (`e`, `v` or `f`): that key is
+    the act that starts its decision. `v` and `f` put the cursor in the reason box (Enter then vetoes or
+    force-allows with the reason as typed), `e` in the arguments. Escape goes back to the desk undecided (the
+    item stays)."""
 
     def __init__(self, item: ItemView, domain: Domain, who: str, start: str = "") -> None:
         super().__init__(call_of(item), gate_decision_of(item), domain, who)
@@ -59,19 +59,18 @@ class DeskReviewScreen(ReviewScreen):
 
     def on_mount(self) -> None:
         # Textual also runs ReviewScreen.on_mount (after this one: handlers run subclass first), which focuses
-        # the first button; what the key asked for comes once that is done.
+        # the safe button; what the key asked for comes once that is done.
         self.call_after_refresh(self._begin)
 
     def _begin(self) -> None:
         if self.start == "veto":
-            self.action_veto()  # no message yet: the modal asks for it and puts the cursor in the reason box
-        elif self.start == "force":
-            self.action_force()
+            self.begin(Decision.VETO, "Write the message for the model, then press Enter to veto.")
+        elif self.start == "force" and self.verdict is not None and self.refused:
+            self.begin(Decision.FORCE_ALLOW, f"Write why you force-allow despite the {self.verdict} (recorded with "
+                       "your name and the time), then press Enter.")
         elif self.start == "edit":
-            self.query_one("#review-arguments").focus()
-
-    def action_back(self) -> None:
-        self.dismiss(None)
+            self.begin(Decision.EDIT, "Edit the arguments; escape leaves the box, then e re-gates.",
+                       into="#review-arguments")
 
 
 class DeskDecisions:

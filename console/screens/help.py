@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -38,6 +39,13 @@ def _where(widget: Widget) -> str:
     return "".join(f" {c.lower()}" if c.isupper() else c for c in name).strip()
 
 
+def does_something(source: Any, binding: Binding) -> bool:
+    """Whether the key does something here now: a binding its screen's `check_action` turns off (a key with
+    another meaning for another verdict, say) is not listed."""
+    namespace, action, parameters = parse(binding.action)
+    return namespace != "" or source.check_action(action, parameters) is not False
+
+
 def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
     """(key, what it does) for the screen's own bindings, then those of the console's widgets on it (a pane's
     keys are listed whether or not it has the focus, with where they work), then the App's."""
@@ -46,7 +54,7 @@ def screen_keys(screen: Screen[Any]) -> list[tuple[str, str]]:
 
     def add(source: Any, where: str = "") -> None:
         for binding in getattr(source, "BINDINGS", []):
-            if isinstance(binding, Binding) and binding.description:
+            if isinstance(binding, Binding) and binding.description and does_something(source, binding):
                 keys = binding_keys(binding)
                 if (keys, binding.description) not in meanings:  # the same key may mean two things in two places
                     meanings.add((keys, binding.description))

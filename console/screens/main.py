@@ -26,17 +26,19 @@ from console.export import transcript_markdown
 from console.live import LiveSession, PendingReview, Phase, SessionSpec, SupervisionMode
 from console.rules import LiveRules
 from console.screens.review import ReviewScreen
+from console.widgets.customer_input import CustomerInput
 from console.widgets.filter_bar import FilterBar
 from console.widgets.footer import ConsoleFooter
 from console.widgets.gate_log import GatePane
 from console.widgets.header import SessionHeader
 from console.widgets.ledger_tree import LedgerPane
+from console.widgets.review_notice import TAKE_KEY, ReviewNotice
 from console.widgets.session_panes import SessionPanes, apply_filter
 from console.widgets.status_bar import StatusBar
 from console.widgets.transcript import TranscriptPane
 from core.events import Event
 from core.llm.base import ChatModel, ModelError
-from core.supervisor import Decision, Resolution
+from core.supervisor import Resolution
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 STOP = "###STOP###"
@@ -68,6 +70,9 @@ class RetryOffered(Message):
 
 class MainScreen(Screen[None]):
     BINDINGS = [
+        # Shown first while a review waits, so even an 80-column footer names it. The key itself is the App's
+        # (priority: it works from a text box and over any screen), which runs before this one.
+        Binding(TAKE_KEY, "take_review", "Review the write", priority=True, id="take-review-main"),
         Binding("space", "start_or_pause", "Start/Pause", id="start-pause"),
         Binding("n", "step", "Step", id="step"),
         Binding("m", "cycle_mode", "Mode", id="mode"),
@@ -101,6 +106,8 @@ class MainScreen(Screen[None]):
         self.live: LiveSession | None = None
         self.started = False
         self.review_screen: ReviewScreen | None = None
+        self.pending: PendingReview | None = None  # the review the session waits on (announced, maybe open)
+        self._asked = 0.0
         self._spinner_frame = 0
         self._mounted = False
 
@@ -115,9 +122,10 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield SessionHeader(show_clock=False)
         yield StatusBar(id="status")
+        yield ReviewNotice(id="review-notice")
         yield SessionPanes(id="panes")
-        yield Input(placeholder="Type the customer's message and press Enter (ctrl+e ends the conversation)",
-                    id="customer-input")
+        yield CustomerInput(placeholder="Type the customer's message and press Enter (ctrl+e ends the "
+                            "conversation)", id="customer-input", select_on_focus=False)
         yield FilterBar(id="filter-bar")
         yield ConsoleFooter()
 
@@ -163,6 +171,8 @@ class MainScreen(Screen[None]):
         await self.close_live()
         self.spec = spec
         self.started = False
+        self.pending = None
+        self.query_one(ReviewNotice).clear()
         self._panes.clear()
         self.live = LiveSession(
             spec, operator=self.operator, root=self.root, model_factory=self.model_factory,
@@ -284,20 +294,54 @@ class MainScreen(Screen[None]):
 
     @on(ReviewRequested)
     def _review(self, message: ReviewRequested) -> None:
+        """Announce the review; it opens when the operator takes it (`take_review`), never by itself."""
         if self._gone():
             return
+        self.pending = message.review
+        self._asked = time.monotonic()
+        self._panes.gate.set_waiting(message.review.call.id)
+        self._announce()
+
+    @property
+    def review_waiting(self) -> bool:
+        """A review is announced and not open: F3 (or a click on the notice) opens it."""
+        pending = self.pending
+        return pending is not None and self.review_screen is None and not pending.future.done()
+
+    def _announce(self) -> None:
+        review = self.pending
+        if review is None:
+            return
+        verdict = None if review.decision is None else review.decision.verdict.value
+        self.query_one(ReviewNotice).announce(review.call.name, verdict)
+        self.refresh_bindings()
+        if self.app.screen is not self:
+            self.app.notify(f"A write waits for your review ({review.call.name}): press {TAKE_KEY.upper()}.",
+                            title="review", timeout=8)
+
+    def action_take_review(self) -> None:
+        self.take_review()
+
+    @on(ReviewNotice.Taken)
+    def take_review(self) -> None:
+        """Open the announced review. Its answer goes to the session; left undecided (escape), it stays
+        announced and the call keeps waiting: nothing is ever decided for the operator."""
+        review = self.pending
         live = self.live
-        assert live is not None
-        review = message.review
+        if review is None or live is None or not self.review_waiting:
+            return
         screen = ReviewScreen(review.call, review.decision, live.domain, self.operator)
         self.review_screen = screen
-        self._panes.gate.set_waiting(review.call.id)
-        asked = time.monotonic()
+        self.query_one(ReviewNotice).clear()
 
         def done(resolution: Resolution | None) -> None:
             self.review_screen = None
-            answer = resolution or Resolution(Decision.APPROVE, who=self.operator)
-            review.resolve(replace(answer, waited_s=round(time.monotonic() - asked, 3)))
+            if resolution is None:
+                self._announce()
+                return
+            self.pending = None
+            review.resolve(replace(resolution, waited_s=round(time.monotonic() - self._asked, 3)))
+            self.refresh_bindings()
 
         self.app.push_screen(screen, done)
 
@@ -322,8 +366,7 @@ class MainScreen(Screen[None]):
             return
         if not self.started:
             self.action_start_or_pause()
-        self.live.say_as_customer(text)
-        message.input.value = ""
+        self.live.say_as_customer(text)  # the box emptied itself at that Enter (CustomerInput)
         message.input.focus()
 
     async def on_resize(self, event: events.Resize) -> None:
@@ -337,6 +380,8 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         live = self.live
+        if action == "take_review":
+            return self.review_waiting
         if action == "cycle_pane":
             return self._panes.narrow if self._mounted else False
         if live is None:

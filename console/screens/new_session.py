@@ -9,12 +9,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from console.live import AGENTS, SessionSpec, SupervisionMode
 from console.theme import palette_of
+from console.widgets.dialog import DialogActions, DialogFrame
 from core.scenario import list_scenarios
 from domains.registry import DOMAINS, load_domain
 
@@ -34,39 +35,40 @@ class NewSessionScreen(ModalScreen[SessionSpec]):
     def compose(self) -> ComposeResult:
         c = self.current
         endpoint = c.model not in ("scripted", "operator")
-        with Vertical(id="new-session-dialog"):
-            yield Static("New session", classes="screen-title")
-            with VerticalScroll():
-                yield Label("Domain")
-                yield Select([(d, d) for d in DOMAINS], value=c.domain, id="ns-domain", allow_blank=False)
-                yield Label("Scenario")
-                yield Select(self._scenarios(c.domain), value=c.scenario or FREE_CHAT, id="ns-scenario",
-                             allow_blank=False)
-                yield Label("Agent")
-                yield Select([("LedgerAgent (ledger + gate)", "ledger"), ("plain function calling", "fc"),
-                              ("ledger without gate", "ledger-no-gate")], value=c.agent, id="ns-agent",
-                             allow_blank=False)
-                yield Label("Model")
-                yield Select(MODELS, value="endpoint" if endpoint else c.model, id="ns-model", allow_blank=False)
-                yield Label("Model name and base URL (OpenAI-compatible: OpenAI, vLLM, Ollama, llama.cpp)")
-                with Horizontal(classes="row"):
-                    yield Input(value=c.model if endpoint else "", placeholder="e.g. gpt-4.1 or qwen3",
-                                id="ns-model-name")
-                    yield Input(value=c.base_url or "", placeholder="e.g. http://127.0.0.1:11434/v1",
-                                id="ns-base-url")
-                key = "OPENAI_API_KEY is set" if os.environ.get("OPENAI_API_KEY") else (
-                    "OPENAI_API_KEY is not set (fine for local servers)")
-                yield Static(Text(f"The API key comes from the environment: {key}.", "dim"))
-                yield Label("Your seat")
-                yield Select([("watch (scripted or LLM customer)", "watch"), ("play the customer", "customer")],
-                             value=c.seat, id="ns-seat", allow_blank=False)
-                yield Label("Supervision")
-                yield Select([(m.value, m.value) for m in SupervisionMode], value=c.mode.value, id="ns-mode",
-                             allow_blank=False)
+        # DialogFrame: the title on top, the error and the buttons at the bottom, the fields scroll in between.
+        with DialogFrame(id="new-session-dialog"):
+            yield Static("New session", classes="screen-title dialog-top")
+            yield Label("Domain")
+            yield Select([(d, d) for d in DOMAINS], value=c.domain, id="ns-domain", allow_blank=False)
+            yield Label("Scenario")
+            yield Select(self._scenarios(c.domain), value=c.scenario or FREE_CHAT, id="ns-scenario",
+                         allow_blank=False)
+            yield Label("Agent")
+            yield Select([("LedgerAgent (ledger + gate)", "ledger"), ("plain function calling", "fc"),
+                          ("ledger without gate", "ledger-no-gate")], value=c.agent, id="ns-agent",
+                         allow_blank=False)
+            yield Label("Model")
+            yield Select(MODELS, value="endpoint" if endpoint else c.model, id="ns-model", allow_blank=False)
+            yield Label("Model name and base URL (OpenAI-compatible: OpenAI, vLLM, Ollama, llama.cpp)")
+            with Horizontal(classes="row"):
+                yield Input(value=c.model if endpoint else "", placeholder="e.g. gpt-4.1 or qwen3",
+                            id="ns-model-name")
+                yield Input(value=c.base_url or "", placeholder="e.g. http://127.0.0.1:11434/v1",
+                            id="ns-base-url")
+            key = "OPENAI_API_KEY is set" if os.environ.get("OPENAI_API_KEY") else (
+                "OPENAI_API_KEY is not set (fine for local servers)")
+            yield Static(Text(f"The API key comes from the environment: {key}.", "dim"))
+            yield Label("Your seat")
+            yield Select([("watch (scripted or LLM customer)", "watch"), ("play the customer", "customer")],
+                         value=c.seat, id="ns-seat", allow_blank=False)
+            yield Label("Supervision")
+            yield Select([(m.value, m.value) for m in SupervisionMode], value=c.mode.value, id="ns-mode",
+                         allow_blank=False)
+            with DialogActions(id="ns-actions"):
                 yield Static("", id="ns-error")
-            with Horizontal(id="ns-buttons"):
-                yield Button(Text("Start [ctrl+s]"), id="ns-start", variant="primary")
-                yield Button(Text("Cancel [esc]"), id="ns-cancel")
+                with Horizontal(id="ns-buttons"):
+                    yield Button(Text("Start [ctrl+s]"), id="ns-start", variant="primary")
+                    yield Button(Text("Cancel [esc]"), id="ns-cancel")
         yield Footer()
 
     @staticmethod

@@ -33,10 +33,12 @@ def normalise(svg: str) -> str:
 
 
 def resized(app: App[Any]) -> bool:
-    """Whether the screen has its terminal's size. A resize reaches the App at once but its screen only when
-    a timer fires (Textual debounces resizes, 1/120 s): on a busy machine two pauses can pass before it does,
-    and two equal screenshots of the old layout at the new size were taken for a settled screen."""
-    return app.screen.size == app.size
+    """Whether the screen has been laid out at its terminal's size. A resize reaches the App at once but its
+    screen only when a timer fires (Textual debounces resizes, 1/120 s): on a busy machine two pauses can pass
+    before it does, and two equal screenshots of the old layout at the new size were taken for a settled screen.
+    `Screen.size` reads the App's size, so it is the screen's compositor (what the screenshot draws, modal and
+    the screens under it) that says whether the new size has been laid out."""
+    return app.screen._compositor.size == app.size
 
 
 async def stable_screenshot(pilot: Any, app: App[Any]) -> str:

@@ -6,23 +6,19 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from textual.widgets import Input
+from textual.widgets import Button, Input
 
 from console.app import OperatorConsole
 from console.live import SupervisionMode
 from console.screens.review import ReviewScreen
 from core.trace import load_trace
-from tests.support.pilot import wait_for
+from tests.support.pilot import open_review, wait_for
 
 SIZE = (160, 45)
 
 
 def ended(app: OperatorConsole) -> Callable[[], bool]:
     return lambda: app.live is not None and app.live.state.phase == "ended"
-
-
-def reviewing(app: OperatorConsole) -> Callable[[], bool]:
-    return lambda: isinstance(app.screen, ReviewScreen) and app.screen.is_mounted
 
 
 async def db_order(app: OperatorConsole, order_id: str) -> dict[str, object]:
@@ -83,12 +79,11 @@ async def test_approve_every_write_asks_and_records(console_app: Callable[..., O
     app = console_app(mode=SupervisionMode.APPROVE_WRITES)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         assert app.live is not None and app.live.state.phase == "waiting for operator"
         assert app.screen.verdict == "REVISE"  # type: ignore[attr-defined]
         await pilot.press("a")  # accept the REVISE: the call is dropped
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.is_mounted
-                       and app.screen.verdict == "ALLOW")
+        assert (await open_review(pilot, app)).verdict == "ALLOW"
         await pilot.press("a")  # approve the corrected call: it runs
         await wait_for(pilot, ended(app))
         decisions = [e for e in app.live.bus.history if e.type == "supervisor_decision"]
@@ -104,7 +99,7 @@ async def test_force_allow_needs_a_reason_and_is_recorded(console_app: Callable[
     app = console_app(scenario="other-customers-order", mode=SupervisionMode.APPROVE_NON_ALLOW, operator="dana")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         screen = app.screen
         assert isinstance(screen, ReviewScreen) and screen.verdict == "BLOCK"
         await pilot.press("f")
@@ -125,7 +120,7 @@ async def test_edit_is_regated_and_the_transcript_shows_what_ran(console_app: Ca
     app = console_app(mode=SupervisionMode.APPROVE_WRITES)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         area = screen.query_one("#review-arguments")
@@ -133,8 +128,7 @@ async def test_edit_is_regated_and_the_transcript_shows_what_ran(console_app: Ca
                                 "payment_method_id": "gift_card_4821001"})
         screen.query_one("#approve").focus()
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen is not screen
-                       and app.screen.is_mounted)
+        assert await open_review(pilot, app) is not screen
         assert app.screen.verdict == "ALLOW"  # type: ignore[attr-defined]
         await pilot.press("a")
         assert app.live is not None
@@ -150,7 +144,7 @@ async def test_edit_with_bad_json_is_refused_inline(console_app: Callable[..., O
     app = console_app(mode=SupervisionMode.APPROVE_WRITES)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         screen = app.screen
         screen.query_one("#review-arguments").text = '{"order_id": '  # type: ignore[attr-defined]
         screen.query_one("#approve").focus()
@@ -165,14 +159,14 @@ async def test_veto_sends_the_message_to_the_model(console_app: Callable[..., Op
     app = console_app(mode=SupervisionMode.APPROVE_WRITES)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         screen = app.screen
         screen.query_one("#review-reason", Input).value = "ask which card first"
         screen.query_one("#approve").focus()
         await pilot.press("v")
         # The offline agent tells the customer and asks how to go on; she accepts the gift card, and the plan's
         # corrected return comes up for review: the session goes on instead of ending in an error.
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.verdict == "ALLOW")
+        assert (await open_review(pilot, app)).verdict == "ALLOW"
         await pilot.press("a")
         await wait_for(pilot, ended(app))
         assert app.live is not None and app.live.state.end_reason == "user_stop"
@@ -273,11 +267,12 @@ async def test_the_review_says_when_the_arguments_box_has_the_keys(
     app = console_app(mode=SupervisionMode.APPROVE_WRITES)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, reviewing(app))
+        await open_review(pilot, app)
         area = app.screen.query_one("#review-arguments")
         assert not area.border_title
-        await pilot.press("shift+tab", "shift+tab")
+        await pilot.press("shift+tab")  # from the safe button back to the reason box, then the arguments
+        await pilot.press("shift+tab")
         await wait_for(pilot, lambda: app.focused is area)
-        await wait_for(pilot, lambda: "Tab leaves, then e re-gates" in str(area.border_title))
-        await pilot.press("tab", "tab")
-        await wait_for(pilot, lambda: not area.border_title)
+        await wait_for(pilot, lambda: "escape leaves the box, then e re-gates" in str(area.border_title))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not area.border_title and isinstance(app.focused, Button))

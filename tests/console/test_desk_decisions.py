@@ -172,9 +172,10 @@ async def test_ten_sessions_every_decision_kind(tmp_path: Path) -> None:
     assert snapshot.stats.decisions == decided and snapshot.stats.worst_s is not None
 
 
-async def test_the_key_right_after_enter_in_the_desk_review_reason_box_decides(tmp_path: Path) -> None:
-    """The desk's review modal is the console's: `v` asks for the message, Enter takes it, and a `v` sent in
-    the same burst as that Enter vetoes with it (the key goes to the buttons, not into the box)."""
+async def test_enter_in_the_desk_review_reason_box_completes_the_veto_started_by_v(tmp_path: Path) -> None:
+    """The desk's review modal is the console's: `v` starts the veto and asks for the message, and Enter in the
+    reason box completes it with the message as typed. A key sent in the same burst after that Enter decides
+    nothing more and is not part of the message."""
     from tests.support.pilot import press_at_once
 
     desk = make_desk([spec("telecom", "roaming-abroad", W)], tmp_path, ManualClock())
@@ -182,14 +183,11 @@ async def test_the_key_right_after_enter_in_the_desk_review_reason_box_decides(t
     async with app.run_test(size=(160, 45)) as pilot:
         screen = app.desk_screen
         await until(pilot, lambda: len(screen.inbox.item_ids) == 1 and screen.claimed is not None)
-        (item_id,) = screen.inbox.item_ids
         await pilot.press("v")
         modal = await until_screen(pilot, app, DeskReviewScreen)
         box = modal.query_one("#review-reason", Input)
         await until(pilot, lambda: box.has_focus)
-        await press_at_once(pilot, *"no", "enter", "v")
-        await until(pilot, lambda: desk.snapshot().item(item_id) is None or box.value not in ("", "n", "no"))
-        assert box.value == "no"
+        await press_at_once(pilot, *"no", "enter", "z")
         await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         await until(pilot, lambda: bool(of_type(trace_of(desk.snapshot(), "s01"), "supervisor_decision")))
     decisions = of_type(trace_of(desk.snapshot(), "s01"), "supervisor_decision")

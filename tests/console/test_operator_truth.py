@@ -26,13 +26,12 @@ from console.screens.new_session import NewSessionScreen
 from console.screens.open_trace import OpenTraceScreen
 from console.screens.replay import ReplayScreen, load_replay, trace_outcome
 from console.screens.results import trial_outcome
-from console.screens.review import ReviewScreen
 from console.widgets.ledger_tree import LEDGER_PLACEHOLDER
 from core.evaluation.results import Failure, TrialResult
 from core.events import SessionEnded, SessionStarted
 from core.trace import load_trace
 from domains.registry import load_domain
-from tests.support.pilot import press_at_once, wait_for, wait_for_screen
+from tests.support.pilot import open_review, press_at_once, wait_for, wait_for_screen
 
 SIZE = (160, 45)
 
@@ -48,7 +47,7 @@ def rendered(widget: Any) -> str:
 async def force_allow_block(app: OperatorConsole, pilot: Any) -> None:
     """other-customers-order in 'approve non-ALLOW': force-allow the BLOCKed cancel, wait for its outcome."""
     await pilot.press("space")
-    screen = await wait_for_screen(pilot, app, ReviewScreen)
+    screen = await open_review(pilot, app)
     assert screen.verdict == "BLOCK"
     screen.query_one("#review-reason", Input).value = "spouse, verified by phone"
     screen.query_one("#approve").focus()
@@ -95,7 +94,7 @@ async def test_accepting_a_revise_has_its_own_name(console_app: Callable[..., Op
     app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for_screen(pilot, app, ReviewScreen)
+        await open_review(pilot, app)
         await pilot.press("a")
         await wait_for(pilot, ended(app))
         assert app.live is not None
@@ -314,7 +313,7 @@ async def test_review_modal_buttons_fit_at_80x24(console_app: Callable[..., Oper
     app = console_app(scenario="other-customers-order", mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("space")
-        screen = await wait_for_screen(pilot, app, ReviewScreen)
+        screen = await open_review(pilot, app)
         await pilot.pause()
         for button in ("#approve", "#veto", "#edit", "#force"):
             region = screen.query_one(button).region
@@ -340,13 +339,13 @@ async def test_modal_footer_shows_the_modal_keys(console_app: Callable[..., Oper
     app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        screen = await wait_for_screen(pilot, app, ReviewScreen)
-        actions = {b.binding.action: b.binding.description for b in screen.active_bindings.values()}
-        assert actions.get("approve") == "Approve" and "audit" not in actions
+        screen = await open_review(pilot, app)
+        actions = {b.binding.action: b.binding.description for b in screen.active_bindings.values() if b.enabled}
+        assert actions.get("accept('REVISE')") == "Accept REVISE (don't run)" and "audit" not in actions
         reason = screen.query_one("#review-reason", Input)
         reason.focus()
-        await pilot.press(*"ok", "enter")  # Enter moves on to the buttons
-        assert reason.value == "ok" and app.focused is screen.query_one("#force")
+        await pilot.press(*"ok", "enter")  # nothing started: Enter goes to the safe button, never Force-allow
+        assert reason.value == "ok" and app.focused is screen.query_one("#approve")
 
 
 async def test_the_key_right_after_enter_in_the_reason_box_goes_to_the_buttons(
@@ -356,7 +355,7 @@ async def test_the_key_right_after_enter_in_the_reason_box_goes_to_the_buttons(
     app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        screen = await wait_for_screen(pilot, app, ReviewScreen)
+        screen = await open_review(pilot, app)
         assert screen.verdict in ("REVISE", "BLOCK")
         reason = screen.query_one("#review-reason", Input)
         reason.focus()
@@ -376,8 +375,8 @@ async def test_quit_mid_session_asks_and_ends_the_trace(console_app: Callable[..
     app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("space")
-        await wait_for_screen(pilot, app, ReviewScreen)
-        app.pop_screen()  # leave the question pending, as an operator walking away would
+        await open_review(pilot, app)
+        await pilot.press("escape")  # leave the question pending, as an operator walking away would
         await pilot.pause()
         await pilot.press("q")
         await wait_for_screen(pilot, app, ConfirmScreen)
@@ -459,10 +458,10 @@ async def test_question_mark_shows_the_keys_of_the_screen_in_front(
         assert ("n", "Step") in help_screen.keys
         await pilot.press("escape")
         await pilot.press("space")
-        await wait_for_screen(pilot, app, ReviewScreen)
+        await open_review(pilot, app)
         await pilot.press("question_mark")
         help_screen = await wait_for_screen(pilot, app, HelpScreen)
-        assert ("f", "Force-allow") in help_screen.keys and ("n", "Step") not in help_screen.keys
+        assert ("f", "Force-allow despite REVISE") in help_screen.keys and ("n", "Step") not in help_screen.keys
 
 
 def test_internal_tokens_are_shown_in_words() -> None:

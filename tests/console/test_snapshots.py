@@ -16,9 +16,8 @@ import pytest
 import console.widgets.ledger_tree as ledger_tree
 from console.app import OperatorConsole
 from console.live import SupervisionMode
-from console.screens.review import ReviewScreen
 from tests.console.snapshots import assert_stable_snapshot
-from tests.support.pilot import wait_for
+from tests.support.pilot import open_review, wait_for
 
 SIZES = [(160, 45), (120, 35), (80, 24)]
 DOMAINS = [("retail", "refund-to-original-payment"), ("airline", "cancel-outside-window"),
@@ -51,5 +50,5 @@ async def test_retail_review_modal(console_app: Callable[..., OperatorConsole], 
     app = console_app(mode=SupervisionMode.APPROVE_NON_ALLOW)
     async with app.run_test(size=size) as pilot:
         await pilot.press("space")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.is_mounted)
+        await open_review(pilot, app)
         await assert_stable_snapshot(pilot, app, f"retail_review_{size[0]}x{size[1]}")

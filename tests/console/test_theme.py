@@ -15,9 +15,8 @@ from textual.widgets import Static
 
 from console.app import OperatorConsole
 from console.live import SupervisionMode
-from console.screens.review import ReviewScreen
 from console.theme import VERDICT_ROLE, palette_of
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_review, wait_for
 
 
 def hex_of(style: str, part: str) -> str:
@@ -92,7 +91,7 @@ async def test_t_recolours_what_the_panes_already_show(console_app: Callable[...
         app.theme = theme  # from the start: the only switch is the `t` below
         async with app.run_test(size=(160, 45)) as pilot:
             await pilot.press("space")
-            await wait_for_screen(pilot, app, ReviewScreen)
+            await open_review(pilot, app)
             await pilot.press("a")  # accept the REVISE: the gate row gets the operator's marker
             await wait_for(pilot, lambda a=app: a.live is not None and a.live.state.phase == "ended")
             await pilot.pause()

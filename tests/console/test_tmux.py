@@ -50,7 +50,9 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
     try:
         term.wait(lambda s: "press space" in s)
         term.keys("space")
-        modal = term.wait(lambda s: "Review write" in s)
+        term.wait(lambda s: "A write waits for your review" in s and "F3" in s)  # announced, not opened
+        term.keys("F3")
+        modal = term.wait(lambda s: "Review write" in s and "Accept BLOCK (don't run)" in s)
         assert "BLOCK" in modal and "retail.order_owned_by_customer" in modal
         term.keys("a")  # accept the BLOCK: nothing runs
         term.wait(lambda s: "session ended: the customer ended the conversation" in s)
@@ -64,24 +66,25 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
 # -- one override of each kind, in each domain, with the real binary -----------------------------------------------
 #
 # Per domain a scenario whose first write the gate REVISEs and whose plan then proposes the corrected call (ALLOW),
-# run in 'approve writes' so every write comes to the operator. Each kind acts on one review and accepts the rest
-# with `a` (an accepted REVISE does not run; an accepted ALLOW runs):
+# run in 'approve writes' so every write comes to the operator. Each review is announced and taken with F3. Each
+# kind acts on one review and accepts the rest with `a` (an accepted REVISE does not run; an accepted ALLOW runs):
 #   accept      `a` on every review (accept_verdict on the REVISE, approve on the ALLOW)
-#   veto        the first ALLOW is vetoed with a message to the model
-#   edit        the first review's arguments are replaced (in the text area) by the plan's corrected call
-#   force_allow the first REVISE is force-allowed with a reason
-# The 16 sessions run side by side in one private tmux server (one window each), half at 80x24 and half at 160x45,
-# rotating so every kind and every domain is driven at both sizes.
+#   veto        the first ALLOW is vetoed with a message to the model: `v`, the message, Enter
+#   edit        the first review's arguments are replaced (in the text area) by the plan's corrected call; escape
+#               leaves the box (as its border says), then `e`
+#   force_allow the first REVISE is force-allowed with a reason: `f`, the reason, Enter
+# The 16 sessions run side by side in one private tmux server (one window each), at 80x24, 120x35 and 160x45,
+# rotating so every kind and every domain is driven at more than one size.
 
 OVERRIDE_SCENARIOS = {"retail": "refund-to-original-payment", "airline": "unobserved-flight",
                       "telecom": "refuel-over-cap", "telehealth": "unobserved-supplier-price"}
 KINDS = ("accept", "veto", "edit", "force_allow")
-SIZES = ((80, 24), (160, 45))
-ENDED = "— session ended: the customer ended the conversation"
+SIZES = ((80, 24), (120, 35), (160, 45))
+ENDED = "— session ended: the customer"  # wraps after this in the 120x35 transcript
 
 
 def override_cases() -> list[tuple[str, str, tuple[int, int]]]:
-    return [(domain, kind, SIZES[(d + k) % 2]) for d, domain in enumerate(OVERRIDE_SCENARIOS)
+    return [(domain, kind, SIZES[(d + k) % len(SIZES)]) for d, domain in enumerate(OVERRIDE_SCENARIOS)
             for k, kind in enumerate(KINDS)]
 
 
@@ -164,8 +167,10 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def buttons(screen: str) -> bool:
-    """The review's keys are in the footer: a button has focus, so a letter is a decision."""
-    return "a Approve" in (screen.rstrip("\n").splitlines() or [""])[-1]
+    """The review's keys are in the footer, saying what `a` does for this verdict: a button has focus, so a
+    letter is a decision."""
+    footer = (screen.rstrip("\n").splitlines() or [""])[-1]
+    return "a Approve (run it)" in footer or "a Accept " in footer
 
 
 def typing(screen: str) -> bool:
@@ -194,37 +199,44 @@ def drive_override(window: Window, kind: str, edited: str) -> None:
         if len(gates) <= answered:
             window.wait(lambda s: ENDED in s, "the end of the session")
             return
-        window.wait(lambda s: "Review write" in s and buttons(s), "the review modal, its first button focused")
+        window.wait(lambda s: "A write waits for your review" in s, "the review announced")
+        window.keys("F3")  # the review opens only when the operator takes it
+        window.wait(lambda s: "Review write" in s and buttons(s), "the review modal, its safe button focused")
         allowed = gates[answered]["verdict"] == "ALLOW"
         if acted or not (kind == "edit" or (kind == "veto" and allowed) or (kind == "force_allow" and not allowed)):
             window.keys("a")
         elif kind == "edit":
             acted = True
-            window.keys("BTab")  # from the focused first button back to the reason box, then the arguments
+            window.keys("BTab")  # from the focused safe button (accept the REVISE) back to the reason box
             window.wait(typing, "the reason box focused", 30)
-            window.keys("BTab")
-            window.wait(lambda s: "editing: letters are text here" in s, "the arguments focused", 30)
-            window.keys("F7")  # select all, then type the corrected call over it
+            window.keys("BTab")  # and on back to the arguments
+            window.wait(lambda s: "editing: keys are text here" in s, "the arguments focused", 30)
+            # Select all and delete, then type the corrected call. Typed at once after F7, the letters reached
+            # the box before its select-all binding ran (Textual runs a widget's binding once the key has come
+            # back up from it): wait until the box is seen empty.
+            window.keys("F7", "Delete")
+            window.wait(lambda s: '▊   "' not in s and "editing: keys are text here" in s, "the arguments cleared", 30)
             window.keys(edited, literal=True)
-            window.keys("Tab", "Tab")  # out of the text area and the reason box, back to the buttons
+            window.keys("Escape")  # as the box's border says: escape leaves it, for the buttons
             window.wait(buttons, "the buttons focused again", 30)
             window.keys("e")
         else:
             acted = True
             key = "v" if kind == "veto" else "f"
-            window.keys(key)  # without a reason the modal refuses, says why and focuses the reason box
-            window.wait(lambda s: ("reason box to veto" in s or "needs a reason" in s) and typing(s),
+            window.keys(key)  # the decision starts: the modal asks for the reason and puts the cursor in its box
+            window.wait(lambda s: ("To veto" in s or "force-allow despite the" in s) and typing(s),
                         "the reason request", 30)
             reason = "no, not this one" if kind == "veto" else "the customer is right"
             window.keys(reason, literal=True)
-            window.keys("Enter", key)  # one write: Enter hands the keys to the buttons before the next is routed
+            window.keys("Enter")  # completes the decision started with the key, with the reason as typed
         answered += 1
         window.wait_events(lambda ev, n=answered: len(of_type(ev, "supervisor_decision")) >= n,
                            f"operator decision {answered}")
 
 
 def test_one_override_of_each_kind_in_each_domain(tmp_path: Path) -> None:
-    """Issue 10's Done-when: each kind of operator decision, in each domain, reaches a clean end in a real terminal."""
+    """Each kind of operator decision, in each domain, at 80x24, 120x35 and 160x45, reaches a clean end in a real
+    terminal, recorded with the reason as typed."""
     from concurrent.futures import ThreadPoolExecutor
 
     server = Server()
@@ -255,6 +267,9 @@ def test_one_override_of_each_kind_in_each_domain(tmp_path: Path) -> None:
         if kind == "edit":
             edited = next(e for e in events if e["type"] == "supervisor_decision" and e["decision"] == "edit")
             assert edited["edited_arguments"] == json.loads(corrected_arguments(domain)), (domain, edited)
+        if kind in ("veto", "force_allow"):
+            chosen = next(e for e in events if e["type"] == "supervisor_decision" and e["decision"] == kind)
+            assert chosen["reason"] == ("no, not this one" if kind == "veto" else "the customer is right"), chosen
 
 
 def test_growing_the_terminal_past_the_breakpoint_shows_the_three_panes(tmp_path: Path) -> None:

@@ -45,3 +45,33 @@ async def press_at_once(pilot: Any, *keys: str) -> None:
         event.set_sender(app)
         app._driver.send_message(event)
     await pilot.pause()
+
+
+async def open_review(pilot: Any, app: Any, timeout: float = 10.0) -> Any:
+    """Take the review the console announced, as the operator does: wait for the announcement, press F3, and
+    return the review modal once it is in front and mounted. The modal never opens by itself."""
+    from console.screens.review import ReviewScreen
+
+    await wait_for(pilot, lambda: app.main.review_waiting, timeout)
+    await pilot.press("f3")
+    return await wait_for_screen(pilot, app, ReviewScreen, timeout)
+
+
+async def compose_tool_call(pilot: Any, app: Any, tool: str, timeout: float = 10.0) -> Any:
+    """In the agent seat (`model="operator"`): start, open the compose form (`c`) and choose `tool` in it; the
+    form once its fields are mounted, the tool select focused."""
+    from textual.widgets import Select
+
+    from console.screens.compose import ComposeScreen
+
+    await pilot.press("space")
+    await wait_for(pilot, lambda: app.live is not None and app.live.operator_agent is not None
+                   and app.live.operator_agent.waiting, timeout)
+    await pilot.press("c")
+    screen = await wait_for_screen(pilot, app, ComposeScreen, timeout)
+    select = screen.query_one("#compose-tool", Select)
+    select.focus()
+    select.value = tool
+    await wait_for(pilot, lambda: screen.form is not None and screen.form.spec.name == tool, timeout)
+    await pilot.pause()
+    return screen
