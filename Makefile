@@ -46,10 +46,10 @@ unit: $(STAMP)
 
 ## The property tests, long: the call path (tests/test_properties.py), thousands of examples per domain instead
 ## of the dozen `make test` runs, and the review dialog's keys in the console and on the desk
-## (tests/console/test_review_properties.py), fifty key sequences per verdict and surface instead of two. Takes tens
+## (tests/console/tui/test_review_properties.py), fifty key sequences per verdict and surface instead of two. Takes tens
 ## of minutes; HYPOTHESIS_PROFILE=fuzz selects the long profile.
 fuzz: $(STAMP)
-	@HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_properties.py tests/console/test_review_properties.py \
+	@HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_properties.py tests/console/tui/test_review_properties.py \
 		-q -p no:cacheprovider
 
 ## The agent against real llama.cpp servers: llama-cpp-python's (compiled once, the wheel cached under

@@ -22,9 +22,9 @@ LEDGER_ENTRIES = 5_000
 
 
 async def first_frame() -> None:
-    """`ledgeragent` starts in console.cli (its module imports included), then makes the app and draws it."""
-    import console.cli  # noqa: F401  - the entry point's imports are part of every cold start
-    from console.app import make_app
+    """`ledgeragent` starts in console.cli.main (its module imports included), then makes the app and draws it."""
+    import console.cli.main  # noqa: F401  - the entry point's imports are part of every cold start
+    from console.tui.app import make_app
 
     with tempfile.TemporaryDirectory() as home:
         app = make_app(root=Path(home))
@@ -96,7 +96,7 @@ def layout_shown(app: Any, width: int) -> bool:
     and the footer offers the "Next pane" key exactly when stacked (it is hidden side by side)."""
     from textual.widgets._footer import FooterKey
 
-    from console.widgets.session_panes import NARROW_WIDTH
+    from console.tui.widgets.session_panes import NARROW_WIDTH
 
     main = app.main
     panes = main.panes
@@ -137,7 +137,7 @@ async def layout_switch(samples_wanted: int) -> None:
     from textual import events
     from textual.geometry import Size
 
-    from console.app import make_app
+    from console.tui.app import make_app
 
     with tempfile.TemporaryDirectory() as tmp:
         app = make_app(root=Path(tmp))
@@ -189,8 +189,8 @@ async def layout_switch(samples_wanted: int) -> None:
 
 
 async def append(samples_wanted: int, width: int = 160, height: int = 45) -> None:
-    from console.app import make_app
-    from console.screens.main import SessionEvent
+    from console.tui.app import make_app
+    from console.tui.screens.main import SessionEvent
     from core.tools import ToolCall
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -248,9 +248,9 @@ async def compare_append(samples_wanted: int, width: int = 160, height: int = 45
     side), then events appended the way stepping both sides together delivers them: one to the baseline, one to
     LedgerAgent, each timed from its handler (panes and difference strip, which re-reads both traces) to the
     frame it causes. The events are also in each side's history, so the strip works on a real-sized trace."""
-    from console.compare_app import CompareConsole
-    from console.live import SessionSpec
-    from console.screens.compare import SideEvent
+    from console.runtime.live import SessionSpec
+    from console.tui.compare_app import CompareConsole
+    from console.tui.screens.compare import SideEvent
     from core.tools import ToolCall
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,7 +33,7 @@ def rss_bytes() -> int:
 
 
 def specs(count: int, mode: str = "approve writes") -> list[Any]:
-    from console.live import SessionSpec, SupervisionMode
+    from console.runtime.live import SessionSpec, SupervisionMode
     from core.scenario import list_scenarios
     from domains.registry import load_domain
 
@@ -53,7 +53,7 @@ async def run_to_end(desk: Any) -> None:
 
 
 async def memory(count: int) -> dict[str, Any]:
-    from console.desk.desk import Desk
+    from console.runtime.desk.desk import Desk
 
     with tempfile.TemporaryDirectory() as home:
         root = Path(home)
@@ -72,8 +72,8 @@ async def memory(count: int) -> dict[str, Any]:
 
 
 async def screen(count: int) -> dict[str, Any]:
-    from console.desk.desk import Desk
-    from console.desk_app import SupervisorApp
+    from console.runtime.desk.desk import Desk
+    from console.tui.desk_app import SupervisorApp
 
     with tempfile.TemporaryDirectory() as home:
         await run_to_end(Desk(specs(12), root=Path(home), concurrency=12))  # warm-up: imports, caches

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 async def _host(socket: Path, sessions: int) -> None:
-    from console.desk.desk import Desk
-    from console.desk.remote import DeskHost
-    from console.live import SessionSpec, SupervisionMode
+    from console.runtime.desk.desk import Desk
+    from console.runtime.desk.remote import DeskHost
+    from console.runtime.live import SessionSpec, SupervisionMode
 
     home = socket.parent.parent / "home"
     specs = [SessionSpec(domain="retail", scenario=SCENARIO, mode=SupervisionMode.APPROVE_WRITES)
@@ -45,7 +45,7 @@ async def _host(socket: Path, sessions: int) -> None:
 
 
 async def _operate(socket: Path) -> tuple[list[int], list[int], int]:
-    from console.desk.remote import RemoteDesk
+    from console.runtime.desk.remote import RemoteDesk
 
     remote = await RemoteDesk.connect(socket, "bench")
     visible: list[int] = []

@@ -8,7 +8,7 @@ visit. Targets: first step < 3 s, peak RSS < 300 MiB. Before the trace was index
 "opening …" for minutes while the process grew past 586 MB.
 
 Second writer: a real second process holds a session folder the way `ledgeragent run --out` does
-(`console.storage.claim_out_dir`); the figure is one more claim of that folder, from the call to the one-line
+(`console.runtime.storage.claim_out_dir`); the figure is one more claim of that folder, from the call to the one-line
 refusal that names the holder's pid (target < 100 ms), and beside it, informative, a whole `ledgeragent run
 --out` refused (interpreter start-up included).
 """
@@ -64,7 +64,7 @@ def bench_replay_open(events: int = EVENTS, repeat: int = 3) -> list[Result]:
 _HOLDER = """
 import sys
 from pathlib import Path
-from console.storage import claim_out_dir
+from console.runtime.storage import claim_out_dir
 claim = claim_out_dir(Path(sys.argv[1]))
 print("held", flush=True)
 sys.stdin.read()
@@ -73,7 +73,7 @@ claim.release()
 
 
 def bench_second_writer(repeat: int = 200, cli_repeat: int = 3) -> list[Result]:
-    from console.storage import FolderInUse, claim_out_dir
+    from console.runtime.storage import FolderInUse, claim_out_dir
 
     samples: list[int] = []
     cli: list[int] = []

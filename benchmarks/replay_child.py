@@ -26,9 +26,9 @@ def _peak_rss() -> int:
 async def visit(trace: Path) -> dict[str, int]:
     from textual.widgets import Input
 
-    from console.app import make_app
-    from console.screens.open_trace import OpenTraceScreen
-    from console.screens.replay import ReplayScreen
+    from console.tui.app import make_app
+    from console.tui.screens.open_trace import OpenTraceScreen
+    from console.tui.screens.replay import ReplayScreen
 
     async def until(pilot: object, condition: object, limit: float = 600.0) -> None:
         deadline = time.monotonic() + limit

@@ -1,6 +1,6 @@
 """Browser figures (issue 7): page load to the first painted console, and a key press to a visible change.
 
-Both run against a real `ledgeragent serve` (`python -m console.serve`, port 0) over loopback, each tab a real
+Both run against a real `ledgeragent serve` (`python -m console.cli.serve`, port 0) over loopback, each tab a real
 console process with the scripted retail demo:
 
 - page load: in headless Chromium when one is installed (`benchmarks.browser`), from navigation start to
@@ -41,7 +41,7 @@ FIRST_PAINT_BYTES = 10  # textual-serve's page shows the terminal once a frame l
 
 
 class ServedConsole:
-    """`python -m console.serve --port 0 …` in a subprocess; `url` once it listens, its log lines as they come."""
+    """`python -m console.cli.serve --port 0 …` in a subprocess; `url` once it listens, its log lines as they come."""
 
     def __init__(self, *args: str, home: Path, env: Mapping[str, str] | None = None, timeout: float = 60.0) -> None:
         self.args = args
@@ -62,7 +62,7 @@ class ServedConsole:
         self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> ServedConsole:
-        self._process = subprocess.Popen([sys.executable, "-m", "console.serve", "--port", "0", *self.args],
+        self._process = subprocess.Popen([sys.executable, "-m", "console.cli.serve", "--port", "0", *self.args],
                                          cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                          errors="replace")

@@ -60,6 +60,16 @@ class AgentConfig:
         return "fc"
 
 
+# The agents a session can run, by the name the command line and session specs use: LedgerAgent, the plain
+# function-calling baseline (the same loop with ledger and gate off, so a comparison isolates the method), and
+# the ledger without the gate.
+AGENTS = {
+    "ledger": AgentConfig(ledger=True, gate=True),
+    "fc": AgentConfig(ledger=False, gate=False),
+    "ledger-no-gate": AgentConfig(ledger=True, gate=False),
+}
+
+
 @dataclass(frozen=True)
 class StepResult:
     turn: AssistantTurn

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from console.app import make_app  # noqa: E402
-from console.live import SupervisionMode  # noqa: E402
+from console.runtime.live import SupervisionMode  # noqa: E402
+from console.tui.app import make_app  # noqa: E402
 
 OUT = Path(__file__).parent / "screenshots"
 SIZE = (160, 45)
@@ -93,9 +93,9 @@ async def main() -> None:
 
 async def desk() -> None:
     """The desk with every scenario in 'approve non-ALLOW': the sessions table, the inbox, one item's evidence."""
-    from console.desk.desk import Desk
-    from console.desk_app import SupervisorApp
-    from console.desk_specs import scenario_specs
+    from console.runtime.desk.desk import Desk
+    from console.runtime.desk_specs import scenario_specs
+    from console.tui.desk_app import SupervisorApp
 
     with tempfile.TemporaryDirectory() as home:
         root = Path(home)
@@ -111,8 +111,8 @@ async def desk() -> None:
 
 async def compare() -> None:
     """The baseline and LedgerAgent on the paper's figure 1, both ended, with the difference strip."""
-    from console.compare_app import CompareConsole
-    from console.live import SessionSpec
+    from console.runtime.live import SessionSpec
+    from console.tui.compare_app import CompareConsole
 
     for size, name in (((160, 45), "compare-160x45.svg"), ((80, 24), "compare-80x24.svg")):
         with tempfile.TemporaryDirectory() as home:

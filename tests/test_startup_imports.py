@@ -2,7 +2,7 @@
 libraries only some commands need are imported where they are used, so opening the console never pays for
 them: the OpenAI SDK (~1 s with aiohttp; only a real model needs it), jsonschema (the first argument
 check) and the evaluation harness (`ledgeragent eval`, and a REVISE's suggested reads in the offline agent).
-`ledgeragent` itself (console.cli) declares `eval`'s options without importing the harness.
+`ledgeragent` itself (console.cli.main) declares `eval`'s options without importing the harness.
 Proven in a clean interpreter, as tests/test_import_hygiene.py does for the layers."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def deferred_in(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if any(m == d or m.startswith(f"{d}.") for d in DEFERRED))
 
 
-@pytest.mark.parametrize("statement", ["import console.app", "import console.cli",
+@pytest.mark.parametrize("statement", ["import console.tui.app", "import console.cli.main",
                                        "import core.scenario, core.session, core.tools"])
 def test_opening_the_console_imports_no_deferred_library(statement: str) -> None:
     leaked = deferred_in(loaded_by(statement))

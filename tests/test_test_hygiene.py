@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 WALL_CLOCK = re.compile(r"\b(perf_counter(_ns)?|process_time(_ns)?|timeit)\b")
 OUTSIDE = re.compile(r"\.\./shared\b")
-# Owned by other areas this hour (docs/evaluation.md, console/eval_cli.py: evaluation; benchmarks/airline.py: the
+# Owned by other areas this hour (docs/evaluation.md, console/cli/eval.py: evaluation; benchmarks/airline.py: the
 # gate's figures): their citations are reported to planning, not edited here. Remove a file once it is clean.
 NOT_YET_CLEAN: set[str] = set()
 

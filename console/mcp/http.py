@@ -2,7 +2,7 @@
 
 The SDK's `StreamableHTTPSessionManager` speaks the protocol (one `Mcp-Session-Id` per client, minted at the
 handshake; SSE or JSON responses; its request-body limit). In front of it, `Guard` applies the rules
-`ledgeragent serve` applies, with the same functions (`console.serve_policy`), before a request reaches the
+`ledgeragent serve` applies, with the same functions (`console.web.policy`), before a request reaches the
 SDK:
 
 - the `Host` header: bound to loopback (the default, 127.0.0.1), only a loopback name is answered (the MCP
@@ -47,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from console.mcp.manager import McpSessions
-from console.serve_policy import (
+from console.web.policy import (
     Origin,
     bearer_token,
     host_allowed,

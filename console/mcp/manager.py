@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from console.desk.desk import Desk
 from console.mcp.session import McpLiveSession, McpSessionSpec, SessionGone
+from console.runtime.desk.desk import Desk
 from core.strict_json import printable
 
 MAX_CLIENT_NAME = 64

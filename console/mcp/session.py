@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from console.live import LiveSession, Phase, SessionSpec
+from console.runtime.live import LiveSession, Phase, SessionSpec
 from core.events import MessageSent
 from core.executor import CallOutcome, sync_environment
 from core.llm.base import AssistantTurn, Message, ModelError

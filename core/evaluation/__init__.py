@@ -1,7 +1,7 @@
 """The evaluation harness: tau2-format tasks, isolated concurrent trials, tau2-style rewards, pass^k and reports.
 
 No domain imports and no UI: a run gets a `Domain`, its tasks and a function that opens a fresh database
-(`DomainRun`), and reports through callbacks. `console/eval_cli.py` wires it to the command line.
+(`DomainRun`), and reports through callbacks. `console/cli/eval.py` wires it to the command line.
 """
 
 from core.evaluation.harness import EvalOutcome, run_evaluation

@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Input
 
 from benchmarks.browser import Chromium, DevToolsError, find_chromium
-from console.app import OperatorConsole, make_app
+from console.tui.app import OperatorConsole, make_app
 
 
 @pytest.fixture(autouse=True)

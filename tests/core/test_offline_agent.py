@@ -2,7 +2,7 @@
 decision, reaches a clean end; the default run is the scripted demo, byte for byte; same input, same trace.
 
 Runs through core's Session with the scenario's customer and the domain's reader, exactly as the console
-(`console/live.py`) and `ledgeragent run` build them; the supervisor is a script that overrides the first gated
+(`console/runtime/live.py`) and `ledgeragent run` build them; the supervisor is a script that overrides the first gated
 write. On the previous agent (`ScriptedChatModel`) every veto, edit and force-allow ended in "scenario diverged"
 (see `test_the_strict_script_still_diverges`).
 """

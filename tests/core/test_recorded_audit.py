@@ -140,7 +140,7 @@ async def test_bad_calls_are_one_problem_each_and_the_rest_is_judged(tmp_path: P
 @pytest.fixture
 def refund_trace(tmp_path: Path) -> Path:
     """A real session's trace: the retail demo scenario, as `ledgeragent run` records it."""
-    from console.cli import main
+    from console.cli.main import main
 
     assert main(["run", "--domain", "retail", "--scenario", "refund-to-original-payment", "--out",
                  str(tmp_path / "s")]) == 0
@@ -157,7 +157,7 @@ async def test_a_trace_is_audited_with_its_own_outcomes(refund_trace: Path) -> N
 @pytest.fixture
 def roaming_trace(tmp_path: Path) -> Path:
     """A real dual-control session: telecom's roaming scenario, the customer's phone actions included."""
-    from console.cli import main
+    from console.cli.main import main
 
     assert main(["run", "--domain", "telecom", "--scenario", "roaming-abroad", "--out", str(tmp_path / "t")]) == 0
     return tmp_path / "t" / "trace.jsonl"

@@ -232,7 +232,7 @@ def test_check_lines_are_calls_whose_results_come_from_the_database() -> None:
 
 
 def test_a_session_trace_is_read_as_it_ran(tmp_path: Path) -> None:
-    from console.cli import main
+    from console.cli.main import main
 
     folder = tmp_path / "s"
     assert main(["run", "--domain", "retail", "--scenario", "refund-to-original-payment", "--out", str(folder)]) == 0

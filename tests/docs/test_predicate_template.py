@@ -150,8 +150,8 @@ SCRIPT = """
 import json, sys
 from pathlib import Path
 import domains
-from console.coverage import coverage
-from console.rules import reload_rules
+from console.runtime.coverage import coverage
+from console.runtime.rules import reload_rules
 from domains.registry import DOMAINS, load_domain
 from core.gate import PolicyGate
 from core.ledger import Ledger

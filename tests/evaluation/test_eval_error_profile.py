@@ -105,8 +105,8 @@ async def test_a_console_task_session_makes_the_same_mistakes_as_trial_0(tmp_pat
     eval run records for that task (trial 0, seed 0), and its agent is named as making simulated errors."""
     from dataclasses import replace
 
-    from console.live import LiveSession, SessionSpec
-    from console.task_sessions import task_specs
+    from console.runtime.live import LiveSession, SessionSpec
+    from console.runtime.task_sessions import task_specs
 
     assert await run_eval(["--domain", domain, "--agent", "ledger", "--trials", "1", "--concurrency", "1",
                            "--error-profile", "realistic", "--out", str(tmp_path / "eval")]) == 0

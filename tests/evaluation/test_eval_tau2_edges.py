@@ -156,7 +156,7 @@ def test_judge_answers_as_tau2_reads_them() -> None:
 
 
 def test_tau2_telecom_policy_is_its_two_files_wrapped_as_tau2_does(tmp_path: Path) -> None:
-    from console.eval_cli import with_policy
+    from console.cli.eval import with_policy
     from domains.registry import load_domain
 
     (tmp_path / "main_policy.md").write_text("MAIN", encoding="utf-8")
@@ -174,7 +174,7 @@ def test_a_tau2_file_with_odd_calls_and_results_imports_as_the_recorded_audit_re
     """Arguments written as JSON text (OpenAI's way), a count that is no number, a result that is not strict JSON
     and a failure marked only by its "Error:" text: the import reads them as `check --as-recorded` does, and the
     CLI opens the file instead of reporting a crash."""
-    from console.cli import main
+    from console.cli.main import main
     from core.events import EVENT_ADAPTER, AssistantTurnEvent, ToolResultEvent
     from tests.support.cli import cli_home
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import console.eval_cli as eval_cli
+import console.cli.eval as eval_cli
 from core.evaluation import load_results, load_tasks
 from core.evaluation.judge import JUDGE_PROMPT, LLMJudge, llm_judge
 from core.evaluation.tau2_format import Tau2Results

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from console.desk.desk import Desk
-from console.desk.view import DeskSnapshot
-from console.live import SessionSpec, SupervisionMode
+from console.runtime.desk.desk import Desk
+from console.runtime.desk.view import DeskSnapshot
+from console.runtime.live import SessionSpec, SupervisionMode
 
 WALL = "2026-01-01T09:00:00+00:00"
 

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.desk.desk import Desk
-from console.desk.remote import DeskHost, RemoteDesk
-from console.live import SessionSpec, SupervisionMode
-from console.operators import Operators, generate
+from console.runtime.desk.desk import Desk
+from console.runtime.desk.remote import DeskHost, RemoteDesk
+from console.runtime.live import SessionSpec, SupervisionMode
+from console.runtime.operators import Operators, generate
 
 SCENARIO = "refund-to-original-payment"  # retail: its first write is a REVISE the operator must weigh
 

@@ -1,5 +1,5 @@
 """Shared checks for a domain's shipped evaluation tasks, run through `ledgeragent eval` exactly as a user runs it
-(`console.eval_args.register` on a plain argparse parser, offline, into a tmp folder)."""
+(`console.cli.eval_options.register` on a plain argparse parser, offline, into a tmp folder)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from console.eval_args import register
+from console.cli.eval_options import register
 from core.evaluation import EvalResults, GoldPlanner, Task, TrialResult, compute_metrics, load_results, load_tasks
 from core.evaluation.metrics import AgentMetrics
 from core.tools import ToolKind

@@ -26,7 +26,7 @@ from typing import Any, Generic, Literal, TypeVar
 import pytest
 import pytest_asyncio
 
-from console.cli import main as cli_main
+from console.cli.main import main as cli_main
 from core.domain import Domain
 from core.evidence import EvidenceMode
 from core.replay import Checker, CheckResult, TrajectoryCall, parse_trajectory

@@ -25,7 +25,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from console.cli import main as cli_main
+from console.cli.main import main as cli_main
 from domains.registry import load_domain
 from mock_backends.registry import backend_class
 

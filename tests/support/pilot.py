@@ -50,7 +50,7 @@ async def press_at_once(pilot: Any, *keys: str) -> None:
 async def open_review(pilot: Any, app: Any, timeout: float = 10.0) -> Any:
     """Take the review the console announced, as the operator does: wait for the announcement, press F3, and
     return the review modal once it is in front and mounted. The modal never opens by itself."""
-    from console.screens.review import ReviewScreen
+    from console.tui.screens.review import ReviewScreen
 
     await wait_for(pilot, lambda: app.main.review_waiting, timeout)
     await pilot.press("f3")
@@ -62,7 +62,7 @@ async def compose_tool_call(pilot: Any, app: Any, tool: str, timeout: float = 10
     form once its fields are mounted, the tool select focused."""
     from textual.widgets import Select
 
-    from console.screens.compose import ComposeScreen
+    from console.tui.screens.compose import ComposeScreen
 
     await pilot.press("space")
     await wait_for(pilot, lambda: app.live is not None and app.live.operator_agent is not None

@@ -1,6 +1,6 @@
 """Drive the real `ledgeragent` binary in tmux, as a person would: keys in, screen text out.
 
-Shared by every tmux test (tests/console/test_tmux.py, test_desk_tmux.py): tests import them from
+Shared by every tmux test (tests/console/tui/test_tmux.py, test_desk_tmux.py): tests import them from
 tests/support, never from a test module.
 """
 

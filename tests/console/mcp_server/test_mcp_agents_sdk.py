@@ -18,7 +18,7 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabl
 from agents.mcp import MCPServerStreamableHttp
 from openai import AsyncOpenAI
 
-from console.desk.remote import RemoteDesk
+from console.runtime.desk.remote import RemoteDesk
 from tests.support.desk_remote import socket_folder, until
 from tests.support.mcp_server import HttpServer, scenario_lines, session_folders, trace_events
 from tests.support.openai_stub import OpenAIStub, StubToolCall

@@ -13,7 +13,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from console.desk.remote import RemoteDesk
+from console.runtime.desk.remote import RemoteDesk
 from tests.support.desk_remote import socket_folder, until, until_items
 from tests.support.mcp_server import (
     HttpServer,

@@ -1,4 +1,4 @@
-"""The console's own session machinery (console/live.py's LiveSession, no Textual) with the offline agent: an
+"""The console's own session machinery (console/runtime/live.py's LiveSession, no Textual) with the offline agent: an
 operator's veto, edit and force-allow, and a human in the customer seat, each run to a clean end."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console.live import LiveSession, PendingReview, SessionSpec, SupervisionMode
+from console.runtime.live import LiveSession, PendingReview, SessionSpec, SupervisionMode
 from core.supervisor import Decision, Resolution
 
 

@@ -1,0 +1,177 @@
+"""What `ledgeragent mcp` does (its options: console.cli.mcp_options).
+
+Everything given is checked before anything starts (a bad domain, data file, socket, token or mode is one
+line and exit 2, no folder left behind); then the server runs on its transport until its client goes (stdio)
+or SIGTERM / Ctrl+C, and every session still open ends with its trace complete. Nothing but the MCP messages
+is written to stdout over stdio: every log line goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from console.cli.errors import CliError
+from console.cli.serve import ServeError, check_bind, choose_token
+from console.cli.supervise import audit_path
+from console.mcp.http import HttpOptions, HttpPolicy, bind, build_app, key_of, serve_http
+from console.mcp.manager import McpSessions
+from console.mcp.server import ServerOptions, build_server
+from console.mcp.session import McpLiveSession, McpSessionSpec
+from console.mcp.stdio import serve_stdio
+from console.runtime.desk.desk import Desk
+from console.runtime.desk.remote import DeskHost, SocketPathError
+from console.runtime.live import SupervisionMode
+from console.web.policy import TOKEN_ENV, allowed_origins
+from core.domain import Domain
+from domains.registry import load_domain
+from mock_backends.registry import BackendSourceError, open_backend
+
+EOF_GRACE = 5.0  # seconds the transport gets to wind down after its client closed the pipe
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    domain = load_domain(args.domain)
+    mode = SupervisionMode(args.mode)
+    if mode is not SupervisionMode.AUTOPILOT and not args.listen:
+        raise CliError(f"--mode {mode.value!r} holds writes for an operator: add --listen SOCKET, so operators can "
+                       "decide them (ledgeragent supervise --connect SOCKET)")
+    if args.audit and not args.listen:
+        raise CliError("--audit is the desk's log: it needs --listen")
+    if args.transport == "stdio" and (args.token or args.no_token or args.allow_origin):
+        raise CliError("--token, --no-token and --allow-origin are for --transport http (stdio has no network)")
+    db = Path(args.db) if args.db else None
+    if db is not None:
+        asyncio.run(_check_db(domain, db))
+    spec = McpSessionSpec(domain=domain.name, scenario=None, model="mcp", mode=mode, db=db, evidence=args.evidence)
+    problems = spec.problems()
+    if problems:
+        raise CliError("; ".join(problems))
+    token: str | None = None
+    if args.transport == "http":
+        try:
+            token, source = choose_token(args.token, os.environ.get(TOKEN_ENV) or None, no_token=args.no_token)
+            check_bind(args.host, token)
+        except ServeError as exc:  # the same rules as `serve`, in its words
+            raise CliError(str(exc)) from None
+        args.token_source = source
+    audit = audit_path(args) if args.listen else None
+    return asyncio.run(_serve(args, domain, spec, audit, token))
+
+
+async def _check_db(domain: Domain, db: Path) -> None:
+    """Load `--db` once, into a scratch folder: a file that cannot be used fails now, in one line."""
+    with tempfile.TemporaryDirectory(prefix="ledgeragent-mcp-") as scratch:
+        try:
+            backend = await open_backend(domain.name, Path(scratch) / "db.sqlite", db)
+        except BackendSourceError as exc:
+            raise CliError(str(exc)) from None
+        await backend.close()
+
+
+async def _serve(args: argparse.Namespace, domain: Domain, spec: McpSessionSpec, audit: Path | None,
+                 token: str | None) -> int:
+    try:
+        desk = Desk([], concurrency=1, audit_path=audit)
+    except OSError as exc:
+        raise CliError(f"cannot open the audit log {audit}: {exc.strerror or exc}") from None
+    host: DeskHost | None = None
+    try:
+        if args.listen:
+            host = DeskHost(desk, Path(args.listen), log=log)
+            try:
+                await host.start()
+            except SocketPathError as exc:
+                host = None
+                raise CliError(str(exc)) from None
+            log(f"desk: MCP sessions at {host.path} (join: ledgeragent supervise --connect {host.path} "
+                f"--operator NAME); audit log {audit}")
+
+        def opened(key: str, live: McpLiveSession) -> None:
+            log(f"mcp: session for {live.spec.label}: {live.folder}")
+
+        sessions = McpSessions(desk, spec, decision_timeout=args.decision_timeout, on_opened=opened)
+        if args.transport == "stdio":
+            await _stdio(args, domain, sessions)
+        else:
+            await _http(args, domain, sessions, token)
+    finally:
+        if host is not None:
+            await host.close()
+        await desk.close()
+    return 0
+
+
+async def _stdio(args: argparse.Namespace, domain: Domain, sessions: McpSessions) -> None:
+    server = build_server(domain, sessions, lambda _ctx: "stdio",
+                          ServerOptions(ledger_in_results=args.ledger_in_results, discover=True))
+    closed = asyncio.Event()
+
+    async def eof() -> None:
+        closed.set()
+        await sessions.end_all("client_disconnected")
+
+    serving = asyncio.create_task(serve_stdio(server, on_eof=eof, max_line=args.max_request_bytes), name="mcp stdio")
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stopped.set)
+    log(f"mcp: serving {domain.name} on stdio")
+    waiters = [asyncio.ensure_future(stopped.wait()), asyncio.ensure_future(closed.wait())]
+    try:
+        await asyncio.wait([serving, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        if stopped.is_set():
+            await sessions.end_all("server_stopped")
+        elif closed.is_set() and not serving.done():
+            await asyncio.wait([serving], timeout=EOF_GRACE)  # the SDK finishes what it was writing
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        if not serving.done():
+            serving.cancel()
+        with contextlib.suppress(BaseException):
+            await serving
+        await sessions.end_all("server_stopped")
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
+
+
+async def _http(args: argparse.Namespace, domain: Domain, sessions: McpSessions, token: str | None) -> None:
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    port = int(sock.getsockname()[1])
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{shown}:{port}/mcp"
+    options = HttpOptions(host=args.host, port=port, max_request=args.max_request_bytes,
+                          max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+    policy = HttpPolicy(bind_host=args.host, token=token, rate=args.rate,
+                        origins=allowed_origins(port, extra=args.allow_origin), log=log)
+    server = build_server(domain, sessions, key_of,
+                          ServerOptions(ledger_in_results=args.ledger_in_results, discover=False))
+
+    def announce() -> None:
+        log(f"mcp: serving {domain.name} at {url}")
+        if token is None:
+            log("mcp: no access token (--no-token): anyone on this machine can call it")
+        elif getattr(args, "token_source", "") == "generated":
+            log(f"mcp: token {token} (clients send the header Authorization: Bearer <token>; shown once)")
+        else:
+            log(f"mcp: token from {getattr(args, 'token_source', 'option')} (Authorization: Bearer <token>)")
+
+    guard = build_app(server, sessions, policy, options, announce=announce)
+    await serve_http(guard, sock, options)
+    await sessions.end_all("server_stopped")

@@ -1,0 +1,71 @@
+"""`ledgeragent mcp`: its command line only (the work is `console.cli.mcp`, imported when `mcp` runs, so
+`ledgeragent --help` and the console's cold start never import the MCP SDK)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from console.cli.errors import positive_float, positive_int, tcp_port
+from console.cli.options import add_evidence_argument
+from domains.registry import DOMAINS
+
+HELP = "serve a domain's tools over the Model Context Protocol, every write behind the policy gate"
+DESCRIPTION = """\
+Put a domain behind the ledger and the policy gate for any MCP client (a desktop assistant, an IDE, an
+OpenAI Agents SDK or LangGraph agent). Each client session is one LedgerAgent session with its own folder,
+database copy, ledger, gate and trace: reads run and are kept in the ledger; writes are judged first (ALLOW
+runs; REVISE and BLOCK come back as an error result with the gate's feedback). With --listen the sessions are
+on a supervision desk that operators join with `ledgeragent supervise --connect SOCKET`; then --mode can hold
+writes for a human. Over HTTP the server binds 127.0.0.1 and needs the token it prints once."""
+MODES = ("autopilot", "approve writes", "approve non-ALLOW")
+DEFAULT_DECISION_TIMEOUT = 120.0
+
+
+def register(subparsers: Any) -> None:
+    """Add the `mcp` subcommand (with its handler) to an argparse subparsers object."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "mcp", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--domain", required=True, choices=DOMAINS)
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                        help="stdio (default: what a desktop client launches) or streamable HTTP")
+    parser.add_argument("--db", help="every session starts from this data: a tau2 db.json or a .sqlite file "
+                                     "(default: the shipped seed data)")
+    parser.add_argument("--mode", choices=MODES, default="autopilot",
+                        help="when a write waits for an operator (default: autopilot, never; the others need "
+                             "--listen)")
+    parser.add_argument("--decision-timeout", type=positive_float, default=DEFAULT_DECISION_TIMEOUT, metavar="S",
+                        help="how long a held write waits for an operator before the client is told it was not "
+                             f"decided, and it does not run (default: {DEFAULT_DECISION_TIMEOUT:g})")
+    add_evidence_argument(parser, None)
+    parser.add_argument("--ledger-in-results", action="store_true",
+                        help="append the session's ledger to every tool result (it is always the resource "
+                             "ledgeragent://ledger)")
+    parser.add_argument("--listen", metavar="SOCKET",
+                        help="serve the sessions' desk on this Unix socket (in a private folder): operators join "
+                             "with `ledgeragent supervise --connect SOCKET --operator NAME`")
+    parser.add_argument("--audit", metavar="PATH",
+                        help="the desk's audit log (default with --listen: a new desk folder under the data dir)")
+    http = parser.add_argument_group("streamable HTTP (--transport http)")
+    http.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    http.add_argument("--port", type=tcp_port, default=8765, help="port (default: %(default)s; 0: any free one)")
+    http.add_argument("--token", help="the access token clients send as `Authorization: Bearer` (default: "
+                                      "$LEDGERAGENT_TOKEN, else a random one, printed once)")
+    http.add_argument("--no-token", action="store_true", help="no access token (loopback only)")
+    http.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                      help="also accept browser requests from this origin (scheme://host:port; repeatable)")
+    http.add_argument("--max-sessions", type=positive_int, default=64, metavar="N",
+                      help="client sessions open at once (default: %(default)s)")
+    http.add_argument("--max-request-bytes", type=positive_int, default=1024 * 1024, metavar="N",
+                      help="largest request body, also the longest stdio line (default: %(default)s)")
+    http.add_argument("--rate", type=positive_float, default=100.0, metavar="N",
+                      help="requests a second per client session (default: %(default)s)")
+    http.add_argument("--idle-timeout", type=positive_float, default=1800.0, metavar="S",
+                      help="a session with no request for this long ends (default: %(default)s)")
+    parser.set_defaults(handler=_cmd_mcp)
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from console.cli.mcp import cmd_mcp  # the MCP SDK: only when `mcp` runs
+
+    return cmd_mcp(args)

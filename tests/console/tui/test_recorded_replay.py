@@ -1,0 +1,96 @@
+"""A recorded conversation opened in the console (`o`) replays as an as-recorded audit: the banner and the gate pane
+say the verdicts are what the gate would have said, the outcomes are the recording's. Driven through Pilot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import DataTable, Input
+
+from console.tui.app import OperatorConsole
+from console.tui.screens.open_trace import OpenTraceScreen
+from console.tui.screens.recorded import RecordedConversationsScreen
+from console.tui.screens.replay import ReplayScreen
+from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.recorded import (
+    SWAP_THEN_ADDRESS,
+    Exchange,
+    check_lines,
+    openai_messages,
+    record_on_seed,
+    tau2_results,
+)
+
+SIZE = (160, 45)
+
+
+async def recorded(tmp_path: Path) -> list[Exchange]:
+    return await record_on_seed("retail", tmp_path / "recording.sqlite", SWAP_THEN_ADDRESS)
+
+
+async def open_file(pilot: Any, app: OperatorConsole, path: Path) -> OpenTraceScreen:
+    await pilot.press("o")
+    opener: OpenTraceScreen = await wait_for_screen(pilot, app, OpenTraceScreen)
+    box = opener.query_one("#open-path", Input)
+    box.value = str(path)
+    box.focus()
+    await pilot.press("enter")
+    return opener
+
+
+def gate_rows(replay: ReplayScreen) -> list[tuple[str, str, bool | None]]:
+    gate = replay.panes.gate
+    return [(row.verdict, row.tool, row.executed) for row in gate.rows.values()]
+
+
+async def test_an_openai_messages_file_opens_as_what_the_gate_would_have_said(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(openai_messages(await recorded(tmp_path))))
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_file(pilot, app, path)
+        replay: ReplayScreen = await wait_for_screen(pilot, app, ReplayScreen)
+        banner = str(replay.query_one("#replay-hypothetical").render())
+        assert banner.startswith("What the gate would have said (OpenAI chat messages): every write judged in "
+                                 "its recorded context, outcomes as recorded")
+        assert "2 write(s): 0 ALLOW, 2 needs a read, 0 breaks a rule, 0 BLOCK" in banner
+        assert replay.panes.gate.border_title == "Gate · what the gate would have said"
+        # both writes ran in the recording; the gate would have asked for a read first
+        assert gate_rows(replay) == [("REVISE", "modify_pending_order_items", True),
+                                     ("REVISE", "modify_pending_order_address", True)]
+        assert "orders.#W4821002" in replay.panes.ledger.ledger_tree.nodes_by_path
+
+
+async def test_a_file_of_several_conversations_lists_them_and_replays_the_one_chosen(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    exchanges = await recorded(tmp_path)
+    path = tmp_path / "retail-run.json"
+    path.write_text(json.dumps(tau2_results("retail", [exchanges[:5], exchanges])))
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_file(pilot, app, path)
+        listing: RecordedConversationsScreen = await wait_for_screen(pilot, app, RecordedConversationsScreen)
+        table = listing.query_one("#recorded-table", DataTable)
+        assert [table.get_row_at(i)[:2] for i in range(table.row_count)] == [
+            ["simulations[0] (task 0, trial 0)", "1"], ["simulations[1] (task 1, trial 0)", "2"]]
+        table.focus()
+        await pilot.press("down", "enter")
+        replay: ReplayScreen = await wait_for_screen(pilot, app, ReplayScreen)
+        assert str(replay.source).endswith("simulations[1] (task 1, trial 0)")
+        assert len(gate_rows(replay)) == 2
+
+
+async def test_check_lines_are_sent_to_the_command_line(console_app: Callable[..., OperatorConsole],
+                                                        tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(check_lines(SWAP_THEN_ADDRESS))
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        opener = await open_file(pilot, app, path)
+        await wait_for(pilot, lambda: "ledgeragent check --as-recorded" in str(
+            opener.query_one("#open-error").render()))
+        assert app.screen is opener
