@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import console.cli.main as cli
+import console.cli.options as options
+import console.cli.run as run_command
+from console.cli.errors import CliError
 from console.cli.main import main
 from tests.support.cli import cli_home, one_error_line
 
@@ -173,9 +175,9 @@ def test_a_port_out_of_range_is_the_parsers_one_line(home: Path, capsys: pytest.
 def test_a_model_that_cannot_be_built_leaves_no_session_folder(
         home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(args: object, scenario: object) -> object:
-        raise cli.CliError("cannot build the model")
+        raise CliError("cannot build the model")
 
-    monkeypatch.setattr(cli, "_model", broken)
+    monkeypatch.setattr(run_command, "_model", broken)
     assert main(["run", "--scenario", "refund-to-original-payment", "--headless"]) == 2
     assert "cannot build the model" in one_error_line(capsys.readouterr().err)
     assert sessions(home) == []
@@ -186,7 +188,7 @@ def test_an_unexpected_error_prints_one_line_and_a_crash_log(
     async def explode(*args: object, **kwargs: object) -> object:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(cli, "open_backend", explode)
+    monkeypatch.setattr(options, "open_backend", explode)
     path = trajectory(tmp_path, OK_LINE + "\n")
     assert main(["check", str(path)]) == 70
     line = one_error_line(capsys.readouterr().err)

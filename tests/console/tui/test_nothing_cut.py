@@ -12,16 +12,15 @@ from textual.widgets import Input
 
 from console.runtime.live import SupervisionMode
 from console.tui.app import OperatorConsole
-from console.tui.screens.review import ReviewScreen
 from console.tui.widgets.status_bar import StatusBar
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_review, wait_for
 from tests.support.screen import region_lines, screen_lines
 
 
 async def force_allowed_session(app: OperatorConsole, pilot: Any) -> None:
     """other-customers-order: the BLOCKed cancel force-allowed, then the session run to its end."""
     await pilot.press("space")
-    screen = await wait_for_screen(pilot, app, ReviewScreen)
+    screen = await open_review(pilot, app)
     screen.query_one("#review-reason", Input).value = "spouse, verified by phone"
     screen.query_one("#approve").focus()
     await pilot.press("f")

@@ -14,9 +14,10 @@ from typing import Any
 
 from textual.widgets import Input
 
-from console.cli.main import build_parser, first_scenario
+from console.cli.main import build_parser
 from console.runtime.export import transcript_markdown
 from console.runtime.live import SupervisionMode
+from console.runtime.lookup import first_scenario
 from console.tui.app import OperatorConsole
 from console.tui.screens.audit import AuditScreen
 from console.tui.screens.compose import ComposeScreen

@@ -28,7 +28,9 @@ def test_retail_demo_in_a_real_terminal(tmp_path: Path) -> None:
         assert "─ Ledger" in ready
         assert "Return a tablet" in ready  # the scenario's title, shown before it starts
         term.keys("space")
-        done = term.wait(lambda s: "session ended: the customer ended the conversation" in s)
+        # The panes are redrawn in their own frames: the ended session is read once all three show it.
+        done = term.wait(lambda s: "session ended: the customer ended the conversation" in s
+                         and "REVISE" in s and "ALLOW" in s and "#W4821001" in s)
         assert "REVISE" in done and "ALLOW" in done
         assert "#W4821001" in done  # the ledger pane shows the order
         term.keys("a")  # the audit screen
