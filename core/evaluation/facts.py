@@ -34,6 +34,12 @@ class ExecutedCall:
     content: str
     result: Any
     requestor: str = "assistant"  # "user": the customer's own phone action (dual control)
+    by: str = ""  # "gate": a read the gate made itself (evidence assist), not the agent's call
+
+    @property
+    def agents(self) -> bool:
+        """A call of the conversation's two sides, as tau2 sees one (not the gate's own read)."""
+        return self.by != "gate"
 
     def signature(self) -> str:
         return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)}"
@@ -75,7 +81,7 @@ def collect(events: Iterable[Any]) -> TrialFacts:
             if event.executed:
                 facts.executed.append(ExecutedCall(event.call.id, event.call.name, dict(event.call.arguments),
                                                    event.kind, event.ok, event.content, event.result,
-                                                   event.call.requestor))
+                                                   event.call.requestor, event.by))
             if event.outcome in ("error", "invalid"):
                 facts.tool_errors += 1
         elif isinstance(event, GateDecided):
