@@ -47,7 +47,7 @@ class TraceWriter:
             with contextlib.suppress(OSError):  # cut the torn line off: the file ends on a whole event
                 os.ftruncate(self._fd, self._end)
             if is_disk_full(exc):
-                raise DiskFull(self.path, exc.errno or 0, " (the trace keeps every event before this one)") \
+                raise DiskFull(self.path, exc.errno or 0, "the trace keeps every event before this one") \
                     from exc
             raise
         self._end += len(data)

@@ -26,6 +26,7 @@ from console.export import transcript_markdown
 from console.live import LiveSession, PendingReview, Phase, SessionSpec, SupervisionMode
 from console.rules import LiveRules
 from console.screens.review import ReviewScreen
+from console.session_stop import stopped_words
 from console.widgets.filter_bar import FilterBar
 from console.widgets.footer import ConsoleFooter
 from console.widgets.gate_log import GatePane
@@ -398,8 +399,7 @@ class MainScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "session" and event.state is WorkerState.ERROR:
-            self.notify(f"The session stopped on an internal error: {event.worker.error}", severity="error",
-                        timeout=15)
+            self.notify(stopped_words(event.worker.error), severity="error", timeout=15)
 
     def action_cycle_mode(self) -> None:
         if self.live is not None:
