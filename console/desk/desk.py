@@ -294,7 +294,7 @@ class Desk:
     async def run(self) -> None:
         """Run every session to its end (at most `concurrency` at once); a failing one never stops the rest."""
         for session in self.sessions:
-            if session.task is None:
+            if session.task is None and session.final is None:  # (an ended one has dropped its task)
                 session.task = asyncio.create_task(self._run_one(session), name=f"desk {session.id}")
         tasks = [s.task for s in self.sessions if s.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
