@@ -54,7 +54,7 @@ class TrialFacts:
     assistant_texts: list[str] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     turns: list[AssistantTurnEvent] = field(default_factory=list)
-    tool_errors: int = 0  # executed calls that failed plus calls refused as invalid (tau2 counts both)
+    tool_errors: int = 0  # the agent's calls that failed plus those refused as invalid (tau2 counts both)
     ended: SessionEnded | None = None
 
     @property
@@ -82,7 +82,7 @@ def collect(events: Iterable[Any]) -> TrialFacts:
                 facts.executed.append(ExecutedCall(event.call.id, event.call.name, dict(event.call.arguments),
                                                    event.kind, event.ok, event.content, event.result,
                                                    event.call.requestor, event.by))
-            if event.outcome in ("error", "invalid"):
+            if event.outcome in ("error", "invalid") and event.by != "gate":
                 facts.tool_errors += 1
         elif isinstance(event, GateDecided):
             facts.decisions.append(event)

@@ -263,3 +263,23 @@ async def test_the_gates_own_reads_are_not_exported_as_the_agents_calls(tmp_path
     assert all(not c.id.endswith("~gate1") for t in turns for c in t.tool_calls)
     order = [(e.type, getattr(e, "by", "")) for e in events if e.type == "tool_result"]
     assert order.index(("tool_result", "gate")) == 2  # before the result of the write it was made for
+
+
+async def test_a_failed_read_of_the_gate_is_no_tool_error_of_the_agent(tmp_path: Path) -> None:
+    """tau2's `max_errors` counts the agent's failed tool calls; a read the gate made itself and that failed (the
+    order does not exist) is the gate's, and the export leaves it out of the messages tau2 counts. With a limit of
+    one error, the agent that made no failing call of its own is not stopped for it."""
+    script = [Call("find_user_id_by_email", {"email": "yuki.haddad48@example.com"}),
+              Call("get_user_details", {"user_id": "yuki_haddad_4100"}),
+              Call("cancel_pending_order", {"order_id": "#W9999999", "reason": "no longer needed"}),
+              "Sorry, I could not find that order."]
+    out = tmp_path / "run"
+    with RoleStub(agent_script=script) as stub:
+        assert await run_eval(["--domain", "retail", "--agent", "ledger", "--evidence", "assist", "--tasks", "r01",
+                               "--trials", "1", "--out", str(out), "--model", "stub-agent", "--user-model",
+                               "stub-user", "--base-url", stub.base_url, "--retries", "0", "--max-errors", "1"]) == 0
+    (trial,) = load_results(out).trials
+    failed = [(e["call"]["name"], e["by"]) for e in trial.events
+              if e["type"] == "tool_result" and e["outcome"] == "error"]
+    assert failed == [("get_order_details", "gate")]
+    assert trial.termination == "user_stop"
