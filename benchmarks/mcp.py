@@ -245,5 +245,50 @@ def bench_mcp_concurrent(sessions: int = SESSIONS, calls: int = CALLS_PER_CLIENT
     ]
 
 
+# ------------------------------------------------------------------------------------------ ended sessions
+
+
+CHURN_SESSIONS = 300
+CHURN_AT_ONCE = 10
+
+
+async def _churn(server: _Server, sessions: int) -> tuple[int, int]:
+    """`sessions` short sessions, CHURN_AT_ONCE at a time: each opens, makes one read and closes (the SDK client
+    deletes its MCP session). The server's RSS after the first CHURN_AT_ONCE and after all of them."""
+
+    async def one() -> None:
+        async with _client(server.url) as client:
+            result = await client.call_tool(*READ)
+            if result.is_error:
+                raise RuntimeError(f"mcp: {result.content}")
+
+    async def batch() -> None:
+        await asyncio.gather(*(one() for _ in range(CHURN_AT_ONCE)))
+
+    await batch()
+    settled = server.rss()
+    for _ in range(max(0, sessions // CHURN_AT_ONCE - 1)):
+        await batch()
+    return settled, server.rss()
+
+
+def bench_mcp_churn(sessions: int = CHURN_SESSIONS) -> Result:
+    """What an ended session leaves in the server: RSS growth per session over `sessions` short ones (each
+    opened, one read, closed), after the first batch. Its folder and trace stay on disk; in memory the desk keeps
+    its row only."""
+    with tempfile.TemporaryDirectory() as home:
+        server = _Server(home)
+        try:
+            settled, after = asyncio.run(_churn(server, sessions))
+        finally:
+            server.stop()
+    per = max(0.0, (after - settled) / max(1, sessions - CHURN_AT_ONCE))
+    return Result("mcp_memory_per_ended_session",
+                  f"mcp over HTTP: server resident memory left per ended session ({settled / MIB:.0f} -> "
+                  f"{after / MIB:.0f} MiB after {sessions} sessions opened, used once and closed)", per, per, 1,
+                  target_ns=64 * 1024, unit="B", note=f"{CHURN_AT_ONCE} at a time; RSS after the first batch "
+                  "against RSS after the last")
+
+
 def bench_mcp() -> list[Result]:
-    return [*bench_mcp_stdio(), *bench_mcp_concurrent()]
+    return [*bench_mcp_stdio(), *bench_mcp_concurrent(), bench_mcp_churn()]

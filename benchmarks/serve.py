@@ -11,7 +11,7 @@ console process with the scripted retail demo:
 - key press: over the websocket, once the console is idle: send `m` (cycles the supervision mode, so the status
   bar changes) and time until the next screen frame arrives. Textual's 60 fps refresh timer is inside it.
 
-`ServedConsole` and `Tab` are shared with tests/console/test_serve.py.
+`ServedConsole` and `Tab` are shared with tests/console/web/test_serve.py.
 """
 
 from __future__ import annotations

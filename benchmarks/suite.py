@@ -113,7 +113,8 @@ GROUPS: tuple[Group, ...] = (
           "airline gate decision for book_reservation, 10,000-record ledger"),
     Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
     Group("desk_remote", lambda i: bench_desk_remote(), "desk over its socket: item visible, decide, push size"),
-    Group("mcp", lambda i: bench_mcp(), "ledgeragent mcp: stdio round trip vs check, 50 HTTP sessions, memory"),
+    Group("mcp", lambda i: bench_mcp(), "ledgeragent mcp: stdio round trip vs check, 50 HTTP sessions, memory, "
+          "memory left by ended sessions"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
     Group("replay_open", lambda i: bench_replay_open(), "replay of a 50k-event trace: first step, peak RSS"),

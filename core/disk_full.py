@@ -25,12 +25,17 @@ PROBE_BYTES = 64 << 10
 
 
 class DiskFull(OSError):
-    """A write failed because the disk is full (or a quota or the file size limit was reached)."""
+    """A write failed because the disk is full (or a quota or the file size limit was reached).
+
+    Its parts are kept apart (`reason`, `path`, `detail`: what is known besides, e.g. what the trace still
+    holds) so each place words it in its own sentence; `message` is the command line's."""
 
     def __init__(self, path: Path | str, code: int, detail: str = "") -> None:
-        message = f"{REASONS.get(code, os.strerror(code))} while writing {path}{detail}"
-        super().__init__(code, message)
+        self.reason = REASONS.get(code, os.strerror(code))
         self.path = Path(path)
+        self.detail = detail
+        message = f"{self.reason} while writing {path}" + (f" ({detail})" if detail else "")
+        super().__init__(code, message)
         self.message = message
 
     def __str__(self) -> str:

@@ -8,7 +8,7 @@ same scripted scenario produces a byte-identical trace.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -247,6 +247,9 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+# Every event's `type`, in the union's order (the trace index numbers the types by it).
+EVENT_TYPES: tuple[str, ...] = tuple(
+    str(get_args(model.model_fields["type"].annotation)[0]) for model in get_args(get_args(Event)[0]))
 
 Subscriber = Callable[[Any], None]
 

@@ -43,7 +43,7 @@ from core.events import (
     ToolResultEvent,
 )
 from core.evidence import MAX_GATE_READS, MAX_ROUNDS, EvidenceMode, PlannedRead, PrivateOverlay
-from core.gate import GateDecision, GateReadRecord, PolicyGate, RefusalKind, Verdict
+from core.gate import GATE_READ_NOTES, GateDecision, GateReadRecord, PolicyGate, RefusalKind, Verdict
 from core.ledger import READ_BY_GATE, Ledger, LedgerEntry
 from core.strict_json import value_problem
 from core.supervisor import Autopilot, Decision, Supervisor, Undecided
@@ -362,11 +362,11 @@ def gate_read_note(decision: GateDecision | None) -> str:
         return ""
     lines = []
     for read in decision.gate_reads:
+        start = GATE_READ_NOTES.get(read.outcome, GATE_READ_NOTES["error"]) + read.text
         if read.outcome == "ok":
-            lines.append(f"NOTE: before judging this call the gate read {read.text} itself (now in the ledger).")
+            lines.append(f"{start} itself (now in the ledger).")
         elif read.outcome == "gate_only":
-            lines.append(f"NOTE: the gate read {read.text} for its own check; it is not the customer's record "
-                         "and is not shown.")
-        else:
-            lines.append(f"NOTE: the gate tried to read {read.text} itself and it failed: {read.detail}")
+            lines.append(f"{start} for its own check; it is not the customer's record and is not shown.")
+        else:  # one line each, whatever the tool's message holds
+            lines.append(f"{start} itself and it failed: {' '.join(read.detail.split())}")
     return "\n".join(lines) + "\n"

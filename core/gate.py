@@ -397,6 +397,13 @@ class PredicateResult:
         return result
 
 
+# How the line before a write's result starts that tells the model a read the gate made itself, by the read's
+# outcome (`core.executor.gate_read_note` writes them). The line is for the agent: an agent speaking to the
+# customer leaves it out (`core.llm.offline_agent`).
+GATE_READ_NOTES = {"ok": "NOTE: before judging this call the gate read ", "gate_only": "NOTE: the gate read ",
+                   "error": "NOTE: the gate tried to read "}
+
+
 @dataclass(frozen=True)
 class GateReadRecord:
     """A read the gate made itself before a verdict (core.evidence): its call id and text, and whether it was

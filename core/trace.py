@@ -47,7 +47,7 @@ class TraceWriter:
             with contextlib.suppress(OSError):  # cut the torn line off: the file ends on a whole event
                 os.ftruncate(self._fd, self._end)
             if is_disk_full(exc):
-                raise DiskFull(self.path, exc.errno or 0, " (the trace keeps every event before this one)") \
+                raise DiskFull(self.path, exc.errno or 0, "the trace keeps every event before this one") \
                     from exc
             raise
         self._end += len(data)
@@ -96,7 +96,9 @@ SESSION_START_BYTES = 1 << 20  # a session_started line names the domain, agent 
 def read_session_start(path: Path) -> SessionStarted | None:
     """The trace's `session_started` when `path` is a session's own trace (its first non-blank line is that
     event, whole and valid), else None: a trajectory of calls, a results file, anything else. The one test for
-    "this is a session trace" (`check` uses it to read the calls the session recorded and its domain)."""
+    "this is a session trace": `check` reads the calls the session recorded and its domain and gate from it, and
+    the console replays such a file (and audits any other as recorded, a damaged trace included). Reads one
+    line of at most SESSION_START_BYTES, however big the file."""
     try:
         with path.open("rb") as handle:
             while handle.tell() <= SESSION_START_BYTES:

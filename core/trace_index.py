@@ -24,15 +24,12 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import get_args
 
-from core.events import Event
+from core.events import EVENT_TYPES, Event
 from core.trace import TraceProblem, parse_event_line
 
 _HEAD = re.compile(rb'\{"seq":(-?\d{1,18}),"step":(-?\d{1,18}),"type":"([a-z_]{1,40})"')
 _CALL_ID = re.compile(rb',"call":\{"id":"((?:[^"\\]|\\.){0,1000})"')
-EVENT_TYPES: tuple[str, ...] = tuple(
-    get_args(cls.model_fields["type"].annotation)[0] for cls in get_args(get_args(Event)[0]))
 _CODE = {name: code for code, name in enumerate(EVENT_TYPES)}
 UNKNOWN = 255
 LINKED = frozenset({"gate_decision", "supervisor_decision", "tool_result"})  # carry the call id in the index

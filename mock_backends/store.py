@@ -107,7 +107,7 @@ def disk_full_error(path: Path | str, exc: BaseException) -> DiskFull | None:
     cause = disk_cause(target.parent, [Path(f"{target}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")])
     if cause is None and code & 0xFF == sqlite3.SQLITE_FULL:
         cause = errno.ENOSPC  # "database or disk is full", and no page limit is ever set here: the disk
-    return None if cause is None else DiskFull(target, cause, f" (SQLite: {exc})")
+    return None if cause is None else DiskFull(target, cause, f"SQLite: {exc}")
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.mcp import bench_mcp_concurrent, bench_mcp_stdio
+from benchmarks.mcp import bench_mcp_churn, bench_mcp_concurrent, bench_mcp_stdio
 from benchmarks.timing import MS
 
 
@@ -22,3 +22,8 @@ def test_the_concurrent_rows_measure_round_trips_and_memory() -> None:
     p95, memory = bench_mcp_concurrent(sessions=3, calls=2)
     assert p95.key == "mcp_http_concurrent_p95" and p95.n == 6 and p95.median_ns > 0 and p95.target_ns == 50 * MS
     assert memory.unit == "B" and memory.key == "mcp_memory_per_session"
+
+
+def test_the_ended_sessions_row_measures_memory_left_behind() -> None:
+    row = bench_mcp_churn(sessions=20)
+    assert row.key == "mcp_memory_per_ended_session" and row.unit == "B" and row.median_ns >= 0

@@ -6,6 +6,11 @@ handshake (an unguessable id the SDK checks on every request). The session is ma
 or read that needs it (listing the tools needs none), so a probe or a health check leaves no folder behind,
 and ended when the client goes (stdio's end of input, HTTP's DELETE or its idle timeout) or the server stops.
 
+An ended session leaves nothing here: its folder and trace are on disk (where replay, `check` and the audit read
+them) and its desk row is compact (`Desk` drops the session's events and `LiveSession` when it ends). Only its
+key is remembered, with why it ended, among the last MAX_ENDED_KEYS: a late request naming it is told the session
+ended instead of getting a fresh one under the same id.
+
 The desk is the console's `Desk`: with `--listen` it is also served on a Unix socket, so operators see every
 MCP session in the sessions table and decide its held writes in the inbox (`ledgeragent supervise --connect`).
 Without a socket nobody can decide anything, which is why a mode that asks a human needs one (the command
@@ -15,6 +20,7 @@ refuses the combination).
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -24,6 +30,7 @@ from console.runtime.desk.desk import Desk
 from core.strict_json import printable
 
 MAX_CLIENT_NAME = 64
+MAX_ENDED_KEYS = 4096  # ended sessions whose key is still known (a few dozen bytes each)
 
 
 def client_label(name: str | None, version: str | None) -> str:
@@ -45,6 +52,7 @@ class McpSessions:
         self._live: dict[str, McpLiveSession] = {}
         self._desk_ids: dict[str, str] = {}
         self._opening: dict[str, asyncio.Lock] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()  # key -> why its session ended, the newest last
         self._closing = False
 
     @property
@@ -61,14 +69,20 @@ class McpSessions:
             if live.ended:
                 raise SessionGone("ended")
             return live
+        if key in self._ended:
+            raise SessionGone(self._ended[key])
         lock = self._opening.setdefault(key, asyncio.Lock())
         async with lock:  # two first calls at once make one session
             live = self._live.get(key)
-            if live is not None:
+            if live is not None or key in self._ended:
                 return await self.session(key, client)
             if self._closing:
                 raise SessionGone("server_stopped")
-            return await self._open(key, client)
+            try:
+                return await self._open(key, client)
+            except SessionGone:
+                self._desk_ids.pop(key, None)  # (its desk row says why it could not start)
+                raise
 
     async def _open(self, key: str, client: str) -> McpLiveSession:
         made: asyncio.Future[McpLiveSession] = asyncio.get_running_loop().create_future()
@@ -99,16 +113,29 @@ class McpSessions:
         return (row.failure or row.end_reason or "could not start") if row is not None else "could not start"
 
     async def end(self, key: str, reason: str) -> None:
-        """End the client's session (if it has one) and wait until its trace is complete."""
-        async with self._opening.setdefault(key, asyncio.Lock()):  # one being opened ends once it serves
+        """End the client's session (if it has one), wait until its trace is complete, and forget it."""
+        lock = self._opening.get(key)
+        if lock is not None:
+            async with lock:  # one being opened ends once it serves
+                live = self._live.get(key)
+        else:
             live = self._live.get(key)
         desk_id = self._desk_ids.get(key)
-        if live is None or desk_id is None:
-            return
-        live.end(reason)
-        task = self.desk.task_of(desk_id)
-        if task is not None:
-            await asyncio.wait({task})  # (its own failure is the desk's to show, not ours to raise)
+        try:
+            if live is None or desk_id is None:
+                return
+            live.end(reason)
+            task = self.desk.task_of(desk_id)
+            if task is not None:
+                await asyncio.wait({task})  # (its own failure is the desk's to show, not ours to raise)
+            self._ended[key] = reason
+            while len(self._ended) > MAX_ENDED_KEYS:
+                self._ended.popitem(last=False)
+        finally:
+            if self._live.get(key) is live:
+                self._live.pop(key, None)
+                self._desk_ids.pop(key, None)
+                self._opening.pop(key, None)
 
     async def end_all(self, reason: str) -> None:
         """The server stops: no new session, every open one ended with `reason`."""

@@ -34,6 +34,12 @@ class ExecutedCall:
     content: str
     result: Any
     requestor: str = "assistant"  # "user": the customer's own phone action (dual control)
+    by: str = ""  # "gate": a read the gate made itself (evidence assist), not the agent's call
+
+    @property
+    def agents(self) -> bool:
+        """A call of the conversation's two sides, as tau2 sees one (not the gate's own read)."""
+        return self.by != "gate"
 
     def signature(self) -> str:
         return f"{self.name}:{json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)}"
@@ -48,7 +54,7 @@ class TrialFacts:
     assistant_texts: list[str] = field(default_factory=list)
     user_texts: list[str] = field(default_factory=list)
     turns: list[AssistantTurnEvent] = field(default_factory=list)
-    tool_errors: int = 0  # executed calls that failed plus calls refused as invalid (tau2 counts both)
+    tool_errors: int = 0  # the agent's calls that failed plus those refused as invalid (tau2 counts both)
     ended: SessionEnded | None = None
 
     @property
@@ -75,8 +81,8 @@ def collect(events: Iterable[Any]) -> TrialFacts:
             if event.executed:
                 facts.executed.append(ExecutedCall(event.call.id, event.call.name, dict(event.call.arguments),
                                                    event.kind, event.ok, event.content, event.result,
-                                                   event.call.requestor))
-            if event.outcome in ("error", "invalid"):
+                                                   event.call.requestor, event.by))
+            if event.outcome in ("error", "invalid") and event.by != "gate":
                 facts.tool_errors += 1
         elif isinstance(event, GateDecided):
             facts.decisions.append(event)

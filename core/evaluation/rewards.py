@@ -255,8 +255,10 @@ def action_checks(task: Task, facts: TrialFacts, domain: Domain) -> list[ActionC
     for action in task.gold_actions:
         kind = domain.kind_of(action.name)
         # tau2's ActionEvaluator: any tool call of the trajectory (either requestor, succeeded or failed)
-        # that `compare_with_tool_call` accepts; calls the gate stopped never ran and are not in it.
-        matched = any(c.name == action.name and arguments_equal(action.arguments, c.arguments, action.compare_args)
+        # that `compare_with_tool_call` accepts; calls the gate stopped never ran and are not in it, and the
+        # gate's own reads are no call of the trajectory (the tau2 export leaves them out of its messages).
+        matched = any(c.agents and c.name == action.name
+                      and arguments_equal(action.arguments, c.arguments, action.compare_args)
                       for c in facts.executed)
         checks.append(ActionCheck(action_id=action.action_id, name=action.name,
                                   kind=kind.value if kind is not None else "unknown", matched=matched,

@@ -142,7 +142,8 @@ class _Guard:
             self.inner.on_retry = listener
 
     def __call__(self, event: Any) -> None:
-        if isinstance(event, ToolResultEvent) and event.outcome in ("error", "invalid"):
+        # the agent's own failed calls: a read the gate made itself and that failed is not one
+        if isinstance(event, ToolResultEvent) and event.outcome in ("error", "invalid") and event.by != "gate":
             self.errors += 1
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> AssistantTurn:

@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from core.gate import GATE_READ_NOTES
 from core.llm.base import AssistantTurn, Message, Usage, estimate_tokens
 from core.llm.scripted import ScriptedStep
 from core.tools import ToolCall
@@ -327,6 +328,17 @@ def _strip_edit_note(content: str) -> tuple[str, Mapping[str, Any] | None]:
     return rest, edited if isinstance(edited, dict) else None
 
 
+def _strip_gate_notes(content: str) -> str:
+    """A write's result without the lines that tell the model which reads the gate made itself: those are the
+    agent's to know, never the customer's to read (and a refusal after them is still a refusal)."""
+    while content.startswith(_GATE_NOTES):
+        content = content.partition("\n")[2]
+    return content
+
+
+_GATE_NOTES = tuple(GATE_READ_NOTES.values())
+
+
 def _refused(content: str) -> bool:
     return content.startswith(REFUSED_PREFIXES)
 
@@ -429,7 +441,7 @@ class _Result:
     """What came back for one call the agent proposed."""
 
     call: ToolCall
-    content: str  # without any edit note
+    content: str  # without any edit note or gate-read note
     edited: Mapping[str, Any] | None
 
     @property
@@ -463,7 +475,7 @@ def _results(messages: Sequence[Message]) -> list[_Result]:
     for message in tail:
         call_id = str(message.get("tool_call_id", ""))
         content, edited = _strip_edit_note(str(message.get("content", "")))
-        found.append(_Result(calls.get(call_id, ToolCall(call_id, "")), content, edited))
+        found.append(_Result(calls.get(call_id, ToolCall(call_id, "")), _strip_gate_notes(content), edited))
     return found
 
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
 from core import strict_json
 from core.events import (
     EVENT_ADAPTER,
+    EVENT_TYPES,
     AssistantTurnEvent,
     Event,
     MessageSent,
@@ -200,15 +201,11 @@ def _from_lines(text: str, source: str) -> Recording:
     return Recording(source, "messages", conversations, problems)
 
 
-def _event_types() -> frozenset[str]:
-    members = get_args(get_args(Event)[0])  # Event is Annotated[A | B | ..., discriminator]
-    return frozenset(str(model.model_fields["type"].default) for model in members)
-
-
-EVENT_TYPES = _event_types()
-
-
 def _line_format(first: Any) -> str | None:
+    """The format of JSON lines by their first usable line. Any event makes a trace, not only a whole
+    `session_started`: a trace cut at its head, or whose first line is torn, still records every call and
+    result, and auditing what it holds beats refusing it (`core.trace.read_session_start` is the strict test,
+    for what needs the session's own start: its replay, and `check` of the calls it recorded)."""
     if isinstance(first, Mapping):
         if first.get("type") in EVENT_TYPES:  # before "role": a trace's message events have one too
             return "trace"
@@ -217,25 +214,6 @@ def _line_format(first: Any) -> str | None:
         if "name" in first:
             return "trajectory"
     return "conversations" if _is_conversation(first) else None
-
-
-def looks_like_trace(path: Path, limit: int = 1 << 20) -> bool:
-    """Whether `path` starts with a trace event: the console opens those as what happened, without reading the
-    rest here (a long trace is the replay's to read). Reads at most `limit` bytes; never raises."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(limit)
-    except OSError:
-        return False
-    for raw in head.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
-            return False
-        return isinstance(value, Mapping) and value.get("type") in EVENT_TYPES
-    return False
 
 
 # -- our own formats ----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from core.agent import AgentConfig
+from core.evidence import EvidenceMode
 from core.llm.base import ChatModel
 from core.llm.offline_agent import OfflineAgent, find_dates, find_emails, find_names, plain
 from core.llm.scripted import ScriptedStep
@@ -308,3 +309,56 @@ async def test_what_the_customer_reads_carries_no_machine_text(domain: str, name
     _, events, _ = await run(domain, name, tmp_path, decision=decision)
     for text in agent_text(events):
         assert not MACHINE_TEXT.search(text), text
+
+
+CUSTOMER_MUST_NOT_READ = re.compile(r"NOTE:|gate read|orders\.#W|users\.|reservations\.|\['|\[\"")
+
+
+@pytest.mark.parametrize("decision", (*DECISIONS, "veto_allow"))
+@pytest.mark.parametrize(("domain", "name"), SCENARIOS)
+async def test_with_evidence_assist_the_customer_reads_no_gate_note(domain: str, name: str, decision: str,
+                                                                    tmp_path: Path) -> None:
+    """The executor tells the model which reads the gate made itself ("NOTE: before judging this call the gate
+    read …"): that line is for the agent, never the customer's. In assist mode (`ledgeragent run --evidence
+    assist`) every scenario, under every operator decision, speaks to the customer in plain words only, and a
+    refusal that follows a gate read is still told as a refusal."""
+    config = AgentConfig(evidence=EvidenceMode.ASSIST)
+    _, events, _ = await run(domain, name, tmp_path, decision=decision, config=config)
+    assert [e for e in events if e["type"] == "tool_result" and e.get("by") == "gate"] or decision != "approve" \
+        or name not in GATE_READS, "the scenario has a read the gate makes itself"
+    for text in agent_text(events):
+        assert not CUSTOMER_MUST_NOT_READ.search(text), text
+        assert not MACHINE_TEXT.search(text), text
+    noted = {e["call"]["id"]: e for e in events if e["type"] == "tool_result" and e["content"].startswith("NOTE:")}
+    for turn in (e for e in events if e["type"] == "assistant_turn" and e["text"]):
+        if any(c in noted and not noted[c]["ok"] for c in previous_calls(events, turn)):
+            assert not turn["text"].startswith("Done"), turn["text"]  # a failed or refused write is never done
+
+
+GATE_READS = {"unobserved-flight", "overdue-bill-resume", "roaming-abroad"}  # the gate reads for their writes
+
+
+def previous_calls(events: Sequence[dict[str, Any]], turn: dict[str, Any]) -> list[str]:
+    """The ids of the calls of the assistant turn before `turn`."""
+    turns = [e for e in events if e["type"] == "assistant_turn"]
+    index = turns.index(turn)
+    return [c["id"] for c in turns[index - 1]["tool_calls"]] if index else []
+
+
+def test_ledgeragent_run_with_evidence_assist_tells_the_customer_no_gate_note(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same through the command line, as an operator runs it: `ledgeragent run --evidence assist --json`."""
+    import json
+
+    from console.cli.main import main
+
+    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
+    for domain, name in SCENARIOS:
+        capsys.readouterr()
+        assert main(["run", "--domain", domain, "--scenario", name, "--evidence", "assist", "--json",
+                     "--out", str(tmp_path / name)]) == 0
+        events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        said = agent_text(events)
+        assert said and events[0]["evidence"] == "assist"
+        for text in said:
+            assert not CUSTOMER_MUST_NOT_READ.search(text) and not MACHINE_TEXT.search(text), (name, text)

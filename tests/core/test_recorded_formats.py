@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from core.evaluation.tau2_format import from_tau2
-from core.recorded.formats import looks_like_trace, parse_recording, read_recording
+from core.recorded.formats import parse_recording, read_recording
 from core.recorded.model import Recording, RecordingError
 from core.tools import Requestor
+from core.trace import read_session_start
 from tests.support.recorded import Exchange as X
 from tests.support.recorded import say, tau2_results
 
@@ -237,7 +238,7 @@ def test_a_session_trace_is_read_as_it_ran(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     assert main(["run", "--domain", "retail", "--scenario", "refund-to-original-payment", "--out", str(folder)]) == 0
     trace = folder / "trace.jsonl"
-    assert looks_like_trace(trace)
+    assert read_session_start(trace) is not None
     recording = read_recording(trace)
     assert (recording.format, recording.domain, recording.model) == ("trace", "retail", "scripted-demo")
     conversation = recording.conversations[0]
@@ -252,8 +253,8 @@ def test_a_session_trace_is_read_as_it_ran(tmp_path: Path) -> None:
 def test_only_a_trace_looks_like_a_trace(tmp_path: Path) -> None:
     messages = tmp_path / "m.jsonl"
     messages.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
-    assert not looks_like_trace(messages)
-    assert not looks_like_trace(tmp_path / "missing.jsonl")
+    assert read_session_start(messages) is None
+    assert read_session_start(tmp_path / "missing.jsonl") is None
     recording = read_recording(messages)
     assert recording.format == "messages" and recording.conversations[0].turns[0].text == "hi"
 

@@ -19,6 +19,8 @@ from core.evaluation.results import ResultsError, ResultStore
 from core.evaluation.tau2_format import TAU2_TERMINATIONS, Tau2Results
 from core.events import EVENT_ADAPTER
 from tests.support.eval_domains import run_eval
+from tests.support.eval_stub import Call, RoleStub
+from tests.support.tau2_messages import check_trajectory, validate_messages
 
 FIXTURE = Path(__file__).parent / "data" / "tau2_results_retail.json"
 
@@ -63,6 +65,7 @@ async def test_export_is_tau2_results_and_round_trips(tmp_path: Path) -> None:
             assert set(sim["reward_info"]) >= {"reward", "db_check", "action_checks", "communicate_checks",
                                                 "reward_basis", "reward_breakdown"}
             check_tau2_trajectory(sim["messages"])
+            validate_messages(sim["messages"])  # every field one of tau2's message models has
             first = dict(sim["messages"][0])
             assert first.pop("timestamp") is not None  # the run's wall clock, kept beside the trace
             assert first == {"role": "assistant", "content": "Hi! How can I help you today?", "turn_idx": 0}
@@ -93,6 +96,16 @@ async def test_a_gate_refused_write_is_not_exported_as_a_tool_call(tmp_path: Pat
     assert stopped["outcome"] == "rejected" and stopped["content"].startswith(("REVISE", "BLOCK"))
     ran = {c["id"] for m in sim["messages"] for c in m.get("tool_calls") or []}
     assert stopped["id"] not in ran  # tau2's DB replay will not execute what never ran
+    # a file that lost our trial records (rebuilt through tau2's own models) still says the write was proposed
+    # and refused, from the raw data
+    del sim["info"]["ledgeragent"]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(raw), encoding="utf-8")
+    trial = load_results(bare).trials[0]  # (the others still carry theirs)
+    events = [EVENT_ADAPTER.validate_python(e) for e in trial.events]
+    (refused,) = [e for e in events if e.type == "tool_result" and e.call.id == stopped["id"]]
+    assert (refused.executed, refused.outcome, refused.content) == (False, "rejected", stopped["content"])
+    assert any(c.id == stopped["id"] for e in events if e.type == "assistant_turn" for c in e.tool_calls)
 
 
 def test_a_tau2_results_file_opens_as_our_results(tmp_path: Path) -> None:
@@ -194,3 +207,79 @@ async def test_a_results_file_with_a_number_that_is_not_finite_is_refused(tmp_pa
     # the store's own readers skip it alike: --resume runs that trial again, results.json leaves it out
     store = ResultStore(tmp_path / "run")
     assert len(store.done()) == trials - 1
+
+
+# r01 by an agent that never reads the order before cancelling it: with evidence assist the gate reads it itself
+SKIPS_THE_ORDER = [Call("find_user_id_by_email", {"email": "yuki.haddad48@example.com"}),
+                   Call("get_user_details", {"user_id": "yuki_haddad_4100"}),
+                   "I'll cancel order #W3354738 (no longer needed). Do you confirm?",
+                   Call("cancel_pending_order", {"order_id": "#W3354738", "reason": "no longer needed"}),
+                   "Done: order #W3354738 is cancelled and 90.41 will be refunded to your PayPal."]
+
+
+async def test_the_gates_own_reads_are_not_exported_as_the_agents_calls(tmp_path: Path) -> None:
+    """tau2's messages are what the agent did: a read the gate made itself (evidence assist) is no tool call of the
+    assistant (tau2 has no requestor for it, and its action checks would credit the agent with it). It is kept in
+    the raw data of the assistant message whose write it was made for, and read back from there."""
+    out = tmp_path / "run"
+    with RoleStub(agent_script=SKIPS_THE_ORDER) as stub:
+        assert await run_eval(["--domain", "retail", "--agent", "ledger", "--evidence", "assist", "--tasks", "r01",
+                               "--trials", "1", "--out", str(out), "--model", "stub-agent", "--user-model",
+                               "stub-user", "--base-url", stub.base_url, "--retries", "0"]) == 0
+    (trial,) = load_results(out).trials
+    gate_reads = [e for e in trial.events if e["type"] == "tool_result" and e["by"] == "gate"]
+    assert [(e["call"]["name"], e["for_call"]) for e in gate_reads] == [("get_order_details", "call_3_0")]
+    assert trial.success and trial.reward_info is not None
+    # graded as tau2 grades the exported messages: the agent never read the order itself
+    assert [(c.name, c.matched) for c in trial.reward_info.action_checks] == [
+        ("find_user_id_by_email", True), ("get_order_details", False), ("cancel_pending_order", True)]
+    assert await run_eval(["export", str(out), "--out", str(tmp_path / "tau2")]) == 0
+    path = tmp_path / "tau2" / "retail-ledger-assist.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    (sim,) = raw["simulations"]
+    messages = validate_messages(sim["messages"])  # tau2's own message models, every field pinned
+    check_trajectory(messages)  # and what tau2's set_state demands before it replays the trajectory
+    calls = [c["name"] for m in sim["messages"] for c in m.get("tool_calls") or []]
+    assert calls == ["find_user_id_by_email", "get_user_details", "cancel_pending_order"]  # the agent's, only
+    (proposed,) = [m for m in sim["messages"] if any(c["id"] == "call_3_0" for c in m.get("tool_calls") or [])]
+    (kept,) = proposed["raw_data"]["ledgeragent_gate_reads"]
+    assert kept["id"] == gate_reads[0]["call"]["id"] and kept["for_call"] == "call_3_0"
+    assert (kept["name"], kept["arguments"], kept["outcome"]) == ("get_order_details", {"order_id": "#W3354738"}, "ok")
+    assert kept["result"] == gate_reads[0]["result"] and kept["content"] == gate_reads[0]["content"]
+    # our importer reads them back: from the trial record the export carries, and from the messages alone
+    (back,) = load_results(path).trials
+    assert back.events == trial.events
+    for simulation in raw["simulations"]:
+        del simulation["info"]["ledgeragent"]  # as a file rebuilt through tau2's own models keeps it
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(raw), encoding="utf-8")
+    (foreign,) = load_results(bare).trials
+    events = [EVENT_ADAPTER.validate_python(e) for e in foreign.events]
+    read_back = [e for e in events if e.type == "tool_result" and e.by == "gate"]
+    assert [(e.call.id, e.call.name, dict(e.call.arguments), e.for_call, e.result, e.content, e.kind)
+            for e in read_back] == [(g["call"]["id"], g["call"]["name"], g["call"]["arguments"], g["for_call"],
+                                     g["result"], g["content"], "read") for g in gate_reads]
+    turns = [e for e in events if e.type == "assistant_turn"]
+    assert all(not c.id.endswith("~gate1") for t in turns for c in t.tool_calls)
+    order = [(e.type, getattr(e, "by", "")) for e in events if e.type == "tool_result"]
+    assert order.index(("tool_result", "gate")) == 2  # before the result of the write it was made for
+
+
+async def test_a_failed_read_of_the_gate_is_no_tool_error_of_the_agent(tmp_path: Path) -> None:
+    """tau2's `max_errors` counts the agent's failed tool calls; a read the gate made itself and that failed (the
+    order does not exist) is the gate's, and the export leaves it out of the messages tau2 counts. With a limit of
+    one error, the agent that made no failing call of its own is not stopped for it."""
+    script = [Call("find_user_id_by_email", {"email": "yuki.haddad48@example.com"}),
+              Call("get_user_details", {"user_id": "yuki_haddad_4100"}),
+              Call("cancel_pending_order", {"order_id": "#W9999999", "reason": "no longer needed"}),
+              "Sorry, I could not find that order."]
+    out = tmp_path / "run"
+    with RoleStub(agent_script=script) as stub:
+        assert await run_eval(["--domain", "retail", "--agent", "ledger", "--evidence", "assist", "--tasks", "r01",
+                               "--trials", "1", "--out", str(out), "--model", "stub-agent", "--user-model",
+                               "stub-user", "--base-url", stub.base_url, "--retries", "0", "--max-errors", "1"]) == 0
+    (trial,) = load_results(out).trials
+    failed = [(e["call"]["name"], e["by"]) for e in trial.events
+              if e["type"] == "tool_result" and e["outcome"] == "error"]
+    assert failed == [("get_order_details", "gate")]
+    assert trial.termination == "user_stop"

@@ -10,6 +10,11 @@ the desk's audit log; the session's trace records it as well, with who, when and
 Several operators: an item may be claimed (for `claim_ttl` seconds, renewed by claiming again); a claimed
 item can be decided only by its claimant until the claim runs out. Everything runs on one event loop, so
 two decisions of one item cannot both land: the second finds the item gone and is refused.
+
+A session that ended keeps only its row in memory (what the sessions table shows): its `LiveSession` and its
+events are dropped, and its events are read back from its trace on disk when someone asks for them. The desk
+keeps the rows of the last `keep_ended` ended sessions; older ones leave the table (their folders stay). So a
+desk that sessions keep arriving at (`ledgeragent mcp`) holds a bounded amount whatever it has served.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,9 +49,14 @@ from core.gate import GateDecision
 from core.llm.base import ChatModel, ModelError
 from core.supervisor import Decision, Resolution
 from core.tools import validate_arguments
+from core.trace import TraceProblem
+from core.trace_index import TraceIndex
 
 MAX_OPERATOR = 64
 MAX_REASON = 2000
+KEEP_ENDED = 1000  # ended sessions whose rows the desk keeps (a row is a few hundred bytes)
+MAX_GONE = 10_000  # items no longer waiting whose reason a late decision is told
+INDEXES = 4  # ended sessions' trace indexes kept for paging through their events
 DECISIONS = ("approve", "accept_verdict", "veto", "edit", "force_allow", "step")
 CUSTOMER_PATHS = ("user", "customer", "patient")
 
@@ -133,13 +144,27 @@ class _DeskSession:
     task: asyncio.Task[None] | None = None
     make: LiveFactory | None = None  # how an added session is built (None: a plain LiveSession of `spec`)
     bounded: bool = True  # waits for a slot under the desk's concurrency bound
+    final: RowView | None = None  # the row of an ended session, once its LiveSession and events are dropped
 
     @property
     def label(self) -> str:
         """What it runs: the scenario, `task <id>`, or free chat."""
         return self.spec.label or "free chat"
 
+    def retire(self) -> None:
+        """The session is over: keep its row, drop what only a running session needs (its trace has the rest)."""
+        self.final = self.view()
+        self.live = None
+        self.events = []
+        self.item = None
+        self.decided.clear()
+        self.regated.clear()
+        self.task = None
+        self.make = None
+
     def view(self) -> RowView:
+        if self.final is not None:
+            return self.final
         live = self.live
         item = self.item
         return RowView(
@@ -167,13 +192,20 @@ class Desk:
                  audit_path: Path | None = None, amber_s: float = 30.0, red_s: float = 120.0,
                  claim_ttl: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], str] = utc_now,
-                 model_factory: Callable[[SessionSpec], ChatModel] | None = None) -> None:
+                 model_factory: Callable[[SessionSpec], ChatModel] | None = None,
+                 keep_ended: int = KEEP_ENDED) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if not 0 <= amber_s <= red_s:
             raise ValueError("the amber threshold must be between 0 and the red one")
+        if keep_ended < 1:
+            raise ValueError("keep_ended must be at least 1")
         self.sessions = [_DeskSession(f"s{n:02d}", spec) for n, spec in enumerate(specs, 1)]
         self._by_id = {s.id: s for s in self.sessions}
+        self._numbers = itertools.count(len(self.sessions) + 1)  # session ids, never reused
+        self.keep_ended = keep_ended
+        self._ended: deque[str] = deque()  # ended sessions still in the table, the oldest first
+        self._indexes: OrderedDict[str, TraceIndex] = OrderedDict()  # ended sessions' traces, the last read last
         self.concurrency = concurrency
         self.root = root
         self.amber_s = amber_s
@@ -184,7 +216,8 @@ class Desk:
         self.model_factory = model_factory
         self.audit = AuditLog(audit_path) if audit_path is not None else None
         self._ids = itertools.count(1)
-        self._gone: dict[str, str] = {}  # item id -> why it no longer waits (said to whoever decides it late)
+        self._gone: OrderedDict[str, str] = OrderedDict()  # item id -> why it no longer waits (said to whoever
+        # decides it late), the last MAX_GONE
         self._waits: list[float] = []
         self._listeners: list[DeskListener] = []
         self._slots = asyncio.Semaphore(concurrency)
@@ -220,12 +253,35 @@ class Desk:
         session = self._by_id.get(session_id)
         return session.live if session is not None else None
 
-    async def session_events(self, session_id: str, since: int = 0) -> list[dict[str, Any]]:
+    async def session_events(self, session_id: str, since: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
+        """The session's events from `since` on (at most `limit`): from memory while it runs, from its trace on
+        disk once it ended."""
         session = self._session(session_id)
-        return [e.model_dump(mode="json") for e in session.events[max(0, since):]]
+        start = max(0, since)
+        end = None if limit is None else start + max(0, limit)
+        if session.final is None:
+            return [e.model_dump(mode="json") for e in session.events[start:end]]
+        events = await asyncio.to_thread(self._trace_events, session, start, end)
+        return [e.model_dump(mode="json") for e in events]
 
     def events_of(self, session_id: str) -> list[Event]:
-        return list(self._session(session_id).events)
+        session = self._session(session_id)
+        return list(session.events) if session.final is None else self._trace_events(session, 0, None)
+
+    def _trace_events(self, session: _DeskSession, start: int, end: int | None) -> list[Event]:
+        """An ended session's events, read from its trace (unreadable lines left out, as replay skips them)."""
+        assert session.final is not None
+        index = self._indexes.pop(session.id, None)
+        if index is None:
+            trace = Path(session.final.folder) / "trace.jsonl" if session.final.folder else None
+            if trace is None or not trace.is_file():
+                return []
+            index = TraceIndex.of_file(trace)
+        self._indexes[session.id] = index
+        while len(self._indexes) > INDEXES:
+            self._indexes.popitem(last=False)
+        stop = len(index) if end is None else min(end, len(index))
+        return [e for e in index.read(range(start, stop)) if not isinstance(e, TraceProblem)]
 
     def _session(self, session_id: str) -> _DeskSession:
         session = self._by_id.get(session_id)
@@ -238,7 +294,7 @@ class Desk:
     async def run(self) -> None:
         """Run every session to its end (at most `concurrency` at once); a failing one never stops the rest."""
         for session in self.sessions:
-            if session.task is None:
+            if session.task is None and session.final is None:  # (an ended one has dropped its task)
                 session.task = asyncio.create_task(self._run_one(session), name=f"desk {session.id}")
         tasks = [s.task for s in self.sessions if s.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -248,7 +304,7 @@ class Desk:
         decided and audited like the others. `make` builds it (default: a `LiveSession` of `spec`); an
         unbounded one does not wait for a slot (its client is waiting). Returns its id; `live(id)` is the
         session once it is built."""
-        session = _DeskSession(f"s{len(self.sessions) + 1:02d}", spec, make=make, bounded=bounded)
+        session = _DeskSession(f"s{next(self._numbers):02d}", spec, make=make, bounded=bounded)
         self.sessions.append(session)
         self._by_id[session.id] = session
         session.task = asyncio.create_task(self._run_one(session), name=f"desk {session.id}")
@@ -288,11 +344,13 @@ class Desk:
                 session.phase = RowPhase.ENDED
                 session.end_reason = session.end_reason or "desk_closed"
                 self._drop_item(session)
+                self._retire(session)
                 raise
             except Exception as exc:  # noqa: BLE001 - a crashing session is shown as failed, never stalls the desk
                 session.phase = RowPhase.FAILED
                 session.failure = f"{type(exc).__name__}: {exc}"[:500]
                 self._drop_item(session)
+                self._retire(session)
                 self._changed()
                 return
         session.end_reason = result.reason
@@ -302,7 +360,18 @@ class Desk:
         else:
             session.phase = RowPhase.ENDED
         self._drop_item(session)
+        self._retire(session)
         self._changed()
+
+    def _retire(self, session: _DeskSession) -> None:
+        """An ended session keeps its row only; past `keep_ended` ended rows, the oldest leaves the table."""
+        session.retire()
+        self._ended.append(session.id)
+        while len(self._ended) > self.keep_ended:
+            gone = self._by_id.pop(self._ended.popleft(), None)
+            if gone is not None:
+                self.sessions.remove(gone)
+                self._indexes.pop(gone.id, None)
 
     # ------------------------------------------------------------------------------------------ callbacks
 
@@ -418,6 +487,8 @@ class Desk:
     def _drop_item(self, session: _DeskSession, why: str = "its session ended") -> None:
         if session.item is not None:
             self._gone.setdefault(session.item.id, why)
+            while len(self._gone) > MAX_GONE:
+                self._gone.popitem(last=False)
         session.item = None
 
     # ------------------------------------------------------------------------------------------ operators

@@ -426,8 +426,7 @@ class DeskHost:
             since = fields.get("since", 0)
             if isinstance(since, bool) or not isinstance(since, int) or since < 0:
                 raise DeskRefused("since must be a whole number of 0 or more")
-            events = await desk.session_events(_text(fields, "session"), since)
-            return events[:EVENTS_PAGE]
+            return await desk.session_events(_text(fields, "session"), since, limit=EVENTS_PAGE)
         return None
 
 

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 from console.runtime.export import transcript_markdown
 from console.runtime.live import LiveSession, PendingReview, Phase, SessionSpec, SupervisionMode
 from console.runtime.rules import LiveRules
+from console.runtime.session_stop import stopped_words
 from console.tui.screens.review import ReviewScreen
 from console.tui.widgets.customer_input import CustomerInput
 from console.tui.widgets.filter_bar import FilterBar
@@ -443,8 +444,7 @@ class MainScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "session" and event.state is WorkerState.ERROR:
-            self.notify(f"The session stopped on an internal error: {event.worker.error}", severity="error",
-                        timeout=15)
+            self.notify(stopped_words(event.worker.error), severity="error", timeout=15)
 
     def action_cycle_mode(self) -> None:
         if self.live is not None:

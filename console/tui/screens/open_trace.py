@@ -26,8 +26,8 @@ from console.tui.theme import palette_of
 from core.domain import Domain
 from core.evaluation.loading import load_results
 from core.evaluation.results import EvalResults, ResultsError
-from core.recorded.formats import looks_like_trace
 from core.timeline import TraceTimeline
+from core.trace import read_session_start
 
 
 def is_results(path: Path) -> bool:
@@ -62,11 +62,12 @@ class EndingsRead(Message):
 
 def read_path(path: Path) -> TraceLoaded | ResultsLoaded | RecordingAudited | OpenFailed:
     """Read a trace or a results file, or audit any other recording (a tau2 results file under another name, OpenAI
-    chat messages); never raises for bad input (the answer says what was wrong)."""
+    chat messages, a trace without its whole `session_started`: the replay needs that line for the domain, the
+    audit reads the calls without it); never raises for bad input (the answer says what was wrong)."""
     try:
         if is_results(path):
             return ResultsLoaded(path, load_results(path))
-        if path.is_file() and not looks_like_trace(path):
+        if path.is_file() and read_session_start(path) is None:
             return audit_recording(path)
         timeline, domain, problems = open_replay(path)
         return TraceLoaded(path, timeline, domain, problems)

@@ -200,3 +200,61 @@ def test_a_bug_on_a_full_disk_leaves_no_empty_crash_log(small_disk: Path, tmp_pa
     assert done.returncode == 70
     assert "no space left on device" in one_error_line(done.stderr)
     assert empty_files(small_disk) == [] and list((tmp_path / "tmp").iterdir()) == []
+
+
+# ------------------------------------------------------------------ what the console says (any user)
+
+CONSOLE_CHILD = """
+import asyncio, resource, sys
+from pathlib import Path
+from console.tui.app import make_app
+from console.runtime.live import SupervisionMode
+from tests.support.pilot import wait_for
+
+async def main() -> None:
+    app = make_app(domain="retail", scenario="refund-to-original-payment", root=Path(sys.argv[1]),
+                   mode=SupervisionMode.STEP)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("space")  # start: in step mode the session opens, then waits for a step
+        await wait_for(pilot, lambda: app.live is not None and app.live.pacer.waiting is not None, 60)
+        trace = app.live.folder / "trace.jsonl"
+        # from now on no file may grow: the trace's next event does not fit (EFBIG, as a full disk's ENOSPC)
+        limit = trace.stat().st_size
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        await pilot.press("n")
+        await wait_for(pilot, lambda: any("stopped" in n.message for n in app._notifications), 60)
+        print(trace)
+        for note in app._notifications:
+            print(repr(note.message))
+
+asyncio.run(main())
+"""
+
+
+def test_the_console_says_a_full_disk_stopped_the_session_not_an_internal_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "LEDGERAGENT_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", CONSOLE_CHILD, str(home)], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    trace, *notes = done.stdout.splitlines()
+    (said,) = [n for n in notes if "stopped" in n]
+    assert said == repr(f"The session stopped: file too large (the file size limit, ulimit -f) while writing {trace}; "
+                        "the trace keeps every event before this one")
+    assert "internal error" not in done.stdout
+    assert assert_whole_lines(Path(trace))[0]["type"] == "session_started"
+
+
+def test_a_full_disk_is_worded_as_what_happened() -> None:
+    import errno
+
+    from console.runtime.session_stop import stopped_words
+    from core.disk_full import DiskFull
+
+    trace = Path("/data/sessions/s1/trace.jsonl")
+    assert stopped_words(DiskFull(trace, errno.ENOSPC, "the trace keeps every event before this one")) == (
+        "The session stopped: no space left on device while writing /data/sessions/s1/trace.jsonl; the trace keeps "
+        "every event before this one")
+    assert stopped_words(DiskFull(trace.with_name("db.sqlite"), errno.EDQUOT)) == (
+        "The session stopped: disk quota exceeded while writing /data/sessions/s1/db.sqlite")
+    assert stopped_words(RuntimeError("a bug")) == "The session stopped on an internal error: a bug"

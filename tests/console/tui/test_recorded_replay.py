@@ -94,3 +94,26 @@ async def test_check_lines_are_sent_to_the_command_line(console_app: Callable[..
         await wait_for(pilot, lambda: "ledgeragent check --as-recorded" in str(
             opener.query_one("#open-error").render()))
         assert app.screen is opener
+
+
+def test_a_trace_whose_session_started_is_missing_is_audited_not_refused(tmp_path: Path) -> None:
+    """Only a file that starts with a whole session_started replays (the replay takes its domain from it); a trace
+    cut at its head (or whose first line is torn) is still a recording of calls and results: the console audits
+    it as recorded, as `check --as-recorded` does, instead of refusing it as "not a LedgerAgent trace"."""
+    from console.cli.main import main
+    from console.tui.screens.open_trace import TraceLoaded, read_path
+    from console.tui.screens.recorded import RecordingAudited
+
+    folder = tmp_path / "s"
+    assert main(["run", "--domain", "retail", "--scenario", "refund-to-original-payment", "--out", str(folder)]) == 0
+    whole = folder / "trace.jsonl"
+    assert isinstance(read_path(whole), TraceLoaded)
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    for name, head in (("headless", []), ("torn", ['{"seq":1,"step":0,"type":"session_started","dom\n'])):
+        damaged = tmp_path / f"{name}.jsonl"
+        damaged.write_text("".join([*head, *lines[1:]]), encoding="utf-8")
+        opened = read_path(damaged)
+        assert isinstance(opened, RecordingAudited), opened
+        assert (opened.recording.format, opened.domain.name) == ("trace", "retail")
+        writes = [c for audit in opened.audits for c in audit.calls if c.kind == "write"]
+        assert len(writes) == 2  # both writes of the session, each judged in its recorded context

@@ -183,7 +183,9 @@ async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorC
         box.value = str(bad)
         box.focus()
         await pilot.press("enter")  # read in a worker: the error arrives as a message
-        await wait_for(pilot, lambda: "not a LedgerAgent trace" in str(opener.query_one("#open-error").render()))
+        # no session_started: not replayed, audited as a recording, which holds no call to judge
+        await wait_for(pilot, lambda: "cannot tell the domain: the file holds no valid tool call" in str(
+            opener.query_one("#open-error").render()))
         assert app.screen is opener
 
 
