@@ -1,4 +1,4 @@
-"""House rules for the tests themselves (issue 16 item 8), checked over the files rather than trusted to review.
+"""House rules for the tests themselves, checked over the files rather than trusted to review.
 
 - No test imports from a conftest: which `conftest` a bare `from conftest import ...` finds depends on
   sys.path order (there are several); helpers live in importable modules (tests/support/).
@@ -23,8 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 WALL_CLOCK = re.compile(r"\b(perf_counter(_ns)?|process_time(_ns)?|timeit)\b")
 OUTSIDE = re.compile(r"\.\./shared\b")
-# Owned by other areas this hour (docs/evaluation.md, console/cli/eval.py: evaluation; benchmarks/airline.py: the
-# gate's figures): their citations are reported to planning, not edited here. Remove a file once it is clean.
+# Files excused from the outside-path rule until their citations are fixed; remove a file once it is clean.
 NOT_YET_CLEAN: set[str] = set()
 
 
