@@ -59,7 +59,7 @@ test-live: $(STAMP)
 	@bash tests/live/setup.sh
 	@LEDGERAGENT_LIVE=1 $(BIN)/python -m pytest tests/live -p no:xdist -q -rs
 
-## Speed figures named in the issues, printed as a table. ARGS go to `python -m benchmarks`:
+## Speed figures with their targets, printed as a table. ARGS go to `python -m benchmarks`:
 ## `make bench ARGS="--only gate"` re-measures a subset, ARGS=--list names the groups, ARGS=--long runs check's
 ## 600k-call memory row (more than 15 minutes) instead of the default short one.
 bench: $(STAMP)

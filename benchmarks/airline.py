@@ -1,4 +1,4 @@
-"""The airline figures (issue 3): load the full tau2 airline DB, restore, search, and one gate decision.
+"""The airline figures: load the full tau2 airline DB, restore, search, and one gate decision.
 
 - load the tau2 airline DB into SQLite, target < 3 s: `open_backend("airline", path, source=db.json)`, what
   `ledgeragent --db db.json` does: read and parse the 3.3 MB file, normalise 300 flights x 30 dates, 500
@@ -302,6 +302,6 @@ def bench_gate(data: AirlineData, *, records: int = GATE_LEDGER_RECORDS, repeat:
 
 
 def run_airline(path: Path | None = TAU2_AIRLINE_DB) -> list[Result]:
-    """The four airline rows, in the issue's order: load, restore, search, gate."""
+    """The four airline rows, in table order: load, restore, search, gate."""
     data = load_airline_data(path)
     return [*bench_store(data), bench_gate(data)]

@@ -1,4 +1,4 @@
-"""`ledgeragent check` over a big trajectory (issue 11 item 6): peak RSS and whether it stays flat.
+"""`ledgeragent check` over a big trajectory: peak RSS and whether it stays flat.
 
 What is measured: a real `ledgeragent check FILE --domain retail` child process (table mode, stdout to
 /dev/null) over a generated trajectory of `calls` lines on the shipped retail seed data: reads, gated writes

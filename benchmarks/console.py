@@ -1,4 +1,4 @@
-"""Console figures (issue 5): cold start to first frame, appending an event to the panes with a long session,
+"""Console figures: cold start to first frame, appending an event to the panes with a long session,
 and the memory that session takes. Each runs in a fresh interpreter so imports and memory are honest."""
 
 from __future__ import annotations

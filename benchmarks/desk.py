@@ -1,4 +1,4 @@
-"""Supervision desk figures (issue 15), each in a fresh interpreter (`benchmarks.desk_child`): resident memory
+"""Supervision desk figures, each in a fresh interpreter (`benchmarks.desk_child`): resident memory
 per live session with 50 offline sessions alive at once, and, with the desk App drawing 50 sessions on this
 machine's cores, the time from a gate verdict to its inbox item on screen and the cost of one desk redraw."""
 

@@ -1,4 +1,4 @@
-"""Runs inside a fresh interpreter for the supervision desk figures (issue 15), printing one JSON line.
+"""Runs inside a fresh interpreter for the supervision desk figures, printing one JSON line.
 
 `python -m benchmarks.desk_child memory N`: N offline scripted sessions (the 12 scenarios in turn, "approve
 writes") run at once until every one of them waits on the inbox, so all N are alive together; prints the

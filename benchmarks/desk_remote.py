@@ -1,4 +1,4 @@
-"""The desk over its socket (issue 15 item 5): what a browser tab's operator process waits for.
+"""The desk over its socket: what a browser tab's operator process waits for.
 
 A desk host runs in a child process (`python -m benchmarks.desk_remote host SOCKET N`: N scripted retail
 sessions in "approve writes" mode, all at once, as `serve --supervise` runs it) and this process is one

@@ -1,4 +1,4 @@
-"""Browser figures (issue 7): page load to the first painted console, and a key press to a visible change.
+"""Browser figures: page load to the first painted console, and a key press to a visible change.
 
 Both run against a real `ledgeragent serve` (`python -m console.cli.serve`, port 0) over loopback, each tab a real
 console process with the scripted retail demo:
@@ -296,7 +296,7 @@ def rss_bytes(pid: int) -> int:
 
 async def _close_while_starting(server: ServedConsole, repeat: int) -> list[int]:
     """Open a tab and close it at once, while its console is still starting: the time until that console
-    process is gone (issue 12: each used to wait 6 s and be killed)."""
+    process is gone (a console closed while starting used to wait 6 s and be killed)."""
     samples: list[int] = []
     async with aiohttp.ClientSession() as http:
         for _ in range(repeat):

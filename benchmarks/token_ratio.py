@@ -1,4 +1,4 @@
-"""The ledger's prompt-token cost against the function-calling baseline, one row per domain (issue 14 item 8).
+"""The ledger's prompt-token cost against the function-calling baseline, one row per domain.
 
 Same scripted sessions for every agent condition (the offline careful agent of each domain's shipped tasks,
 one trial per task; the scripted agent's prompts are counted with the same local tokenizer for every

@@ -30,8 +30,9 @@ the customer why the action cannot be done."""
 
 # Appended to the instructions of the ledger agent only (the paper's ledger block is "an additional state view"):
 # what the block is, that values are looked up there, and what STALE asks. Kept short: it is paid on every model
-# call (issue 14 item 8). The gate is not announced: it speaks for itself in its REVISE / BLOCK results, and
-# `AgentConfig(gate=False)` renders the ledger without one.
+# call, and the ledger agent's prompts should cost no more tokens than the function-calling baseline's
+# (`benchmarks.token_ratio`). The gate is not announced: it speaks for itself in its REVISE / BLOCK results,
+# and `AgentConfig(gate=False)` renders the ledger without one.
 LEDGER_INSTRUCTIONS = """The <ledger> block is the observed state: every record read tools returned, by canonical path.
 Look values up there, not in the conversation. A write may have changed a STALE record: read it again before
 relying on it."""

@@ -1,4 +1,4 @@
-"""No import circles among our modules (issue #16.2), checked beside the import-hygiene test.
+"""No import circles among our modules, checked beside the import-hygiene test.
 
 Every import counts except those under `if TYPE_CHECKING:`, deferred ones (inside a function) included: a
 deferred import hides a circle from Python's loader but not from the reader, and the next refactor that

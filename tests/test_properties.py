@@ -1,4 +1,4 @@
-"""Property test of the whole call path (issue 11 item 8): random call sequences per domain never get a write
+"""Property test of the whole call path: random call sequences per domain never get a write
 past the gate, never run other arguments than the judged ones, never change anything on a failed or refused
 call, and never grow the ledger but from a successful read.
 

@@ -1,4 +1,4 @@
-"""The console's cold start (issue 10's figure, < 1.5 s to the first frame) is mostly imports. The heavy
+"""The console's cold start (its figure: < 1.5 s to the first frame) is mostly imports. The heavy
 libraries only some commands need are imported where they are used, so opening the console never pays for
 them: the OpenAI SDK (~1 s with aiohttp; only a real model needs it), jsonschema (the first argument
 check) and the evaluation harness (`ledgeragent eval`, and a REVISE's suggested reads in the offline agent).

@@ -1,4 +1,4 @@
-"""House rules for the tests themselves (issue 16 item 8), checked over the files rather than trusted to review.
+"""House rules for the tests themselves, checked over the files rather than trusted to review.
 
 - No test imports from a conftest: which `conftest` a bare `from conftest import ...` finds depends on
   sys.path order (there are several); helpers live in importable modules (tests/support/).
@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 from pathlib import Path
 
-import pytest
+from tests.support.repo_files import listed_files, numbered_lines
+from tests.support.upstream import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 WALL_CLOCK = re.compile(r"\b(perf_counter(_ns)?|process_time(_ns)?|timeit)\b")
 OUTSIDE = re.compile(r"\.\./shared\b")
-# Owned by other areas this hour (docs/evaluation.md, console/cli/eval.py: evaluation; benchmarks/airline.py: the
-# gate's figures): their citations are reported to planning, not edited here. Remove a file once it is clean.
+# Files excused from the outside-path rule until their citations are fixed; remove a file once it is clean.
 NOT_YET_CLEAN: set[str] = set()
 
 
@@ -58,22 +56,16 @@ def test_no_wall_clock_measurement_in_tests() -> None:
 
 
 def _tracked_text_files() -> list[str]:
-    try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                                capture_output=True, text=True, check=True).stdout.splitlines()
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: the repository's file list is unknown")
     suffixes = {".py", ".md", ".toml", ".tcss", ".sh", ".jinja", ".cfg", ".txt"}
-    return [name for name in listed if Path(name).suffix in suffixes or Path(name).name == "Makefile"]
+    return [name for name in listed_files() if Path(name).suffix in suffixes or Path(name).name == "Makefile"]
 
 
 def test_no_path_outside_the_repository_is_cited() -> None:
     offenders = []
     for name in _tracked_text_files():
-        path = REPO / name
-        if name in NOT_YET_CLEAN or path == Path(__file__).resolve() or not path.is_file():
+        if name in NOT_YET_CLEAN or REPO / name == Path(__file__).resolve():
             continue
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for number, line in numbered_lines(name):
             if OUTSIDE.search(line):
                 offenders.append(f"{name}:{number}: {line.strip()}")
     assert offenders == [], "cite the upstream file instead:\n" + "\n".join(offenders)

@@ -1,4 +1,4 @@
-"""One colour map for verdicts, phases and speakers, resolved from the App's theme (issue 16.5).
+"""One colour map for verdicts, phases and speakers, resolved from the App's theme, so every theme reads well.
 
 Nothing in the console's screens and widgets names a colour: they name a *role* (`success`, `warning`,
 `error`, `primary`, ...) and this module turns it into the current theme's colour, the same variables the

@@ -2,7 +2,7 @@
 server): what the server is told (`ServeConfig`), which origins may open a console, what a tab may send.
 
 A module of its own so that the server does not import the command line (serve -> webserver -> serve was an
-import circle, issue 16.2) and both stay free of each other's dependencies: nothing here imports aiohttp or
+import circle) and both stay free of each other's dependencies: nothing here imports aiohttp or
 textual-serve.
 """
 

@@ -276,7 +276,7 @@ def _payments(call: ToolCall) -> list[tuple[str, Any]]:
 for_customer = requires_customer("airline.customer_identified", _customer)
 # Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
 # calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
-# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# and a "read it first" hint would ask the agent to read a stranger's data.
 # Only ctx is consulted, so the evidence stays the record the rule judges.
 once_identified = requires_customer("airline.customer_identified", lambda view, ctx: ctx.customer_id,
                                     "no customer profile read yet")

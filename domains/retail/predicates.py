@@ -76,7 +76,7 @@ def _order(view: LedgerView, call: ToolCall) -> tuple[str, Mapping[str, Any]]:
 def _profile(view: LedgerView, customer: str) -> tuple[str, Mapping[str, Any]]:
     """(path, profile) of the authenticated customer. `user` is set only when the profile is read after the
     customer was found; a profile read before that lands only at `users.<id>`. Falling back to that path
-    keeps the verdict independent of which of the two reads came first (issue 13 class 5); both paths go
+    keeps the verdict independent of which of the two reads came first; both paths go
     stale together after a money write, and the reason cites the path the facts came from."""
     path = PROFILE_PATH if view.has(PROFILE_PATH) else f"users.{customer}"
     profile: Mapping[str, Any] = view.need(path, call_text("get_user_details", user_id=customer))
@@ -150,7 +150,7 @@ def _products_missing(swaps: Sequence[_Swap]) -> MissingEvidence | None:
 for_customer = requires_customer("retail.authenticated", _customer, "no authenticated customer yet")
 # Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
 # calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
-# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# and a "read it first" hint would ask the agent to read a stranger's data.
 # Only ctx is consulted, so the evidence stays the record the rule judges.
 once_identified = requires_customer("retail.authenticated", lambda view, ctx: ctx.customer_id,
                                     "no authenticated customer yet")

@@ -200,7 +200,7 @@ def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
 for_patient = requires_customer("telehealth.authenticated", _patient_id, "no authenticated patient yet")
 # Rules about a record the call names (a reservation, order, appointment, medical record, a patient's
 # calendar or insurance) stand aside until someone is identified: before that the record may be anyone's,
-# and a "read it first" hint would ask the agent to read a stranger's data (issue 13 classes 6 and 7).
+# and a "read it first" hint would ask the agent to read a stranger's data.
 # Only ctx is consulted, so the evidence stays the record the rule judges.
 once_identified = requires_customer("telehealth.authenticated", lambda view, ctx: ctx.customer_id,
                                     "no authenticated patient yet")
@@ -653,7 +653,7 @@ def _checks_of(view: LedgerView, medication: str, spellings: Iterable[str]) -> l
 )
 @once_identified
 def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
-    """Order-independent and monotone (issue 13 class 5). The verdict is a function of facts, not of reads:
+    """Order-independent and monotone. The verdict is a function of facts, not of reads:
     the pairs every check of the medication showed (all of them, whatever their order), against the record
     being changed (a read this write needs anyway). A pair the record already prescribes together (tau-Trait
     task 10's Warfarin and Sertraline on REC012) is the prescriber's known regimen, which a supplier change

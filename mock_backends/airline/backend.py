@@ -306,7 +306,7 @@ class AirlineBackend(SQLiteToolBackend):
         refunds = [Payment(payment_id=p.payment_id, amount=-p.amount) for p in reservation.payment_history]
         reservation.payment_history.extend(refunds)
         reservation.status = "cancelled"
-        # tau2 neither releases the seats (its issue #153) nor credits gift cards here; nor do we.
+        # tau2 neither releases the seats (tau2 issue #153) nor credits gift cards here; nor do we.
         await self._save(reservation=reservation)
         return dump(reservation)
 

@@ -1,4 +1,4 @@
-"""Issue #10.9: an exported fixture records which rules objected (and which crashed); `check` compares them.
+"""An exported fixture records which rules objected (and which crashed); `check` compares them.
 
 Before, a fixture expecting REVISE passed whenever the verdict was REVISE, even when the REVISE came from
 a crashing rule (the gate fails closed) or from another rule.

@@ -206,7 +206,7 @@ def test_dry_run_leaves_the_anti_loop_memory_untouched() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# House rules and @for_customer (issue 13 class 4, issue 16 item 7).
+# House rules (labelled, never BLOCK, switchable) and @for_customer (passes with a note until a customer is known).
 
 
 def _always_fails(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:

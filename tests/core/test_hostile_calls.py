@@ -1,4 +1,4 @@
-"""Hostile numbers and garbage from the model never get past the gate (issue 11 items 1 and 5).
+"""Hostile numbers and garbage from the model never get past the gate.
 
 Real parts: the telecom domain, its predicates and its SQLite backend on a file in tmp_path. The NaN refuel
 is the case that was found: `amount <= 0` and `amount > cap` are both False for NaN, so

@@ -108,7 +108,8 @@ def test_mark_stale_handles_exact_paths_and_globs() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# History (superseded observations) and effects (what executed writes returned): issue 13 classes 2 and 3.
+# History (superseded observations) and effects (what executed writes returned): what a rule needs to tell a fact
+# our own write changed, or a compensation already granted, from what the customer says.
 
 
 def test_a_changed_value_keeps_the_superseded_observation_with_its_provenance() -> None:

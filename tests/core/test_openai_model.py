@@ -327,7 +327,7 @@ async def test_unscripted_request_fails_loudly(stub: OpenAIStub, make_model: Mak
     assert NO_SCRIPT_MESSAGE in caught.value.message
 
 
-# -- issue 17: what real servers need ----------------------------------------------------------
+# -- what real servers need ----------------------------------------------------------------------
 
 # What llama-cpp-python's server answered for an assistant message with "content": null: its pydantic dump.
 LLAMA_CPP_PYTHON_500 = """3 validation errors for CreateChatCompletionRequest

@@ -158,7 +158,7 @@ async def test_model_error_handler_can_retry_the_same_step(tmp_path: Path) -> No
     assert types.count("model_error") == 2 and types.count("assistant_turn") == 1
 
 
-# -- issue 17: the protocol details real servers need, end to end through a session ------------------------
+# -- the protocol details real servers need, end to end through a session ---------------------------------
 
 
 async def test_history_sent_back_is_valid_for_strict_servers(tmp_path: Path) -> None:

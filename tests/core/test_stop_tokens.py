@@ -1,4 +1,4 @@
-"""The user simulator's stop tokens as small models really write them (issue 17, item 5)."""
+"""The user simulator's stop tokens as small models really write them."""
 
 from __future__ import annotations
 

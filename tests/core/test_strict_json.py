@@ -1,4 +1,4 @@
-"""Strict JSON and the shared numeric guard (issue 11 items 1 and 5): hostile text never becomes a value a
+"""Strict JSON and the shared numeric guard: hostile text never becomes a value a
 predicate, the trace writer or SQLite sees; it becomes a clear error for the model, the operator or `check`."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""One validator from a maintained library (issue 11 item 7) and specs that cannot drift from backends
-(issue 16 item 6)."""
+"""One validator from a maintained library (jsonschema, not hand-written checks) and specs that cannot drift from
+backends (a backend class whose tool methods differ from its specs in kind or parameters fails at creation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13 classes 6 and 7, for every domain: before anyone is identified, a write is refused by the
+"""For every domain: before anyone is identified, a write is refused by the
 identity rule alone, and no feedback asks the agent to read a record the call names (a reservation, order,
 line, bill, appointment, medical record, or a patient's calendar or profile): until the customer is known,
 that record may be a stranger's, and the policy forbids reading another customer's data."""

@@ -1,4 +1,4 @@
-"""Issue 13 class 5, for every domain's predicates: a verdict is a function of the observed facts, never of
+"""For every domain's predicates: a verdict is a function of the observed facts, never of
 the order or the number of reads.
 
 Each upstream gold trajectory (the careful reads before each gold write, as the four gold-replay modules

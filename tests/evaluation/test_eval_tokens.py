@@ -48,7 +48,7 @@ def test_the_bench_row_reports_the_prompt_token_ratio() -> None:
     (row,) = bench_token_ratio(["retail"], limit=3)
     assert row.key == "token_ratio_retail" and row.unit == "%" and row.target_ns == 100
     assert 50 < row.median_ns < row.p95_ns < 150  # compact history costs less than the plain ledger
-    assert row.median_ns <= row.target_ns  # ...and no more than the function-calling baseline (issue 14 item 8)
+    assert row.median_ns <= row.target_ns  # ...and no more than the function-calling baseline
     assert "pass^1 compact 100%, ledger 100%, fc 100%" in row.note
 
 

@@ -1,4 +1,4 @@
-"""Issue 14, end to end through `ledgeragent eval` against a local OpenAI-compatible stub (127.0.0.1) playing
+"""End to end through `ledgeragent eval` against a local OpenAI-compatible stub (127.0.0.1) playing
 the agent, the customer simulator and the judge: scores a tau2-bench user can trust."""
 
 from __future__ import annotations

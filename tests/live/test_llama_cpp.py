@@ -1,4 +1,4 @@
-"""The agent against real llama.cpp servers (issue 17): protocol and structure, never the model's quality.
+"""The agent against real llama.cpp servers: protocol and structure, never the model's quality.
 
 The model is SmolLM2-135M-Instruct: it cannot be relied on to choose a sensible tool, so the retail session
 forces each tool call it needs (a named `tool_choice`, as a caller may for any OpenAI-compatible server) and
@@ -218,7 +218,8 @@ def raw_status(server: LiveServer, body: dict[str, Any]) -> int:
 
 
 def test_llama_cpp_python_rejects_null_content_the_adapter_never_sends(llama_cpp_python: LiveServer) -> None:
-    """What item 2 is about, seen on the real server: the same history with `"content": null` is refused."""
+    """Why the adapter sends `"content": ""`, seen on the real server: the same history with `"content": null` is
+    refused."""
     history = [*QUESTION, {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "get_order_details",
                                                           "arguments": '{"order_id": "#W4821002"}'}}]},
@@ -249,7 +250,7 @@ async def test_a_timeout_is_handled_and_counted(which: str, request: pytest.Fixt
 
 
 def test_native_server_rejects_the_verbatim_malformed_history(native_server: LiveServer) -> None:
-    """What item 3 is about, seen on the real server: echoing the model's unparseable arguments verbatim makes
+    """Why the adapter echoes unparseable arguments as `{}`, seen on the real server: echoing them verbatim makes
     llama-server refuse the whole conversation (HTTP 500, "Failed to parse tool call arguments as JSON"), and the
     adapter reads that answer as an invalid request, not as something to retry."""
     history = [*QUESTION, {"role": "assistant", "content": "", "tool_calls": [

@@ -1,4 +1,4 @@
-"""Crash-safe session databases (issue 11 items 2 and 3).
+"""Crash-safe session databases: they survive kill -9 and open in stock SQLite tooling.
 
 A child process writes in a loop through the real retail backend (the zip index that was found corrupted
 is updated by every write) and is killed with SIGKILL at random moments, at least 200 times; after each

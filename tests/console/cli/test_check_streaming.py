@@ -1,4 +1,4 @@
-"""`check` streams (issue 11 item 6): memory does not grow with the file, progress shows in table mode.
+"""`check` streams: memory does not grow with the file, progress shows in table mode.
 Peak RSS over 600k calls is a benchmark (benchmarks/check_memory.py); here Python's own allocation peak is
 compared between a short and a four times longer file, on the real retail backend."""
 

@@ -1,4 +1,4 @@
-"""Bad input → one line on stderr, exit 2, nothing left half-way (issue 11 item 4). In-process `main`, real
+"""Bad input → one line on stderr, exit 2, nothing left half-way. In-process `main`, real
 files in tmp_path, real SQLite."""
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_an_unexpected_error_prints_one_line_and_a_crash_log(
 
 
 def test_a_session_db_opens_in_the_stock_sqlite_tooling(home: Path) -> None:
-    """Item 3: no custom SQL function in the schema, so any SQLite tool can open and check the file."""
+    """No custom SQL function in the schema, so any SQLite tool can open and check the file."""
     db = _session_db(home, "retail", "refund-to-original-payment")
     with sqlite3.connect(db) as plain:  # no ledger_lower registered
         assert plain.execute("PRAGMA integrity_check").fetchone() == ("ok",)

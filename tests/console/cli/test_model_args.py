@@ -1,4 +1,4 @@
-"""`--tool-choice`, `--max-tokens`, `--timeout`, `--retries`, `--model-args` on console, run and eval (issue 17)."""
+"""`--tool-choice`, `--max-tokens`, `--timeout`, `--retries`, `--model-args` on console, run and eval."""
 
 from __future__ import annotations
 

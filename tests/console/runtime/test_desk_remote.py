@@ -1,4 +1,4 @@
-"""Several operators on one desk (issue 15 item 5): a RemoteDesk against a real DeskHost on a real Unix socket,
+"""Several operators on one desk: a RemoteDesk against a real DeskHost on a real Unix socket,
 running real scripted sessions. Claims, decisions and releases as two operator processes see them, and the
 host's answers to bad input (one line each, the host keeps serving)."""
 

@@ -1,6 +1,6 @@
 """What a desk redraw costs, as behaviour: a changed cell renders its row again and no other row, and no
-content change (a cell, a column growing, an inbox row coming or going) lays the screen out. (Issue 15's
-"desk redraw with 50 rows < 16 ms" figure missed because every changed row went through Rich cell by cell
+content change (a cell, a column growing, an inbox row coming or going) lays the screen out. (The desk's
+"redraw with 50 rows < 16 ms" target was missed because every changed row went through Rich cell by cell
 and each inbox row or wider cell laid out the whole screen; the figures themselves are in benchmarks/.)"""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Resizing across the 110-column breakpoint draws the new layout in its first frame (issue 10, Figures).
+"""Resizing across the 110-column breakpoint draws the new layout in its first frame.
 
 Textual lays the screen out and draws it inside its own Resize handler; the panes used to switch only when
 their own Resize message came after that, so the first frame at the new size showed the old layout squeezed

@@ -1,4 +1,4 @@
-"""A layout switch redraws what changed and nothing else (issue 10's "< 50 ms" layout-switch figure).
+"""A layout switch redraws what changed and nothing else (its figure, < 50 ms, is in benchmarks/console.py).
 
 Crossing the 110-column breakpoint changes the panes and one footer key ("Next pane", stacked only). What is
 checked is which widgets draw again, counted through the lines they draw again, never how long it took.

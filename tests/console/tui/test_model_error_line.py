@@ -1,4 +1,4 @@
-"""A failing model server shows one line in the transcript; the server's full answer unfolds on demand (issue 17)."""
+"""A failing model server shows one line in the transcript; the server's full answer unfolds on demand."""
 
 from __future__ import annotations
 

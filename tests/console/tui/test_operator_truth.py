@@ -1,4 +1,5 @@
-"""Issue #10 (operator truth) and #16.1 (one main screen): each test failed on the console before the change.
+"""The console shows what the operator and the gate really did, on one main screen: each test failed on the console
+before the change.
 
 Overrides are asserted on what the console shows, not on how the offline demo ends (the adaptive offline
 agent is built separately; until it lands a force-allow may still end the scripted demo in agent_error).

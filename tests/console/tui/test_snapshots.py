@@ -1,7 +1,7 @@
 """Snapshots of the main screen at the end of one scenario per domain, at 160x45, 120x35 and 80x24.
 
 Each picture is taken once the screen has stopped changing (snapshots.stable_screenshot), so no snapshot
-depends on frame timing: the telecom flake of issue #11 was a gate-table cell growing after its row was
+depends on frame timing: a telecom snapshot once flaked because a gate-table cell grew after its row was
 added (an operator decision / outcome), which moved a horizontal scrollbar whose position depended on when
 the cursor was scrolled into view; the gate table no longer scrolls sideways and nothing is compared
 before the screen is still.

@@ -1,4 +1,4 @@
-"""Colours come from the theme (issue 16.5): one verdict colour map, resolved from the App's theme variables,
+"""Colours come from the theme: one verdict colour map, resolved from the App's theme variables,
 so the light and the dark theme each get colours made for their own background."""
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
     finally:
         term.kill()
     trace = next((home / "sessions").glob("*/trace.jsonl")).read_text()
-    # accepting the gate's BLOCK is its own decision, not an approval of the call (issue 10 item 12)
+    # accepting the gate's BLOCK is its own decision, not an approval of the call
     assert '"decision":"accept_verdict"' in trace and '"who":"tester"' in trace
 
 
@@ -176,7 +176,7 @@ def buttons(screen: str) -> bool:
 
 
 def typing(screen: str) -> bool:
-    """The footer is empty while a text field has focus (printable keys are text, issue 10 item 7).
+    """The footer is empty while a text field has focus (printable keys are text).
 
     Keys are dispatched to the widget focused when they arrive, so a key after a focus change waits for this.
     """

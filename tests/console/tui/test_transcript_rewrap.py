@@ -1,6 +1,6 @@
 """A width change re-wraps the transcript lazily, and the pane still shows and counts exactly what it holds.
 
-A layout switch (issue 10's "< 50 ms" figure) used to re-wrap every entry before its first frame, a cost that
+A layout switch (its figure: < 50 ms) used to re-wrap every entry before its first frame, a cost that
 grew with the transcript. Now only the entries on screen are re-wrapped at once; the others are re-wrapped
 after that frame, or before they are drawn when a scroll brings them on screen first. Every check compares
 with a pane that was built at the new width from the start, never with a guess; frames are told apart by the

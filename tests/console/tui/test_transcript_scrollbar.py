@@ -1,4 +1,5 @@
-"""The transcript's scrollbar is repainted exactly when what it draws changes (issue 10's append figure).
+"""The transcript's scrollbar is repainted exactly when what it draws changes (an append's drawing
+work is a figure in benchmarks/console.py).
 
 With thousands of lines one more entry moves the thumb by less than the 1/8 cell a scrollbar can show;
 Textual repainted the bar anyway on every append and on every screen layout pass, and that repaint was a

@@ -1,4 +1,4 @@
-"""Bad input from a browser tab (issue 12, "Bad input" and items 4, 5, 7): the tab concerned is closed with a
+"""Bad input from a browser tab: the tab concerned is closed with a
 clear reason, the server and every other tab keep working, no console process is left behind.
 
 All of it against the real server (`python -m console.cli.serve --port 0`) with real console processes, over

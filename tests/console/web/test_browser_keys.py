@@ -1,4 +1,4 @@
-"""Keys reach the console at once, in the browser and in the terminal (issue 12, item 6).
+"""Keys reach the console at once, in the browser and in the terminal.
 
 In the browser: after the page loads, the terminal has the keyboard focus, so the space a person presses
 (a real key event from Chromium's input pipeline, not a focus() call from the test) starts the demo. In both:

@@ -1,4 +1,4 @@
-"""Hostile pages in a real Chromium: none of them may open a console (issue 12, item 1).
+"""Hostile pages in a real Chromium: none of them may open a console.
 
 What an attacker on the same machine does: a page served from another loopback port (any local dev server,
 a compromised tool) opens the console's websocket, directly or from a sandboxed iframe (its Origin is then

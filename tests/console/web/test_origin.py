@@ -1,8 +1,9 @@
 """`ledgeragent serve`'s pure decisions: which Origin may open a console, the token, the bind, sizes, messages.
 
-The table below is the issue's list: the server's own origins pass; `null` (sandboxed frames, file: and data:
-pages), an empty host, `file:`/`data:`, a wrong scheme, host or port are refused. Today's code compared only
-the host:port part against a set that held "" when --public-url was not given, so `null` and `file://` passed.
+The table below lists the origins a hostile page can present: the server's own origins pass; `null` (sandboxed
+frames, file: and data: pages), an empty host, `file:`/`data:`, a wrong scheme, host or port are refused. Before
+the fix the server compared only the host:port part against a set that held "" when --public-url was not given,
+so `null` and `file://` passed.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def test_a_token_is_made_unless_given_or_refused() -> None:
     ("localhost", None, "http://localhost:8000", None),
     ("0.0.0.0", None, None, "exposes the console"),
     ("192.0.2.7", None, None, "exposes the console"),
-    ("127.0.0.1", None, "https://console.example.com", "reachable through a proxy"),  # item 3
+    ("127.0.0.1", None, "https://console.example.com", "reachable through a proxy"),  # loopback bind, public URL
     ("127.0.0.1", "short", None, "at least 16"),
     ("0.0.0.0", "t" * 16, None, None),
     ("127.0.0.1", "t" * 16, "https://console.example.com", None),

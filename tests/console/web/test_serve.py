@@ -250,7 +250,7 @@ async def test_the_tab_after_the_last_slot_gets_a_clear_refusal_not_a_hang(tmp_p
 
 
 async def test_a_page_load_starts_its_console_and_the_tab_takes_it(tmp_path: Path) -> None:
-    """The page's console starts when the page is served, not when its websocket arrives (issue 12: most of a
+    """The page's console starts when the page is served, not when its websocket arrives (most of a
     page load was the console's start, begun only after the page, its scripts and styles had loaded). The tab
     gets that very process, with everything it drew so far; one that no tab takes is ended and frees its slot."""
     home = tmp_path / "home"
@@ -409,7 +409,7 @@ def test_every_console_option_reaches_the_tab_with_its_value(tmp_path: Path) -> 
 
 
 def test_a_new_console_option_reaches_the_tab_without_an_edit_in_serve(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tab's argv is read off the console parser: an option added there is passed on (issue 16.2; the
+    """The tab's argv is read off the console parser: an option added there is passed on (the
     hand-written list dropped anything it did not name)."""
     import console.cli.options as cli_common
 

@@ -85,11 +85,11 @@ RAW_DB: dict[str, Any] = load_db() if HAVE_SHARED else {}
 # - the three gold cancellations have a basis: K1NW8N (task 14) was booked 22 h 57 min before now,
 #   FDZ0T5 and HSR97W (task 42) are business;
 # - the basic economy reservations whose flights change (32_4 on OWZ4XL) were first moved to economy by a
-#   cabin-only change (32_3), which the policy allows: tau2's known "upgrade, then modify" loophole (its
-#   PR #94, not merged), so the gate allows it too; 22_0 and 44_17..19 are cabin-only changes of basic
+#   cabin-only change (32_3), which the policy allows: tau2's known "upgrade, then modify" loophole
+#   (tau2 PR #94, not merged), so the gate allows it too; 22_0 and 44_17..19 are cabin-only changes of basic
 #   economy reservations, also allowed;
 # - every booking adds up and respects the payment-type counts and the bag allowance.
-# tau2's known contradiction, airline task 7 (a cancellation the policy forbids, its issue #84), is not among
+# tau2's known contradiction, airline task 7 (a cancellation the policy forbids, tau2 issue #84), is not among
 # them; the same situation is covered by the no-write refusals below (tasks 0, 26, 28, 48).
 EXPECTED_REFUSALS: dict[str, tuple[str, str]] = {}
 

@@ -3,7 +3,7 @@
 Two tables drive most of the file: REJECTED cases (exactly one rule fails, with the expected verdict and the
 ledger values its reason must cite) and ALLOWED cases (the whole gate says ALLOW while that rule ran). A
 meta-test makes sure every predicate appears in both tables. The tests below them cover the paper's figure-1
-and appendix-B cases, missing and stale evidence, the reference time, identity, and the issue's bad inputs.
+and appendix-B cases, missing and stale evidence, the reference time, identity, and malformed arguments.
 """
 
 from __future__ import annotations
@@ -458,7 +458,7 @@ def test_a_booking_stales_the_seats_it_used() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The issue's bad inputs: verdicts, never a crash.
+# Malformed arguments: verdicts, never a crash.
 
 BAD_INPUTS: list[tuple[str, tuple[str, dict[str, Any]], str]] = [
     ("flight date that is not a date", book([segment("HAT119", "20th of May")], [pay(THEO_CARD, 214)]),
@@ -493,7 +493,7 @@ def test_bad_input_gets_a_verdict(label: str, call: tuple[str, dict[str, Any]], 
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13: facts changed by our own write (class 2), repeated compensation (class 3), exact messages (7).
+# Facts changed by our own write, repeated compensation, exact messages.
 
 
 def _delayed_then_changed() -> AirlineSession:
@@ -576,7 +576,7 @@ def test_no_hint_ever_asks_to_search_a_flight_that_has_flown() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13 class 7: reasons name the limit, the observed value and the path it came from, in plain grammar.
+# Reasons name the limit, the observed value and the path it came from, in plain grammar.
 
 
 def test_no_reason_writes_a_plural_as_a_maybe() -> None:

@@ -19,7 +19,7 @@ SCENARIOS = list_scenarios(DOMAIN.scenarios_dir)
 PAPER_SCENARIOS = {"cancel-outside-window", "persistent-refund-demand", "unobserved-flight"}
 
 
-def test_the_issues_three_scenarios_are_shipped() -> None:
+def test_the_papers_three_scenarios_are_shipped() -> None:
     assert PAPER_SCENARIOS <= set(SCENARIOS)
     for name, path in SCENARIOS.items():
         scenario = load_scenario(path)

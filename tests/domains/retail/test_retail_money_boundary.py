@@ -1,4 +1,4 @@
-"""Issue 13 class 9: at a gift card balance equal to the charge, the gate and the real tool give one answer.
+"""At a gift card balance equal to the charge, the gate and the real tool give one answer.
 
 989.7 - 549.99 is 439.71000000000004 in floats. The gate used to round the difference (439.71, allowed) while
 the tool compared the raw float (refused), so the gate allowed a write the tool then failed. Both now compare

@@ -537,7 +537,7 @@ def test_write_before_authentication_then_after() -> None:
     assert not session.ledger.has("user")  # `user` is set only by a read after authentication...
     after = session.propose(tool, **arguments)
     # ...but the profile read before it is the same fact: the verdict does not depend on the order of the
-    # two reads (issue 13 class 5), and the reason cites where the profile came from.
+    # two reads, and the reason cites where the profile came from.
     assert after.verdict is Verdict.ALLOW, after.feedback
     assert f"users.{MIA}" in result_of(after, "retail.payment_method_in_profile").evidence
 
@@ -568,7 +568,7 @@ def test_switching_to_another_user_keeps_the_first_customer() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13 class 9: money at the exact cent, the same answer as the tool.
+# Money at the exact cent, the same answer as the tool.
 
 
 def test_money_helper_compares_whole_cents() -> None:

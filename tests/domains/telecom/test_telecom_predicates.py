@@ -403,7 +403,7 @@ def test_a_name_search_identifies_only_with_exactly_one_match() -> None:
 
 
 def test_a_lookup_by_customer_id_identifies_through_either_tool() -> None:
-    """Issue 13 class 8: get_details_by_id with a customer id is the identification the policy allows."""
+    """get_details_by_id with a customer id is the identification the policy allows."""
     by_details = TelecomSession()
     by_details.read("get_details_by_id", customer(MARIA), id=MARIA)
     assert by_details.context().customer_id == MARIA
@@ -443,7 +443,7 @@ def test_bill_records_from_a_listing_and_by_id_are_the_same_path() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13: facts, not wording; limits that repetition cannot get around; house rules.
+# Facts, not wording; limits that repetition cannot get around; house rules.
 
 
 @pytest.mark.parametrize("reason", ["Customer has an overdue bill (B2005)", "overdue bill", "Overdue bill: B2005",
@@ -557,7 +557,7 @@ def test_a_house_rule_never_escalates_to_block() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13 classes 6 and 7: no hint asks for a record that could be a stranger's; reasons show what was seen.
+# No hint asks for a record that could be a stranger's; reasons show what was seen.
 
 
 @pytest.mark.parametrize("call", [resume("L2001"), roaming("L2001"), refuel(1.0, "L2001"), pay_request("B2001")],

@@ -21,7 +21,7 @@ REQUIRED = {"roaming-abroad": ["REVISE", "ALLOW"], "overdue-bill-resume": ["ALLO
             "refuel-over-cap": ["REVISE", "ALLOW"]}
 
 
-def test_the_three_issue_scenarios_exist_with_their_verdicts() -> None:
+def test_the_three_shipped_scenarios_exist_with_their_verdicts() -> None:
     assert set(REQUIRED) == set(SCENARIOS)
     for name, verdicts in REQUIRED.items():
         scenario = load_scenario(SCENARIOS[name])

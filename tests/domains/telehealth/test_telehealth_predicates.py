@@ -534,7 +534,7 @@ def test_the_listing_is_found_whatever_the_case_of_the_medication() -> None:
 
 
 def test_someone_elses_appointment_is_blocked_without_asking_to_read_their_data() -> None:
-    """Issue 13 class 6: a BLOCK at once, and no hint to read the other patient's record, before or after."""
+    """A BLOCK at once, and no hint to read the other patient's record, before or after."""
     session = priya_appointments()
     session.read_appointment(appointment("APPT004"))
     decision = propose(session, cancel("APPT004"))
@@ -629,7 +629,7 @@ def test_a_dependants_profile_does_not_become_the_patient() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13: the severe-interaction house rule judges one check, so the order of reads does not matter.
+# The severe-interaction house rule judges one check, so the order of reads does not matter.
 
 
 WARFARIN_SWITCH = change_supplier("Warfarin", "Deccan Pharma", "Warfadex", 4.1)
@@ -656,7 +656,7 @@ def test_without_house_rules_the_switch_is_allowed() -> None:
 
 @pytest.mark.parametrize("other_first", [True, False])
 def test_reading_another_drugs_check_does_not_change_the_verdict(other_first: bool) -> None:
-    """Issue 13 class 5: Metformin's check names Warfarin as an emergency partner; the switch of Warfarin is
+    """Metformin's check names Warfarin as an emergency partner; the switch of Warfarin is
     judged by Warfarin's own check only, so it stays legal whatever else was read, in either order."""
     session = marcus_supplier_session()
     session.read_suppliers(suppliers("Warfarin"))
@@ -672,7 +672,7 @@ def test_reading_another_drugs_check_does_not_change_the_verdict(other_first: bo
 
 
 # ---------------------------------------------------------------------------------------------------
-# Issue 13 class 5, continued: the hold is a function of the observed facts, so every order of the same
+# The hold is a function of the observed facts, so every order of the same
 # reads gives the same verdict, and reading more never turns a legal change into a held one.
 
 WARFARIN_VS_ATORVASTATIN = interaction_check("Warfarin", "high", "Atorvastatin")  # both on REC003

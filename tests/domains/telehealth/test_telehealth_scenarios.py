@@ -20,7 +20,7 @@ REQUIRED = {"schedule-after-checking": ["REVISE", "ALLOW"], "cancel-completed-ap
             "unobserved-supplier-price": ["REVISE", "ALLOW"]}
 
 
-def test_the_three_issue_scenarios_exist_with_their_verdicts() -> None:
+def test_the_three_required_scenarios_exist_with_their_verdicts() -> None:
     assert set(REQUIRED) <= set(SCENARIOS)
     for name, verdicts in REQUIRED.items():
         scenario = load_scenario(SCENARIOS[name])
