@@ -1,4 +1,4 @@
-"""Regenerate the README's console screenshots (SVG, from Textual's own screenshot).
+"""Regenerate the docs' console screenshots in docs/screenshots/ (SVG, from Textual's own screenshot).
 
     .venv/bin/python docs/make_screenshots.py
 

@@ -3,7 +3,7 @@
 With the paper's gate (`--evidence ask`) many legal gold writes are refused for reads a careful agent would have
 made; with evidence assist the gate makes them itself, and no gold write is refused but the documented
 infeasible one (retail task 64's exchange of a pending order, which tau2's own tool refuses too). The figures
-are the README's table (`python -m tests.support.gold_own_reads`).
+are docs/evidence.md's table (`python -m tests.support.gold_own_reads`).
 """
 
 from __future__ import annotations

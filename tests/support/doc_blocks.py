@@ -1,15 +1,19 @@
 """The docs' fenced blocks, and running the ones marked runnable, as docs/predicates.md states the convention.
 
-A block whose info string is `sh test` is runnable: it runs in its own `bash -euo pipefail` from the
-repository root, with the project's virtualenv `bin` first on `PATH` (where `ledgeragent` is). As a safety net
-the runner also points `LEDGERAGENT_HOME` at a scratch folder, so a block that forgets to cannot write
-sessions into the user's data dir. Markdown is parsed with markdown-it-py (the parser rich renders
-Markdown with), so fences inside lists or quotes and longer fences are found the way a renderer finds them.
+A block whose info string starts `sh test` is runnable: it runs in its own `bash -euo pipefail` from the
+repository root, with the project's virtualenv `bin` first on `PATH` (where `ledgeragent` is). Each
+`expect="TEXT"` after the marker names text the block's standard output must contain, so a page can say what
+its example shows and a test holds it to that. As a safety net the runner points `LEDGERAGENT_HOME` at a
+scratch folder, so a block that forgets to cannot write sessions into the user's data dir, and forbids pip
+its index, so a block that runs `make` on a stale virtualenv fails instead of reaching the network. Markdown
+is parsed with markdown-it-py (the parser rich renders Markdown with), so fences inside lists or quotes and
+longer fences are found the way a renderer finds them.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,7 +23,10 @@ from markdown_it import MarkdownIt
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
+README = REPO / "README.md"
 RUNNABLE_INFO = ("sh", "test")
+EXPECT = "expect="
+TIMEOUT_S = 120.0  # a block that hangs (a server never stopped) fails instead of stalling the suite
 
 
 @dataclass(frozen=True)
@@ -31,28 +38,49 @@ class Block:
 
     @property
     def runnable(self) -> bool:
-        return self.info == RUNNABLE_INFO
+        return self.info[:2] == RUNNABLE_INFO
+
+    @property
+    def expects(self) -> tuple[str, ...]:
+        """The texts a runnable block's output must contain, from its `expect="..."` attributes."""
+        return tuple(word.removeprefix(EXPECT) for word in self.info[2:] if word.startswith(EXPECT))
 
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(REPO)}:{self.line}"
 
 
+def _info(text: str) -> tuple[str, ...]:
+    """The info string's words, quotes honoured (`expect="gate REVISE"` is one word); unbalanced ones split."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:
+        return tuple(text.split())
+
+
 def fenced_blocks(path: Path) -> list[Block]:
     """Every fenced code block of a Markdown file, in order."""
     tokens = MarkdownIt().parse(path.read_text(encoding="utf-8"))
-    return [Block(path, token.map[0] + 1 if token.map else 0, tuple(token.info.split()), token.content)
+    return [Block(path, token.map[0] + 1 if token.map else 0, _info(token.info), token.content)
             for token in tokens if token.type == "fence"]
 
 
-def runnable_blocks(folder: Path = DOCS) -> list[Block]:
-    """The `sh test` blocks of every Markdown file under `folder`."""
-    return [block for path in sorted(folder.rglob("*.md")) for block in fenced_blocks(path) if block.runnable]
+def doc_pages() -> list[Path]:
+    """The pages a reader follows: README.md and every page of docs/ (the templates folder is not a page)."""
+    return [README, *sorted(DOCS.glob("*.md"))]
 
 
-def run_block(block: Block, scratch: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def runnable_blocks(pages: list[Path] | None = None) -> list[Block]:
+    """The `sh test` blocks of the given pages (default: every page)."""
+    return [block for path in (doc_pages() if pages is None else pages) for block in fenced_blocks(path)
+            if block.runnable]
+
+
+def run_block(block: Block, scratch: Path, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["LEDGERAGENT_HOME"] = str(scratch / "ledgeragent-home")
+    env["PIP_NO_INDEX"] = "1"
+    env.pop("COLUMNS", None)  # the block's own COLUMNS= or the runner's default width, never the caller's terminal
     return subprocess.run(["bash", "-euo", "pipefail", "-c", block.code], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)

@@ -13,7 +13,7 @@ that has none the replay makes the identification the customer would give: retai
 airline `get_user_details` (the customer states their id), telecom `get_customer_by_phone`, telehealth
 `find_patient_by_email` (or by name and date of birth). `identified` counts the tasks that needed it.
 
-`python -m tests.support.gold_own_reads` prints the table the README quotes (needs /work/shared).
+`python -m tests.support.gold_own_reads` prints the table docs/evidence.md quotes (needs /work/shared).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def test_json_is_one_object_per_write(home: Path, tmp_path: Path, capsys: pytest
 
 def test_a_tau2_file_names_its_domain_and_each_simulation_is_a_row(home: Path, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """The README's example: the swap as recorded without reads, then recorded with them and the order re-read."""
+    """docs/cli.md's example: the swap as recorded without reads, then recorded with them and the order re-read."""
     careful = [*MIA, call("get_product_details", product_id="1000000002"), SWAP,
                call("get_order_details", order_id="#W4821002"), *ANOTHER_ADDRESS]
     path = tmp_path / "retail-gpt.json"
