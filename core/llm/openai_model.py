@@ -13,7 +13,7 @@ Design choices, and why:
 * Tool-call arguments go through `ToolCall.from_json_text`, so a malformed argument string becomes a
   call with `parse_error` set. The agent loop reports that back to the model; it is never an exception.
 
-What real servers need (see the README's compatibility table):
+What real servers need (see the compatibility table in docs/models.md):
 
 * `tool_choice` is sent explicitly, "auto" by default: llama-cpp-python's `chatml-function-calling` takes a
   missing `tool_choice` as "none" and drops the tools from the prompt. vLLM rejects an explicit "auto"
