@@ -23,7 +23,7 @@ demo-compare: $(STAMP)
 	@$(BIN)/ledgeragent console --compare --domain airline --scenario cancel-outside-window
 
 demo-headless: $(STAMP)
-	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment --headless
+	@$(BIN)/ledgeragent run --domain retail --scenario refund-to-original-payment
 
 ## The console in a browser, on http://127.0.0.1:8000 (see docs/browser.md).
 serve: $(STAMP)

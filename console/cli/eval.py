@@ -565,7 +565,8 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     for problem in problems:
         err.print(f"[bold yellow]skipped:[/] {escape(problem)}")
     progress = Progress(TextColumn("[bold]eval[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TextColumn("{task.description}"), console=err, transient=True)
+                        TextColumn("{task.description}"), console=err, transient=True,
+                        disable=not err.is_terminal)  # a pipe gets the result lines, not a bar's newline
     bar = progress.add_task("", total=None)
     passed = 0
     seen = 0

@@ -29,8 +29,10 @@ async def test_offline_eval_prints_the_table_and_writes_the_run(tmp_path: Path,
     out = tmp_path / "run"
     code = await run(["--domain", "retail", "--agent", "both", "--trials", "2", "--tasks", "r01,r12",
                       "--out", str(out), "--error-rate", "1", "--seed", "5"])
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert code == 0
+    assert captured.err == ""  # not a terminal: no progress bar, not even its closing newline
     assert "SIMULATION" in printed and "pass^2" in printed and "ledger" in printed and "fc" in printed
     assert str(out / "results.json") in printed
     results = load_results(out)

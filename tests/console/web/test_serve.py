@@ -517,7 +517,7 @@ async def test_two_browser_tabs_run_the_retail_demo_independently(tmp_path: Path
             assert shot.stat().st_size > 10_000
             if not SCREENSHOT.exists() or os.environ.get("LEDGERAGENT_SCREENSHOTS") == "update":
                 SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(shot, SCREENSHOT)  # docs/browser.md's picture; regenerate with LEDGERAGENT_SCREENSHOTS=update
+                shutil.copyfile(shot, SCREENSHOT)  # docs/browser.md's picture (LEDGERAGENT_SCREENSHOTS=update)
             assert await pages[1].evaluate("!document.body.classList.contains('-closed')")
         finally:
             await browser.close()
