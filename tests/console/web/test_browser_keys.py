@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from benchmarks.browser import Chromium, DevToolsError, find_chromium
+from benchmarks.browser import Chromium, find_chromium
 from benchmarks.serve import ServedConsole
 from console.tui.app import OperatorConsole
 
@@ -62,14 +62,9 @@ async def test_space_is_still_typed_into_the_customer_box(console_app: Callable[
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
-async def test_in_the_browser_keys_work_at_once_and_from_any_pane(tmp_path: Path) -> None:
-    assert CHROMIUM is not None
+async def test_in_the_browser_keys_work_at_once_and_from_any_pane(browser: Chromium, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--max-sessions", "2", home=home) as server, server.log_on_failure():
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             # 1. No click: the page has given the terminal the focus, a real space key starts the demo.
             page = await browser.new_page(1600, 900)
@@ -95,17 +90,12 @@ async def test_in_the_browser_keys_work_at_once_and_from_any_pane(tmp_path: Path
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
-async def test_in_the_browser_f3_takes_the_announced_review(tmp_path: Path) -> None:
+async def test_in_the_browser_f3_takes_the_announced_review(browser: Chromium, tmp_path: Path) -> None:
     """The review is announced, not opened; F3 from the browser's keyboard (xterm.js's own key translation, as
     a person's F3) opens it, and `a` there accepts the BLOCK."""
-    assert CHROMIUM is not None
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--scenario", "other-customers-order", "--mode", "approve non-ALLOW",
                        "--operator", "tester", home=home) as server, server.log_on_failure():
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             page = await browser.new_page(1600, 900)
             await page.goto(server.open_url)
