@@ -18,6 +18,7 @@ from textual.widgets import Input
 from benchmarks.browser import Chromium, find_chromium
 from benchmarks.serve import ServedConsole
 from console.tui.app import OperatorConsole
+from tests.support.xterm import CATCH_TERMINAL, showing
 
 CHROMIUM = find_chromium()
 NO_CHROMIUM = ("Chromium is not installed (Debian package `chromium`; .ci/run installs it, or set "
@@ -98,6 +99,7 @@ async def test_in_the_browser_f3_takes_the_announced_review(browser: Chromium, t
                        "--operator", "tester", home=home) as server, server.log_on_failure():
         try:
             page = await browser.new_page(1600, 900)
+            await page.add_init_script(CATCH_TERMINAL)  # the screen is read from xterm.js's buffer
             await page.goto(server.open_url)
             await page.wait_for(FIRST_BYTE, timeout=60)
             await page.wait_for("document.activeElement && "
@@ -106,27 +108,16 @@ async def test_in_the_browser_f3_takes_the_announced_review(browser: Chromium, t
             await wait_until(lambda: len(traces(home)) == 1 and '"type":"gate_decision"' in traces(home)[0].read_text(),
                              "the BLOCK")
             trace = traces(home)[0]
-            # The announcement follows the gate's event; nothing in the page says when it is up. Until it is, F3
-            # does nothing and `a` opens the audit screen, which escape closes: try again.
-            for _ in range(20):
-                await page.press("F3", "F3", 114)
-                await page.press("a", "KeyA", 65, text="a")
-                if await until_or_not(lambda: '"type":"supervisor_decision"' in trace.read_text(), 3.0):
-                    break
-                await page.press("Escape", "Escape", 27)
+            # The announcement follows the gate's event: F3 once the tab shows it, `a` once the review is open.
+            await page.wait_for(showing("A write waits for your review"), timeout=60)
+            await page.press("F3", "F3", 114)
+            await page.wait_for(showing("Review write"), timeout=60)
+            await page.press("a", "KeyA", 65, text="a")
+            await wait_until(lambda: '"type":"supervisor_decision"' in trace.read_text(), "the operator's decision")
         finally:
             await browser.close()
     decisions = [line for line in trace.read_text().splitlines() if '"type":"supervisor_decision"' in line]
     assert len(decisions) == 1 and '"decision":"accept_verdict"' in decisions[0] and '"who":"tester"' in decisions[0]
-
-
-async def until_or_not(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
