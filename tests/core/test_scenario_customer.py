@@ -61,6 +61,21 @@ def after_override(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(events[first:])
 
 
+@pytest.fixture(scope="module")
+def approved_runs() -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The expected path (approve everything) of each scenario, run once for the module's override tests: the
+    same scenario gives the same events, byte for byte, so each override compares with that one run (the
+    expected-path test below runs it afresh and checks it against the recorded transcript)."""
+    return {}
+
+
+async def approved(runs: dict[tuple[str, str], list[dict[str, Any]]], domain: str, name: str,
+                   folder: Path) -> list[dict[str, Any]]:
+    if (domain, name) not in runs:
+        runs[domain, name] = (await run(domain, name, folder))[1]
+    return runs[domain, name]
+
+
 def reply_to(events: Sequence[dict[str, Any]], agent_says: str) -> str:
     """The customer's answer to the first agent message containing `agent_says`."""
     return next(said for heard, said in replies(events) if agent_says in heard)
@@ -138,14 +153,15 @@ def test_the_table_covers_every_scenario_and_the_consoles_veto_where_there_is_an
 
 
 @pytest.mark.parametrize(("domain", "name", "decision"), CASES)
-async def test_no_line_written_for_another_outcome_after_an_override(domain: str, name: str, decision: str,
-                                                                    tmp_path: Path) -> None:
+async def test_no_line_written_for_another_outcome_after_an_override(
+        domain: str, name: str, decision: str, tmp_path: Path,
+        approved_runs: dict[tuple[str, str], list[dict[str, Any]]]) -> None:
     """Precisely: on the expected path (approve everything) each scripted line answers one agent message, its
     *context*. After the operator's first override, a customer message that is a scripted line as written must
     answer that line's context; said after any other agent message, it is a line written for another outcome.
     Also, the conversation must read as one: the agent never answers "I did not understand" and the customer
     never has to walk out with CUSTOMER_LEAVES (a variant fitted)."""
-    _, expected, _ = await run(domain, name, tmp_path / "expected")
+    expected = await approved(approved_runs, domain, name, tmp_path / "expected")
     _, events, _ = await run(domain, name, tmp_path / "override", decision=decision)
     assert_in_step(domain, name, expected, events)
 
@@ -171,10 +187,11 @@ WRITES = [(domain, name, n) for domain, name in SCENARIOS
 @pytest.mark.parametrize("decision", ("veto", "force_allow"))
 @pytest.mark.parametrize(("domain", "name", "n"), WRITES)
 async def test_a_veto_or_force_allow_of_any_gated_write_keeps_the_customer_in_step(
-        domain: str, name: str, n: int, decision: str, tmp_path: Path) -> None:
+        domain: str, name: str, n: int, decision: str, tmp_path: Path,
+        approved_runs: dict[tuple[str, str], list[dict[str, Any]]]) -> None:
     """The same check when the operator overrides the n-th gated write of the expected path, not only the first
     (persistent-refund-demand has three BLOCKs; the console's operator may override any of them)."""
-    _, expected, _ = await run(domain, name, tmp_path / "expected")
+    expected = await approved(approved_runs, domain, name, tmp_path / "expected")
     _, events, _ = await run(domain, name, tmp_path / "override", supervisor=NthWriteOverride(decision, n))
     assert [e["decision"] for e in events if e["type"] == "supervisor_decision"] == [decision]
     assert_in_step(domain, name, expected, events)

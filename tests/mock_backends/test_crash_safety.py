@@ -1,10 +1,12 @@
 """Crash-safe session databases: they survive kill -9 and open in stock SQLite tooling.
 
 A child process writes in a loop through the real retail backend (the zip index that was found corrupted
-is updated by every write) and is killed with SIGKILL at random moments, at least 200 times; after each
-kill the file must pass `PRAGMA integrity_check` on a plain `sqlite3` connection (no custom function
-registered) and reopen through the backend, which runs its own integrity and schema check. With the old
-`journal_mode=MEMORY, synchronous=OFF`, 331 kills gave one corrupted index.
+is updated by every write) and is killed with SIGKILL at random moments, at least 100 times in `make test` and
+2000 in `make fuzz` (the Hypothesis profile sets the budget: tests/support/budget.py); after each kill the file
+must pass `PRAGMA integrity_check` on a plain `sqlite3` connection (no custom function registered), still be
+in WAL mode, and reopen through the backend, which runs its own integrity and schema check. With the old
+`journal_mode=MEMORY, synchronous=OFF`, 331 kills gave one corrupted index: the journal mode is checked on
+every kill, so the short run catches that setting coming back too.
 
 Affordable: the child is forked (no interpreter start-up per kill), signals once it has written, and is killed
 0-30 ms later. The test counts kills, never seconds: a busy machine makes it take longer, never fail (each
@@ -28,9 +30,10 @@ import pytest
 
 from mock_backends.registry import open_backend
 from mock_backends.retail import RetailBackend
+from tests.support.budget import budget
 from tests.support.crash_writer import USER, write_forever
 
-MIN_KILLS = int(os.environ.get("CRASH_KILLS", "200"))
+MIN_KILLS = int(os.environ.get("CRASH_KILLS", budget(100, 2000)))
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs fork and SIGKILL")
 
@@ -38,11 +41,13 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs fork and SIGKI
 def _check_plain(path: Path) -> str:
     with sqlite3.connect(path) as db:
         result = db.execute("PRAGMA integrity_check").fetchall()
+        journal = db.execute("PRAGMA journal_mode").fetchone()
         row = db.execute("SELECT json_extract(doc, '$.address.zip') FROM users WHERE key = ?", (USER,)).fetchone()
         zip_code = str(row[0])
         hits = db.execute("SELECT key FROM users WHERE json_extract(doc, '$.address.zip') = ?",
                           (zip_code,)).fetchall()
     assert result == [("ok",)], result
+    assert journal == ("wal",), journal  # the crash-safe mode the store sets (mock_backends/store.py)
     assert (USER,) in hits  # the index agrees with the row
     return zip_code
 
@@ -57,6 +62,7 @@ async def _reopen(path: Path, zip_code: str) -> None:
         await backend.close()
 
 
+@pytest.mark.fuzz
 def test_a_writer_killed_at_random_points_never_corrupts_the_database(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
 

@@ -15,20 +15,20 @@ after every key against what the session recorded (its SupervisorDecided events;
 - a force-allow is never recorded without a force act in that dialog;
 - the text typed in the customer's box is never lost, and never taken by a dialog.
 
-Small by default (`make test`); `HYPOTHESIS_PROFILE=fuzz` (`make fuzz`) runs it long.
+Small in `make test` (the `ci` profile); the `fuzz` profile (`make fuzz`) runs it long.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -43,10 +43,12 @@ from console.tui.screens.desk_decide import DeskReviewScreen
 from console.tui.screens.review import ReviewScreen
 from core.tools import validate_arguments
 from domains.registry import load_domain
+from tests.support.budget import fuzzing
 from tests.support.desk import ManualClock, make_desk, spec
 from tests.support.pilot import press_at_once, wait_for
 
-FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
+FUZZ = fuzzing()  # the Hypothesis profile (tests/conftest.py): `make fuzz` runs it long
+pytestmark = pytest.mark.fuzz
 
 
 def examples(default: int) -> settings:

@@ -75,8 +75,11 @@ def test_approval_with_keys_only(tmp_path: Path) -> None:
 #   edit        the first review's arguments are replaced (in the text area) by the plan's corrected call; escape
 #               leaves the box (as its border says), then `e`
 #   force_allow the first REVISE is force-allowed with a reason: `f`, the reason, Enter
-# The 16 sessions run side by side in one private tmux server (one window each), at 80x24, 120x35 and 160x45,
-# rotating so every kind and every domain is driven at more than one size.
+# The 16 sessions run in one private tmux server, one window per domain: its console runs the four kinds one
+# after the other, each in a new session (ctrl+n, ctrl+s: the same scenario and mode), the window resized before
+# each to 80x24, 120x35 or 160x45, rotating so every kind and every domain is driven at more than one size, and
+# every kind is the first session of a console in one domain. Four consoles at a time, not sixteen: a busy machine
+# still gives each its share.
 
 OVERRIDE_SCENARIOS = {"retail": "refund-to-original-payment", "airline": "unobserved-flight",
                       "telecom": "refuel-over-cap", "telehealth": "unobserved-supplier-price"}
@@ -127,7 +130,11 @@ class Window:
         else:
             server.tmux("new-window", "-d", "-t", "la", "-n", name, command, check=True)
         self.target = f"la:{name}"
-        server.tmux("resize-window", "-t", self.target, "-x", width, "-y", height)
+        self.resize(size)
+        self.finished: set[Path] = set()  # the traces of the sessions already driven in this console
+
+    def resize(self, size: tuple[int, int]) -> None:
+        self.server.tmux("resize-window", "-t", self.target, "-x", str(size[0]), "-y", str(size[1]))
 
     def screen(self) -> str:
         return self.server.tmux("capture-pane", "-t", self.target, "-p").stdout
@@ -145,12 +152,18 @@ class Window:
             time.sleep(0.3)
         raise AssertionError(f"{self.name}: never saw {what}; last screen:\n{self.screen()}")
 
+    def trace(self) -> Path | None:
+        """The trace of the session being driven: the one not driven before (None until its console opens it)."""
+        fresh = [t for t in (self.home / "sessions").glob("*/trace.jsonl") if t not in self.finished]
+        assert len(fresh) <= 1, fresh
+        return fresh[0] if fresh else None
+
     def events(self) -> list[dict[str, Any]]:
         """The session's events so far (the trace is flushed per event; a half-written last line is skipped)."""
-        traces = list((self.home / "sessions").glob("*/trace.jsonl"))
-        if not traces:
+        trace = self.trace()
+        if trace is None:
             return []
-        lines = traces[0].read_text().splitlines()
+        lines = trace.read_text().splitlines()
         return [json.loads(line) for line in lines if line.endswith("}")]
 
     def wait_events(self, condition: Callable[[list[dict[str, Any]]], bool], what: str,
@@ -190,7 +203,7 @@ def drive_override(window: Window, kind: str, edited: str) -> None:
     a review, so review k+1 is up once the trace holds k+1 gate decisions; the screen is only waited on to show
     it (a capture may still show the previous, dismissed modal for a frame, which the trace cannot mistake).
     """
-    window.wait(lambda s: "press space" in s, "the ready prompt")
+    window.wait(lambda s: "press space" in s and "New session" not in s, "the ready prompt")
     window.keys("space")
     acted = False
     answered = 0
@@ -236,29 +249,52 @@ def drive_override(window: Window, kind: str, edited: str) -> None:
                            f"operator decision {answered}")
 
 
+def drive_domain(window: Window, domain: str, cases: list[tuple[str, tuple[int, int]]]) -> dict[str, Path]:
+    """Each (kind, size) in turn in the window's console, each in a new session after the first; the trace of each."""
+    traces: dict[str, Path] = {}
+    for kind, size in cases:
+        if traces:  # a new session of the same scenario and mode, from the console's own dialog
+            window.keys("C-n")
+            window.wait(lambda s: "New session" in s and "Start [ctrl+s]" in s, "the new-session dialog")
+            window.keys("C-s")
+        window.resize(size)
+        drive_override(window, kind, corrected_arguments(domain))
+        trace = window.trace()
+        assert trace is not None
+        traces[kind] = trace
+        window.finished.add(trace)
+    return traces
+
+
 def test_one_override_of_each_kind_in_each_domain(tmp_path: Path) -> None:
     """Each kind of operator decision, in each domain, at 80x24, 120x35 and 160x45, reaches a clean end in a real
     terminal, recorded with the reason as typed."""
     from concurrent.futures import ThreadPoolExecutor
 
     server = Server()
-    windows: dict[tuple[str, str], Window] = {}
+    windows: dict[str, Window] = {}
+    cases: dict[str, list[tuple[str, tuple[int, int]]]] = {}
+    for domain, kind, size in override_cases():
+        cases.setdefault(domain, []).append((kind, size))
+    for d, domain in enumerate(cases):  # each kind is the first session of a fresh console in one domain
+        cases[domain] = cases[domain][d:] + cases[domain][:d]
+    traces: dict[tuple[str, str], Path] = {}
     try:
-        for domain, kind, size in override_cases():
-            home = tmp_path / f"{domain}-{kind}"
+        for domain, domain_cases in cases.items():
+            home = tmp_path / domain
             command = (f"env -u COLUMNS -u LINES LEDGERAGENT_HOME={home} {binary()} --domain {domain} --scenario "
                        f"{OVERRIDE_SCENARIOS[domain]} --mode 'approve writes' --pace 0 --operator tester; sleep 600")
-            windows[domain, kind] = Window(server, f"{domain}-{kind}", command, size, home)
+            windows[domain] = Window(server, domain, command, domain_cases[0][1], home)
         with ThreadPoolExecutor(max_workers=len(windows)) as pool:
-            futures = [pool.submit(drive_override, window, kind, corrected_arguments(domain))
-                       for (domain, kind), window in windows.items()]
-            for future in futures:
-                future.result()
+            futures = {domain: pool.submit(drive_domain, window, domain, cases[domain])
+                       for domain, window in windows.items()}
+            for domain, future in futures.items():
+                traces |= {(domain, kind): trace for kind, trace in future.result().items()}
     finally:
         server.close()
-    for (domain, kind), window in windows.items():
-        events = [json.loads(line) for line in next((window.home / "sessions").glob("*/trace.jsonl"))
-                  .read_text().splitlines()]
+    assert sorted(traces) == sorted((domain, kind) for domain, kind, _size in override_cases())
+    for (domain, kind), trace in traces.items():
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
         ended = [e for e in events if e["type"] == "session_ended"]
         assert [e["reason"] for e in ended] == ["user_stop"], (domain, kind, ended)
         assert not [e for e in events if e["type"] == "model_error"], (domain, kind)

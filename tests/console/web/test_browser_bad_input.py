@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -77,6 +79,52 @@ async def raw(url: str, data: bytes, timeout: float = 30.0) -> bytes:
         return await asyncio.wait_for(reader.read(), timeout)
     finally:
         writer.close()
+
+
+async def one_response(url: str, data: bytes, timeout: float = 30.0) -> bytes:
+    """Send raw bytes, then read one whole response: its head and the Content-Length bytes of its body. The
+    server may keep the connection open for another request (an answered request does not close it)."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+        return head + await asyncio.wait_for(reader.readexactly(content_length(head)), timeout)
+    finally:
+        writer.close()
+
+
+def content_length(head: bytes) -> int:
+    return int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(
+        b"content-length")))
+
+
+def until_closed(url: str, data: bytes, timeout: float = 30.0) -> bytes:
+    """`raw` over a blocking socket, for a thread: everything the server sent before it closed the connection."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    received = b""
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as connection:
+        connection.sendall(data)
+        while chunk := connection.recv(65536):  # socket.timeout (an OSError) if it is never closed
+            received += chunk
+    return received
+
+
+# A connection that stalls is closed only after the server's idle timeout, seconds of nothing: the stalls are
+# all started together, the first time a test asks for one, and each test checks its own.
+STALLS = {"silent": b"", "headers-never-end": b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+          "no-host-yet": b"GET / HTTP/1.1\r\n"}
+
+
+@pytest.fixture(scope="module")
+def stalled(server: ServedConsole) -> Iterator[dict[str, Future[bytes]]]:
+    """What each stalled connection received before the server closed it, started at once in threads: the
+    cases of STALLS, and `idle` (a whole request answered, then nothing more sent)."""
+    idle = f"GET /nope HTTP/1.1\r\nHost: {urlsplit(server.url).netloc}\r\n\r\n".encode()
+    with ThreadPoolExecutor(max_workers=len(STALLS) + 1) as pool:
+        yield {name: pool.submit(until_closed, server.url, data) for name, data in (STALLS | {"idle": idle}).items()}
 
 
 # ------------------------------------------------------------------------------------------ messages
@@ -168,31 +216,23 @@ async def test_rapid_open_close_cycles_leave_no_console_behind(server: ServedCon
         await tab.close()
 
 
-@pytest.mark.parametrize("data", [b"", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"GET / HTTP/1.1\r\n"],
-                         ids=["silent", "headers-never-end", "no-host-yet"])
-async def test_a_connection_without_a_whole_request_is_closed(server: ServedConsole, data: bytes) -> None:
+@pytest.mark.parametrize("stall", list(STALLS))
+async def test_a_connection_without_a_whole_request_is_closed(server: ServedConsole,
+                                                              stalled: dict[str, Future[bytes]], stall: str) -> None:
     """Slowloris, half-open sockets: closed after a few seconds (aiohttp's default kept them an hour)."""
-    reply = await raw(server.url, data, timeout=30)
+    reply = await asyncio.wrap_future(stalled[stall])
     assert reply == b""  # closed without an answer
     async with aiohttp.ClientSession() as http, http.get(f"{server.url}/static/css/xterm.css") as response:
         assert response.status == 401  # and the server answers others as ever (no token here: 401)
 
 
-async def test_an_idle_connection_after_a_request_is_closed(server: ServedConsole) -> None:
-    parts = urlsplit(server.url)
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    try:
-        writer.write(f"GET /nope HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n".encode())
-        await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
-        assert head.startswith(b"HTTP/1.1 401")
-        assert b"X-Frame-Options: DENY" in head  # headers on every response
-        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(
-            b"content-length")))
-        await reader.readexactly(length)
-        assert await asyncio.wait_for(reader.read(), 30) == b""  # then closed for idling
-    finally:
-        writer.close()
+async def test_an_idle_connection_after_a_request_is_closed(stalled: dict[str, Future[bytes]]) -> None:
+    received = await asyncio.wrap_future(stalled["idle"])
+    head, _, body = received.partition(b"\r\n\r\n")
+    head += b"\r\n\r\n"
+    assert head.startswith(b"HTTP/1.1 401")
+    assert b"X-Frame-Options: DENY" in head  # headers on every response
+    assert len(body) == content_length(head)  # the whole answer, then closed for idling, nothing more
 
 
 @pytest.mark.parametrize("request_bytes", [
@@ -249,7 +289,7 @@ async def test_a_header_or_cookie_that_is_not_utf8_is_a_400_with_the_security_he
     not UTF-8 was a 500 and a traceback (UnicodeEncodeError comparing it with the token); a service on
     another port of this host can set such a cookie for 127.0.0.1."""
     start = len(server.lines)
-    reply = await raw(server.url, not_utf8_requests(server)[case], timeout=WAIT)
+    reply = await one_response(server.url, not_utf8_requests(server)[case], timeout=WAIT)
     head, _, body = reply.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     assert re.fullmatch(r"HTTP/1\.[01] 400 .*", status_line), (status_line, body[:300])

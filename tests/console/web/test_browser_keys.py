@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from benchmarks.browser import Chromium, DevToolsError, find_chromium
+from benchmarks.browser import Chromium, find_chromium
 from benchmarks.serve import ServedConsole
 from console.tui.app import OperatorConsole
+from tests.support.xterm import CATCH_TERMINAL, showing
 
 CHROMIUM = find_chromium()
 NO_CHROMIUM = ("Chromium is not installed (Debian package `chromium`; .ci/run installs it, or set "
@@ -62,14 +63,9 @@ async def test_space_is_still_typed_into_the_customer_box(console_app: Callable[
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
-async def test_in_the_browser_keys_work_at_once_and_from_any_pane(tmp_path: Path) -> None:
-    assert CHROMIUM is not None
+async def test_in_the_browser_keys_work_at_once_and_from_any_pane(browser: Chromium, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--max-sessions", "2", home=home) as server, server.log_on_failure():
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             # 1. No click: the page has given the terminal the focus, a real space key starts the demo.
             page = await browser.new_page(1600, 900)
@@ -95,19 +91,15 @@ async def test_in_the_browser_keys_work_at_once_and_from_any_pane(tmp_path: Path
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
-async def test_in_the_browser_f3_takes_the_announced_review(tmp_path: Path) -> None:
+async def test_in_the_browser_f3_takes_the_announced_review(browser: Chromium, tmp_path: Path) -> None:
     """The review is announced, not opened; F3 from the browser's keyboard (xterm.js's own key translation, as
     a person's F3) opens it, and `a` there accepts the BLOCK."""
-    assert CHROMIUM is not None
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", "--scenario", "other-customers-order", "--mode", "approve non-ALLOW",
                        "--operator", "tester", home=home) as server, server.log_on_failure():
         try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
-        try:
             page = await browser.new_page(1600, 900)
+            await page.add_init_script(CATCH_TERMINAL)  # the screen is read from xterm.js's buffer
             await page.goto(server.open_url)
             await page.wait_for(FIRST_BYTE, timeout=60)
             await page.wait_for("document.activeElement && "
@@ -116,27 +108,16 @@ async def test_in_the_browser_f3_takes_the_announced_review(tmp_path: Path) -> N
             await wait_until(lambda: len(traces(home)) == 1 and '"type":"gate_decision"' in traces(home)[0].read_text(),
                              "the BLOCK")
             trace = traces(home)[0]
-            # The announcement follows the gate's event; nothing in the page says when it is up. Until it is, F3
-            # does nothing and `a` opens the audit screen, which escape closes: try again.
-            for _ in range(20):
-                await page.press("F3", "F3", 114)
-                await page.press("a", "KeyA", 65, text="a")
-                if await until_or_not(lambda: '"type":"supervisor_decision"' in trace.read_text(), 3.0):
-                    break
-                await page.press("Escape", "Escape", 27)
+            # The announcement follows the gate's event: F3 once the tab shows it, `a` once the review is open.
+            await page.wait_for(showing("A write waits for your review"), timeout=60)
+            await page.press("F3", "F3", 114)
+            await page.wait_for(showing("Review write"), timeout=60)
+            await page.press("a", "KeyA", 65, text="a")
+            await wait_until(lambda: '"type":"supervisor_decision"' in trace.read_text(), "the operator's decision")
         finally:
             await browser.close()
     decisions = [line for line in trace.read_text().splitlines() if '"type":"supervisor_decision"' in line]
     assert len(decisions) == 1 and '"decision":"accept_verdict"' in decisions[0] and '"who":"tester"' in decisions[0]
-
-
-async def until_or_not(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

@@ -25,27 +25,13 @@ import pytest
 
 from benchmarks.browser import Chromium, Page, find_chromium
 from benchmarks.serve import ServedConsole
+from tests.support.xterm import CATCH_TERMINAL, SCREEN
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`; "
                                 ".ci/run installs it, or set LEDGERAGENT_CHROMIUM to a Chromium/Chrome binary)")
 WAIT = 60.0
 FIRST_BYTE = "!!document.body && document.body.classList.contains('-first-byte')"
-# textual.js keeps its xterm.js Terminal in a property named `terminal` of an object of its own: catch it as it
-# is set (only the page's one assignment of that name), so the test can read what xterm.js holds on screen.
-CATCH_TERMINAL = """
-Object.defineProperty(Object.prototype, "terminal", {configurable: true, set(value) {
-  window.__terminal = value;
-  Object.defineProperty(this, "terminal", {value, writable: true, configurable: true, enumerable: true});
-}});
-"""
-SCREEN = """(() => {
-  const terminal = window.__terminal;
-  if (!terminal) return null;
-  const lines = [];
-  for (let y = 0; y < terminal.rows; y++) lines.push(terminal.buffer.active.getLine(y).translateToString(true));
-  return {cols: terminal.cols, rows: terminal.rows, lines};
-})()"""
 
 
 class Reference:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from benchmarks.browser import Chromium, DevToolsError, find_chromium
+from benchmarks.browser import Chromium, find_chromium
 from benchmarks.serve import ServedConsole, Tab
 from console.cli.serve import (
     CHILD_ENV_NAMES,
@@ -488,14 +488,10 @@ FRAME_PROBE = """
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`; .ci/run "
                     "installs it, or set LEDGERAGENT_CHROMIUM to a Chromium/Chrome binary)")
-async def test_two_browser_tabs_run_the_retail_demo_independently(tmp_path: Path) -> None:
-    assert CHROMIUM is not None
+async def test_two_browser_tabs_run_the_retail_demo_independently(
+        browser: Chromium, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ServedConsole("--pace", "0", home=home) as server, server.log_on_failure():
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:  # e.g. Ubuntu's snap shim in a container: an environment problem
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             pages = [await browser.new_page(1600, 900), await browser.new_page(1600, 900)]
             for page in pages:
@@ -525,14 +521,10 @@ async def test_two_browser_tabs_run_the_retail_demo_independently(tmp_path: Path
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`; .ci/run "
                     "installs it, or set LEDGERAGENT_CHROMIUM to a Chromium/Chrome binary)")
-async def test_in_the_browser_a_full_server_says_so_and_a_reload_keeps_working(tmp_path: Path) -> None:
-    assert CHROMIUM is not None
+async def test_in_the_browser_a_full_server_says_so_and_a_reload_keeps_working(
+        browser: Chromium, tmp_path: Path) -> None:
     with ServedConsole("--pace", "0", "--max-sessions", "1", home=tmp_path / "home") as server, \
             server.log_on_failure():
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             first = await browser.new_page(1000, 600)
             await first.goto(server.open_url)

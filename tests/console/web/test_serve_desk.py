@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from benchmarks.browser import Chromium, DevToolsError, find_chromium
+from benchmarks.browser import Chromium, find_chromium
 from benchmarks.serve import ServedConsole, Tab
 from console.cli.main import main
 from console.cli.serve import ServeError, build_config, register
@@ -321,16 +321,12 @@ async def test_with_the_shared_token_every_tab_is_the_one_operator(tmp_path: Pat
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
-async def test_in_the_browser_a_tab_is_the_operator_of_the_address_printed_for_them(tmp_path: Path) -> None:
+async def test_in_the_browser_a_tab_is_the_operator_of_the_address_printed_for_them(
+        browser: Chromium, tmp_path: Path) -> None:
     """The token in the address printed for carol goes into the cookie; the page and its websocket carry it."""
-    assert CHROMIUM is not None
     home = tmp_path / "home"
     with ServedConsole(*DESK, "--operators", "alice,carol", home=home) as server, server.log_on_failure():
         server.wait_for_line(r"desk host pid \d+: desk: ", 60)
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             start = len(server.lines)
             page = await browser.new_page(1200, 700)
@@ -388,11 +384,11 @@ HAS_DESK_SCREENS = importlib.util.find_spec("console.tui.desk_app") is not None
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
 @pytest.mark.skipif(not HAS_DESK_SCREENS, reason="the desk screens (console.tui.desk_app) are not on this branch yet")
-async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_claim(tmp_path: Path) -> None:
+async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_claim(
+        browser: Chromium, tmp_path: Path) -> None:
     """Two operators in Chromium: the same inbox, a claim that blocks the other, a decision that leaves both
     inboxes, and a closed tab's claim released. What the tabs show is drawn on a canvas (not in the DOM): the
     desk's state is read over its socket by a third operator, `probe`, who only watches."""
-    assert CHROMIUM is not None
     home = tmp_path / "home"
     with ServedConsole(*DESK, "--operators", "alice,bob,probe", home=home) as server, server.log_on_failure():
         socket = Path(server.wait_for_line(r"desk host pid \d+: desk: 1 session\(s\) at (\S+)", 60).group(1))
@@ -401,10 +397,6 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
         probe = await RemoteDesk.connect(socket, "probe", token=probe_token)
         await until_items(probe)
         first = probe.snapshot().items[0].id
-        try:
-            browser = await Chromium(CHROMIUM).start()
-        except DevToolsError as exc:
-            pytest.skip(f"Chromium at {CHROMIUM} cannot start here: {exc}")
         try:
             alice = await browser.new_page(1600, 900)
             await alice.goto(server.operator_urls["alice"])
