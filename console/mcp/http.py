@@ -256,9 +256,13 @@ def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, op
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (port 0: a free one), so the address is known before the server runs."""
+    """A listening TCP socket (port 0: a free one), so the address is known before the server runs.
+
+    Made with its protocol named (IPPROTO_TCP), not 0: asyncio sets TCP_NODELAY only on connections of a socket
+    that says it is TCP. Without it, a response's body waits behind its headers for the client's delayed ACK
+    (Nagle's algorithm): some 40 ms on every request of a kept-alive connection."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     sock.listen(512)

@@ -20,6 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from console.mcp.http import bind
 from tests.support.mcp_server import (
     HttpServer,
     replay,
@@ -143,3 +144,27 @@ async def test_a_stateless_era_client_is_told_to_use_the_handshake(tmp_path: Pat
             done = await client.call_tool("find_user_id_by_email", {"email": "nobody@example.com"})
             assert done.structured_content["outcome"] == "error"
     assert len(session_folders(tmp_path)) == 1
+
+
+async def test_connections_on_the_listening_socket_send_without_delay() -> None:
+    """Every connection the server accepts has TCP_NODELAY, as asyncio (and so uvicorn, which serves `bind`'s
+    socket with `loop.create_server`) gives it only to a socket that names TCP as its protocol. Without it a
+    response's body waits behind its headers for the client's delayed ACK on a kept-alive connection."""
+    loop = asyncio.get_running_loop()
+    nodelay: asyncio.Future[int] = loop.create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            raw = transport.get_extra_info("socket")
+            nodelay.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    sock = bind("127.0.0.1", 0)
+    server = await loop.create_server(Probe, sock=sock)
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(nodelay, 30) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
