@@ -157,7 +157,8 @@ async def _http(args: argparse.Namespace, domain: Domain, sessions: McpSessions,
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{port}/mcp"
     options = HttpOptions(host=args.host, port=port, max_request=args.max_request_bytes,
-                          max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+                          max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
+                          json_response=not args.listen)  # no desk: no call can be held
     policy = HttpPolicy(bind_host=args.host, token=token, rate=args.rate,
                         origins=allowed_origins(port, extra=args.allow_origin), log=log)
     server = build_server(domain, sessions, key_of,

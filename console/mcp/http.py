@@ -1,7 +1,12 @@
 """The server over streamable HTTP (`--transport http`): many clients, one session each, safe by default.
 
 The SDK's `StreamableHTTPSessionManager` speaks the protocol (one `Mcp-Session-Id` per client, minted at the
-handshake; SSE or JSON responses; its request-body limit). In front of it, `Guard` applies the rules
+handshake; its request-body limit). A call's answer is a JSON body when no operator can hold a call (no desk:
+every call answers as soon as it has run), an SSE stream when one can (`--listen`): a held write may wait
+minutes for its decision, and the stream's keep-alive pings keep the client's read timeout from giving up on
+it meanwhile. The JSON answer is the cheaper one by far: one body instead of a stream with its own tasks, and
+the SDK's client reads it to its end, so it keeps its connection for the next call, where it closes the
+connection of every stream it has had its answer from. In front of it, `Guard` applies the rules
 `ledgeragent serve` applies, with the same functions (`console.web.policy`), before a request reaches the
 SDK:
 
@@ -213,6 +218,7 @@ class HttpOptions:
     max_request: int
     max_sessions: int
     idle_timeout: float
+    json_response: bool = False  # True only where no call can be held (see the module docstring)
 
 
 def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, options: HttpOptions, *,
@@ -220,7 +226,8 @@ def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, op
     """The ASGI app: `Guard` in front of the SDK's session manager, whose lifespan also runs the idle check
     and, on the way out, ends every session (`server_stopped`)."""
     manager = StreamableHTTPSessionManager(
-        app=server, max_request_body_size=options.max_request, max_sessions=options.max_sessions,
+        app=server, json_response=options.json_response, max_request_body_size=options.max_request,
+        max_sessions=options.max_sessions,
         session_idle_timeout=options.idle_timeout,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     sdk = StreamableHTTPASGIApp(manager)
