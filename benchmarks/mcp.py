@@ -1,9 +1,10 @@
 """`ledgeragent mcp` figures: what an external agent pays for the gate over the Model Context Protocol.
 
-- stdio round trip: a read and a gated write, each timed around the `mcp` SDK client's `call_tool` against a
-  real `python -m console mcp --domain retail` child (one session), next to the same calls through `check`'s
-  `Checker` in this process (the executor path with no protocol): the MCP row's target is check's median plus
-  3 ms, so what is measured against it is the protocol's and the session's own cost.
+- stdio round trip: a read and a gated write, each timed around the `mcp` SDK client's `call_tool` (in a load
+  process of its own, `benchmarks.mcp_load`) against a real `python -m console mcp --domain retail` child (one
+  session), next to the same calls through `check`'s `Checker` in this process (the executor path with no
+  protocol): the MCP row's target is check's median plus 3 ms, so what is measured against it is the
+  protocol's and the session's own cost.
 - 50 concurrent sessions over streamable HTTP, one server process, on this machine's two cores: 50 SDK clients
   in a load process of their own (`benchmarks.mcp_load`: timed here, a round trip would carry this process's
   garbage collections over what the figures before it left), each its own MCP session, each making
@@ -32,11 +33,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.mcp_load import READ, USER
+from benchmarks.mcp_load import LOGIN, READ, USER
 from benchmarks.timing import MS, Result, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTE = ("log_message", {"role": "customer", "text": "I moved, please update my address"})
 SESSIONS = 50
 CALLS_PER_CLIENT = 10
 LOAD_PROCESSES = 1  # the clients' processes (apart from this one: see benchmarks.mcp_load)
@@ -82,8 +82,7 @@ async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
         backend = await open_backend(domain.name, Path(folder) / "db.sqlite")
         try:
             checker = Checker(domain, backend)
-            login = TrajectoryCall(0, 0, "find_user_id_by_name_zip",
-                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+            login = TrajectoryCall(0, 0, *LOGIN)
             await checker.check(login)
             for index in range(1, 2 * rounds + 1, 2):
                 for call, into in ((TrajectoryCall(index, index, *READ), reads),
@@ -98,33 +97,23 @@ async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
     return reads, writes
 
 
-async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
-    from mcp import Client, StdioServerParameters
-
-    reads: list[int] = []
-    writes: list[int] = []
-    notes: list[int] = []
+def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+    """The stdio round trips, timed by an SDK client in a load process of its own (see benchmarks.mcp_load)."""
     with tempfile.TemporaryDirectory() as home:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "console", "mcp", "--domain", "retail"],
-                                       env=_env(home), cwd=str(ROOT))
-        async with Client(params, read_timeout_seconds=120) as client:
-            await client.call_tool("find_user_id_by_name_zip",
-                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
-            for _ in range(rounds):
-                for (name, arguments), into in ((READ, reads), (write, writes), (NOTE, notes)):
-                    start = time.perf_counter_ns()
-                    result = await client.call_tool(name, arguments)
-                    into.append(time.perf_counter_ns() - start)
-                    facts = result.structured_content or {}
-                    if result.is_error or facts.get("verdict") not in (None, "ALLOW"):
-                        raise RuntimeError(f"mcp: {name} failed: {result.content}")
-    return reads, writes, notes
+        done = subprocess.run([sys.executable, "-m", "benchmarks.mcp_load", "stdio", str(rounds), json.dumps(write)],
+                              cwd=ROOT, env=_env(home), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"the mcp stdio load process failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    samples = json.loads(done.stdout.splitlines()[-1])
+    return samples["reads"], samples["writes"], samples["notes"]
 
 
 def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
+    load = os.getloadavg()[0]
     write = _write(asyncio.run(_address()))
     check_reads, check_writes = asyncio.run(_check_samples(rounds + warmup, write))
-    mcp_reads, mcp_writes, mcp_notes = asyncio.run(_stdio_samples(rounds + warmup, write))
+    mcp_reads, mcp_writes, mcp_notes = _stdio_samples(rounds + warmup, write)
     rows: list[Result] = [summarise(
         "mcp_stdio_floor", "mcp over stdio: log_message round trip (no database, no gate: the protocol's floor)",
         mcp_notes[warmup:], note="the SDK client and server, the pipe, one event on the session's trace")]
@@ -136,7 +125,8 @@ def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
         rows.append(summarise(
             f"mcp_stdio_{key}", f"mcp over stdio: one {what}, client-side round trip (SDK client, server child)",
             via_mcp[warmup:], target_ns=int(base.median_ns + 3 * MS),
-            note=f"target: check's median + 3 ms; {rounds} calls after {warmup} warm-up, retail seed data"))
+            note=f"target: check's median + 3 ms; {rounds} calls after {warmup} warm-up, retail seed data; "
+                 f"load average {load:.1f} at the start"))
     return rows
 
 
@@ -190,7 +180,7 @@ class _Load:
 
     def __init__(self, url: str, first: int, count: int, total: int, calls: int, home: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.mcp_load", url, str(first), str(count), str(total), str(calls),
+            [sys.executable, "-m", "benchmarks.mcp_load", "http", url, str(first), str(count), str(total), str(calls),
              repr(THINK_S)], cwd=ROOT, env=_env(home), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
 

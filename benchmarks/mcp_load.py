@@ -1,21 +1,25 @@
-"""Runs inside a fresh interpreter for the concurrent `ledgeragent mcp` figures: the clients, apart from the
-benchmark process.
+"""Runs inside a fresh interpreter for the `ledgeragent mcp` figures: the SDK clients, apart from the benchmark
+process.
 
-`python -m benchmarks.mcp_load URL FIRST COUNT TOTAL CALLS THINK_S`: sessions FIRST .. FIRST+COUNT-1 of TOTAL,
-each one SDK client (its own httpx client, its own MCP session) making one read to open its session, then,
-once told, CALLS reads THINK_S seconds apart, session n starting THINK_S * n / TOTAL seconds after the word (so
-the TOTAL sessions of every load process together are staggered as independent agents are).
+Why a process of its own: timed in the benchmark process, a round trip would also carry that process's own
+pauses, its garbage collector walking whatever the figures before it left on the heap (the whole suite runs in
+one process), which the server never sees. Here the heap is the clients' only; the objects that exist once
+everything is imported are frozen (`gc.freeze`), so a collection walks what the clients make, not the modules.
 
-It talks to the benchmark on its stdin and stdout, one line each way at a time:
+`python -m benchmarks.mcp_load stdio ROUNDS WRITE_JSON`: one SDK client on a `python -m console mcp --domain
+retail` child (this process's environment and working folder), logged in as the customer, then ROUNDS times a
+read, the write WRITE_JSON (`[name, arguments]`) and a `log_message`, each timed; prints `{"reads": [...],
+"writes": [...], "notes": [...]}` (ns) and exits.
+
+`python -m benchmarks.mcp_load http URL FIRST COUNT TOTAL CALLS THINK_S`: sessions FIRST .. FIRST+COUNT-1 of
+TOTAL, each one SDK client (its own httpx client, its own MCP session) making one read to open its session,
+then, once told, CALLS reads THINK_S seconds apart, session n starting THINK_S * n / TOTAL seconds after the
+word (so the TOTAL sessions of every load process together are staggered as independent agents are). It talks
+to the benchmark on its stdin and stdout, one line each way at a time:
 - prints `{"opened": COUNT}` once every session has made its first call, then waits for `go`;
 - prints `{"times": [...]}` (each timed round trip, in ns) once every call was made, then waits for `close`,
   so no session ends (and no server work for its end runs) while another load process is still measuring;
 - closes its sessions (each client deletes its MCP session) and exits 0.
-
-Why a process of its own: timed in the benchmark process, a round trip would also carry that process's own
-pauses: its garbage collector walking whatever the figures before it left on the heap (the whole suite runs in
-one process), which the server never sees. Here the heap is the clients' only; the objects that exist once
-everything is imported are frozen (`gc.freeze`), so a collection walks what the clients make, not the modules.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 USER = "mia_garcia_4821"
+LOGIN = ("find_user_id_by_name_zip", {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
 READ = ("get_user_details", {"user_id": USER})
+NOTE = ("log_message", {"role": "customer", "text": "I moved, please update my address"})
 
 
 @contextlib.asynccontextmanager
@@ -55,7 +61,28 @@ async def heard(word: str) -> None:
         raise SystemExit(f"mcp_load: expected {word!r}, got {line.strip()[:40]!r}")
 
 
-async def run(url: str, first: int, count: int, total: int, calls: int, think: float) -> None:
+async def stdio(rounds: int, write: tuple[str, dict[str, Any]]) -> None:
+    import os
+
+    from mcp import Client, StdioServerParameters
+
+    samples: dict[str, list[int]] = {"reads": [], "writes": [], "notes": []}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "console", "mcp", "--domain", "retail"],
+                                   env=dict(os.environ), cwd=os.getcwd())
+    async with Client(params, read_timeout_seconds=120) as session:
+        await session.call_tool(*LOGIN)
+        for _ in range(rounds):
+            for (name, arguments), into in ((READ, "reads"), (write, "writes"), (NOTE, "notes")):
+                start = time.perf_counter_ns()
+                result = await session.call_tool(name, arguments)
+                samples[into].append(time.perf_counter_ns() - start)
+                facts = result.structured_content or {}
+                if result.is_error or facts.get("verdict") not in (None, "ALLOW"):
+                    raise RuntimeError(f"mcp: {name} failed: {result.content}")
+    say(samples)
+
+
+async def http(url: str, first: int, count: int, total: int, calls: int, think: float) -> None:
     times: list[int] = []
     opened = asyncio.Event()
     go = asyncio.Event()
@@ -107,13 +134,21 @@ async def run(url: str, first: int, count: int, total: int, calls: int, think: f
 
 
 def main(argv: list[str]) -> int:
-    url, first, count, total, calls, think = argv
     import httpx2  # noqa: F401  (imported before the freeze: the clients' modules are not what is timed)
+    import mcp.client.stdio  # noqa: F401
     import mcp.client.streamable_http  # noqa: F401
 
     gc.collect()
     gc.freeze()
-    asyncio.run(run(url, int(first), int(count), int(total), int(calls), float(think)))
+    match argv:
+        case ["stdio", rounds, write]:
+            name, arguments = json.loads(write)
+            asyncio.run(stdio(int(rounds), (name, arguments)))
+        case ["http", url, first, count, total, calls, think]:
+            asyncio.run(http(url, int(first), int(count), int(total), int(calls), float(think)))
+        case _:
+            raise SystemExit("usage: python -m benchmarks.mcp_load stdio ROUNDS WRITE_JSON | "
+                             "http URL FIRST COUNT TOTAL CALLS THINK_S")
     return 0
 
 
