@@ -1,13 +1,16 @@
 """`ledgeragent mcp` figures: what an external agent pays for the gate over the Model Context Protocol.
 
-- stdio round trip: a read and a gated write, each timed around the `mcp` SDK client's `call_tool` against a
-  real `python -m console mcp --domain retail` child (one session), next to the same calls through `check`'s
-  `Checker` in this process (the executor path with no protocol): the MCP row's target is check's median plus
-  3 ms, so what is measured against it is the protocol's and the session's own cost.
+- stdio round trip: a read and a gated write, each timed around the `mcp` SDK client's `call_tool` (in a load
+  process of its own, `benchmarks.mcp_load`) against a real `python -m console mcp --domain retail` child (one
+  session), next to the same calls through `check`'s `Checker` in this process (the executor path with no
+  protocol): the MCP row's target is check's median plus 3 ms, so what is measured against it is the
+  protocol's and the session's own cost.
 - 50 concurrent sessions over streamable HTTP, one server process, on this machine's two cores: 50 SDK clients
-  in this process, each its own MCP session, each making `CALLS_PER_CLIENT` reads with a pause between
-  (`THINK_S`, far less than a real model thinks); the p95 client-side round trip over every call, and the
-  server's resident memory per session (its RSS with the 50 sessions open, less its RSS with one, over 50).
+  in a load process of their own (`benchmarks.mcp_load`: timed here, a round trip would carry this process's
+  garbage collections over what the figures before it left), each its own MCP session, each making
+  `CALLS_PER_CLIENT` reads with a pause between (`THINK_S`, far less than a real model thinks); the p95
+  client-side round trip over every call, and the server's resident memory per session (its RSS with the 50
+  sessions open, less its RSS with one, over 50).
 
 The writes alternate with a read of the same profile (a write marks it stale, and the next write is judged
 on a fresh read, as an agent's would be); the write is an address change to the address the customer has, so
@@ -18,24 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.mcp_load import LOGIN, READ, USER
 from benchmarks.timing import MS, Result, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
-USER = "mia_garcia_4821"
-READ = ("get_user_details", {"user_id": USER})
-NOTE = ("log_message", {"role": "customer", "text": "I moved, please update my address"})
 SESSIONS = 50
 CALLS_PER_CLIENT = 10
+LOAD_PROCESSES = 1  # the clients' processes (apart from this one: see benchmarks.mcp_load)
 THINK_S = 1.0  # seconds between one agent's calls: a real model takes longer than this per turn
 MIB = 1024 * 1024
 
@@ -78,8 +82,7 @@ async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
         backend = await open_backend(domain.name, Path(folder) / "db.sqlite")
         try:
             checker = Checker(domain, backend)
-            login = TrajectoryCall(0, 0, "find_user_id_by_name_zip",
-                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+            login = TrajectoryCall(0, 0, *LOGIN)
             await checker.check(login)
             for index in range(1, 2 * rounds + 1, 2):
                 for call, into in ((TrajectoryCall(index, index, *READ), reads),
@@ -94,33 +97,23 @@ async def _check_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tupl
     return reads, writes
 
 
-async def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
-    from mcp import Client, StdioServerParameters
-
-    reads: list[int] = []
-    writes: list[int] = []
-    notes: list[int] = []
+def _stdio_samples(rounds: int, write: tuple[str, dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+    """The stdio round trips, timed by an SDK client in a load process of its own (see benchmarks.mcp_load)."""
     with tempfile.TemporaryDirectory() as home:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "console", "mcp", "--domain", "retail"],
-                                       env=_env(home), cwd=str(ROOT))
-        async with Client(params, read_timeout_seconds=120) as client:
-            await client.call_tool("find_user_id_by_name_zip",
-                                   {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
-            for _ in range(rounds):
-                for (name, arguments), into in ((READ, reads), (write, writes), (NOTE, notes)):
-                    start = time.perf_counter_ns()
-                    result = await client.call_tool(name, arguments)
-                    into.append(time.perf_counter_ns() - start)
-                    facts = result.structured_content or {}
-                    if result.is_error or facts.get("verdict") not in (None, "ALLOW"):
-                        raise RuntimeError(f"mcp: {name} failed: {result.content}")
-    return reads, writes, notes
+        done = subprocess.run([sys.executable, "-m", "benchmarks.mcp_load", "stdio", str(rounds), json.dumps(write)],
+                              cwd=ROOT, env=_env(home), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"the mcp stdio load process failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    samples = json.loads(done.stdout.splitlines()[-1])
+    return samples["reads"], samples["writes"], samples["notes"]
 
 
 def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
+    load = os.getloadavg()[0]
     write = _write(asyncio.run(_address()))
     check_reads, check_writes = asyncio.run(_check_samples(rounds + warmup, write))
-    mcp_reads, mcp_writes, mcp_notes = asyncio.run(_stdio_samples(rounds + warmup, write))
+    mcp_reads, mcp_writes, mcp_notes = _stdio_samples(rounds + warmup, write)
     rows: list[Result] = [summarise(
         "mcp_stdio_floor", "mcp over stdio: log_message round trip (no database, no gate: the protocol's floor)",
         mcp_notes[warmup:], note="the SDK client and server, the pipe, one event on the session's trace")]
@@ -132,7 +125,8 @@ def bench_mcp_stdio(rounds: int = 200, warmup: int = 20) -> list[Result]:
         rows.append(summarise(
             f"mcp_stdio_{key}", f"mcp over stdio: one {what}, client-side round trip (SDK client, server child)",
             via_mcp[warmup:], target_ns=int(base.median_ns + 3 * MS),
-            note=f"target: check's median + 3 ms; {rounds} calls after {warmup} warm-up, retail seed data"))
+            note=f"target: check's median + 3 ms; {rounds} calls after {warmup} warm-up, retail seed data; "
+                 f"load average {load:.1f} at the start"))
     return rows
 
 
@@ -155,6 +149,8 @@ class _Server:
                 break
         if not self.url:
             raise RuntimeError("the mcp server did not start")
+        # its log lines (one per session) are read on, so a full pipe never blocks the server
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
 
     def rss(self) -> int:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -173,67 +169,89 @@ class _Server:
 
 @contextlib.asynccontextmanager
 async def _client(url: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+    from benchmarks.mcp_load import client
 
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(120.0)) as http, \
-            Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
-        yield client
+    async with client(url) as opened:
+        yield opened
 
 
-async def _concurrent(server: _Server, sessions: int, calls: int) -> tuple[list[int], int, int]:
-    times: list[int] = []
-    opened = asyncio.Event()
-    ready = 0
-    go = asyncio.Event()
-    done = asyncio.Event()
+class _Load:
+    """One `benchmarks.mcp_load` process: `count` of the `total` sessions, each making `calls` reads."""
 
-    async def one(number: int) -> None:
-        nonlocal ready
-        async with _client(server.url) as client:
-            await client.call_tool(*READ)  # the session is made on its first call
-            ready += 1
-            if ready == sessions:
-                opened.set()
-            await go.wait()
-            await asyncio.sleep(THINK_S * number / sessions)  # staggered, as independent agents are
-            for _ in range(calls):
-                start = time.perf_counter_ns()
-                result = await client.call_tool(*READ)
-                times.append(time.perf_counter_ns() - start)
-                if result.is_error:
-                    raise RuntimeError(f"mcp: {result.content}")
-                await asyncio.sleep(THINK_S)
-            await done.wait()
+    def __init__(self, url: str, first: int, count: int, total: int, calls: int, home: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.mcp_load", "http", url, str(first), str(count), str(total), str(calls),
+             repr(THINK_S)], cwd=ROOT, env=_env(home), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
 
-    async with _client(server.url) as first:
-        await first.call_tool(*READ)
-        baseline = server.rss()  # the server with one session: its imports, the domain, one database
-        tasks = [asyncio.create_task(one(n)) for n in range(sessions)]
-        await asyncio.wait_for(opened.wait(), 600)
+    def expect(self, key: str) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the mcp load process ended (exit {self.process.wait()})")
+        return json.loads(line)[key]
+
+    def say(self, word: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(word + "\n")
+        self.process.stdin.flush()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.say("close")
+            try:
+                self.process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _concurrent(server: _Server, home: str, sessions: int, calls: int, processes: int
+                ) -> tuple[list[int], int, int]:
+    """The timed reads of `sessions` clients spread over `processes` load processes, the server's RSS with one
+    session open (the baseline: its imports, the domain, one database) and with `sessions` more."""
+    loads: list[_Load] = []
+    try:
+        loads.append(_Load(server.url, 0, 1, 1, 0, home))  # the baseline's session, open to the end
+        loads[0].expect("opened")
+        baseline = server.rss()
+        share, extra = divmod(sessions, processes)
+        first = 0
+        for index in range(processes):
+            count = share + (index < extra)
+            if count:
+                loads.append(_Load(server.url, first, count, sessions, calls, home))
+                first += count
+        for load in loads[1:]:
+            load.expect("opened")
         during = server.rss()
-        go.set()
-        while len(times) < sessions * calls:
-            await asyncio.sleep(0.05)
-            for task in tasks:
-                if task.done() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-        done.set()
-        await asyncio.gather(*tasks)
+        for load in loads:
+            load.say("go")
+        times = [t for load in loads for t in load.expect("times")]
+        for load in loads:
+            load.say("close")
+        for load in loads:
+            if load.process.wait(timeout=120) != 0:
+                raise RuntimeError(f"the mcp load process failed (exit {load.process.returncode})")
+    finally:
+        for load in loads:
+            load.stop()
     return times, baseline, during
 
 
-def bench_mcp_concurrent(sessions: int = SESSIONS, calls: int = CALLS_PER_CLIENT) -> list[Result]:
+def bench_mcp_concurrent(sessions: int = SESSIONS, calls: int = CALLS_PER_CLIENT,
+                         processes: int = LOAD_PROCESSES) -> list[Result]:
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as home:
         server = _Server(home)
         try:
-            times, baseline, during = asyncio.run(_concurrent(server, sessions, calls))
+            times, baseline, during = _concurrent(server, home, sessions, calls, processes)
         finally:
             server.stop()
     per = (during - baseline) / sessions
-    note = (f"{sessions} SDK clients in the benchmark process, each {calls} reads {THINK_S:g} s apart, "
-            f"one server process; 2 cores shared by both")
+    note = (f"{sessions} SDK clients in {processes} load process(es) of their own, each {calls} reads "
+            f"{THINK_S:g} s apart, one server process; 2 cores shared by all; load average {load:.1f} at the start")
     p95 = summarise("mcp_http_concurrent", f"mcp over HTTP: {sessions} sessions at once, round trip of a read",
                     times, note=note)
     return [
@@ -288,7 +306,3 @@ def bench_mcp_churn(sessions: int = CHURN_SESSIONS) -> Result:
                   f"{after / MIB:.0f} MiB after {sessions} sessions opened, used once and closed)", per, per, 1,
                   target_ns=64 * 1024, unit="B", note=f"{CHURN_AT_ONCE} at a time; RSS after the first batch "
                   "against RSS after the last")
-
-
-def bench_mcp() -> list[Result]:
-    return [*bench_mcp_stdio(), *bench_mcp_concurrent(), bench_mcp_churn()]

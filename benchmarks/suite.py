@@ -32,7 +32,7 @@ from benchmarks.desk_remote import bench_desk_remote
 from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
-from benchmarks.mcp import bench_mcp
+from benchmarks.mcp import bench_mcp_churn, bench_mcp_concurrent, bench_mcp_stdio
 from benchmarks.replay import bench_replay_open, bench_second_writer
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
@@ -113,8 +113,11 @@ GROUPS: tuple[Group, ...] = (
           "airline gate decision for book_reservation, 10,000-record ledger"),
     Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
     Group("desk_remote", lambda i: bench_desk_remote(), "desk over its socket: item visible, decide, push size"),
-    Group("mcp", lambda i: bench_mcp(), "ledgeragent mcp: stdio round trip vs check, 50 HTTP sessions, memory, "
-          "memory left by ended sessions"),
+    Group("mcp_stdio", lambda i: bench_mcp_stdio(), "ledgeragent mcp: stdio round trip of a read and a gated write "
+          "vs check"),
+    Group("mcp_http", lambda i: bench_mcp_concurrent(), "ledgeragent mcp: 50 concurrent HTTP sessions, p95, "
+          "memory per session"),
+    Group("mcp_churn", lambda i: [bench_mcp_churn()], "ledgeragent mcp: memory left by ended HTTP sessions"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
     Group("replay_open", lambda i: bench_replay_open(), "replay of a 50k-event trace: first step, peak RSS"),

@@ -19,7 +19,7 @@ def test_the_stdio_rows_measure_mcp_against_check() -> None:
 
 
 def test_the_concurrent_rows_measure_round_trips_and_memory() -> None:
-    p95, memory = bench_mcp_concurrent(sessions=3, calls=2)
+    p95, memory = bench_mcp_concurrent(sessions=3, calls=2, processes=2)  # 2 and 1 session, and the baseline
     assert p95.key == "mcp_http_concurrent_p95" and p95.n == 6 and p95.median_ns > 0 and p95.target_ns == 50 * MS
     assert memory.unit == "B" and memory.key == "mcp_memory_per_session"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -38,6 +39,17 @@ EOF_GRACE = 5.0  # seconds the transport gets to wind down after its client clos
 
 def log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def settle_heap() -> None:
+    """Leave what exists before the first client (the modules, the domain, the server) out of every garbage
+    collection from now on (`gc.freeze`, after a collection, so no garbage is frozen with it).
+
+    Those objects live as long as the process, and they are most of its heap: a full collection walked them all
+    again each time, some 150 ms on this machine's cores during which no session's call was answered. Frozen, a
+    collection walks what the sessions made. Objects are still freed by their reference counts."""
+    gc.collect()
+    gc.freeze()
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -101,6 +113,7 @@ async def _serve(args: argparse.Namespace, domain: Domain, spec: McpSessionSpec,
             log(f"mcp: session for {live.spec.label}: {live.folder}")
 
         sessions = McpSessions(desk, spec, decision_timeout=args.decision_timeout, on_opened=opened)
+        settle_heap()
         if args.transport == "stdio":
             await _stdio(args, domain, sessions)
         else:
@@ -157,7 +170,8 @@ async def _http(args: argparse.Namespace, domain: Domain, sessions: McpSessions,
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{port}/mcp"
     options = HttpOptions(host=args.host, port=port, max_request=args.max_request_bytes,
-                          max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+                          max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
+                          json_response=not args.listen)  # no desk: no call can be held
     policy = HttpPolicy(bind_host=args.host, token=token, rate=args.rate,
                         origins=allowed_origins(port, extra=args.allow_origin), log=log)
     server = build_server(domain, sessions, key_of,

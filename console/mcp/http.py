@@ -1,7 +1,12 @@
 """The server over streamable HTTP (`--transport http`): many clients, one session each, safe by default.
 
 The SDK's `StreamableHTTPSessionManager` speaks the protocol (one `Mcp-Session-Id` per client, minted at the
-handshake; SSE or JSON responses; its request-body limit). In front of it, `Guard` applies the rules
+handshake; its request-body limit). A call's answer is a JSON body when no operator can hold a call (no desk:
+every call answers as soon as it has run), an SSE stream when one can (`--listen`): a held write may wait
+minutes for its decision, and the stream's keep-alive pings keep the client's read timeout from giving up on
+it meanwhile. The JSON answer is the cheaper one by far: one body instead of a stream with its own tasks, and
+the SDK's client reads it to its end, so it keeps its connection for the next call, where it closes the
+connection of every stream it has had its answer from. In front of it, `Guard` applies the rules
 `ledgeragent serve` applies, with the same functions (`console.web.policy`), before a request reaches the
 SDK:
 
@@ -213,6 +218,7 @@ class HttpOptions:
     max_request: int
     max_sessions: int
     idle_timeout: float
+    json_response: bool = False  # True only where no call can be held (see the module docstring)
 
 
 def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, options: HttpOptions, *,
@@ -220,7 +226,8 @@ def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, op
     """The ASGI app: `Guard` in front of the SDK's session manager, whose lifespan also runs the idle check
     and, on the way out, ends every session (`server_stopped`)."""
     manager = StreamableHTTPSessionManager(
-        app=server, max_request_body_size=options.max_request, max_sessions=options.max_sessions,
+        app=server, json_response=options.json_response, max_request_body_size=options.max_request,
+        max_sessions=options.max_sessions,
         session_idle_timeout=options.idle_timeout,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     sdk = StreamableHTTPASGIApp(manager)
@@ -256,9 +263,13 @@ def build_app(server: Server[Any], sessions: McpSessions, policy: HttpPolicy, op
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (port 0: a free one), so the address is known before the server runs."""
+    """A listening TCP socket (port 0: a free one), so the address is known before the server runs.
+
+    Made with its protocol named (IPPROTO_TCP), not 0: asyncio sets TCP_NODELAY only on connections of a socket
+    that says it is TCP. Without it, a response's body waits behind its headers for the client's delayed ACK
+    (Nagle's algorithm): some 40 ms on every request of a kept-alive connection."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     sock.listen(512)

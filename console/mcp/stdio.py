@@ -1,11 +1,15 @@
 """The server over stdio (what a desktop client launches): one client, one session, until its input ends.
 
-The SDK's stdio transport is used with our own ends of the pipe, for three reasons it has no options for:
+The SDK's stdio transport is not used: our own ends of the pipe are the two streams its `Server.run` reads and
+writes (`Wire.incoming`, `Wire.outgoing`), for reasons it has no options for:
 - a line is read with a bound (`max_line` bytes, the command's `--max-request-bytes`): a longer one is skipped
   to its end, never held in memory;
 - a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
   invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
-  sent it is not left waiting; the lines that are messages go to the SDK as they came;
+  sent it is not left waiting;
+- each line is parsed once, into the message the server is handed, and each answer is written by the task
+  that made it: the SDK's transport parses a line again after our check, and hands every message in and out
+  through a task of its own (two task switches and a parse per call, for nothing);
 - the end of input ends the session at once (a held write is given up, the trace ends), rather than when
   the requests in flight have finished, which for a held write can be minutes.
 
@@ -20,13 +24,13 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import IO, Any, cast
+from collections.abc import Awaitable, Callable
+from typing import IO, Any
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
@@ -45,9 +49,12 @@ class Wire:
         self.writer = writer
         self.max_line = max_line
         self.on_eof = on_eof
+        self.incoming = Incoming(self)
+        self.outgoing = Outgoing(self)
         self._lock = asyncio.Lock()
         self._stream: asyncio.StreamReader | None = None
         self._out: asyncio.StreamWriter | None = None
+        self._ended = False
 
     async def open(self) -> None:
         """Attach the asyncio transports when the ends allow it (else the thread fallback stays)."""
@@ -66,34 +73,35 @@ class Wire:
 
     # ------------------------------------------------------------------------------------------ out
 
-    async def write(self, text: str) -> None:
-        """A whole line (the SDK writes a message and its newline in one call), never torn by another."""
-        data = text.encode("utf-8")
+    async def write(self, data: bytes) -> None:
+        """A whole line, never torn by another; anyio.BrokenResourceError once the client's end is closed."""
         async with self._lock:
-            if self._out is not None:
-                self._out.write(data)
-                await self._out.drain()
-            else:
-                await anyio.to_thread.run_sync(self._send, data)
+            try:
+                if self._out is not None:
+                    self._out.write(data)
+                    await self._out.drain()
+                else:
+                    await anyio.to_thread.run_sync(self._send, data)
+            except (BrokenPipeError, ConnectionResetError) as gone:
+                raise anyio.BrokenResourceError from gone
 
     def _send(self, data: bytes) -> None:
         self.writer.write(data)
         self.writer.flush()
 
-    async def flush(self) -> None:
-        """Each write is flushed already."""
-
     async def _answer_error(self, request_id: Any, code: int, message: str) -> None:
         error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-        await self.write(json.dumps(error) + "\n")
+        with contextlib.suppress(anyio.BrokenResourceError):  # nobody left to tell
+            await self.write((json.dumps(error) + "\n").encode("utf-8"))
 
     # ------------------------------------------------------------------------------------------ in
 
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
+    async def receive(self) -> SessionMessage:
+        """The client's next message, parsed once; anyio.EndOfStream at the end of its input (after `on_eof`).
+        A line that is no message is answered here (see `_refuse`) and never handed on."""
         while True:
+            if self._ended:
+                raise anyio.EndOfStream
             raw = await self._line()
             if raw is OVERLONG:
                 await self._answer_error(None, types.PARSE_ERROR,
@@ -101,15 +109,19 @@ class Wire:
                 continue
             assert isinstance(raw, bytes)
             if not raw:
+                self._ended = True
                 if self.on_eof is not None:
                     await self.on_eof()
-                return
+                raise anyio.EndOfStream
             line = raw.decode("utf-8", errors="replace")
             if not line.strip():
                 continue
-            problem = await self._problem(line)
-            if problem is None:
-                yield line
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValidationError as exc:
+                await self._refuse(line, exc)
+                continue
+            return SessionMessage(message)
 
     async def _line(self) -> bytes | object:
         """The next line with its newline, b"" at the end of input, or OVERLONG (and skipped to its end)."""
@@ -136,26 +148,74 @@ class Wire:
             except asyncio.LimitOverrunError as over:
                 await self._stream.readexactly(over.consumed)
 
-    async def _problem(self, line: str) -> str | None:
-        """Why `line` is not a JSON-RPC message (answered here), or None to hand it to the SDK."""
-        try:
-            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValidationError as exc:
-            reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
-        else:
-            return None
+    async def _refuse(self, line: str, exc: ValidationError) -> None:
+        """Answer a line that is not a JSON-RPC message as JSON-RPC asks: a parse error (id null) for what is not
+        JSON, an invalid request (with its id) for a request that is not valid, nothing for a notification or a
+        client's response (JSON-RPC answers neither, even malformed)."""
+        reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):
             await self._answer_error(None, types.PARSE_ERROR, f"Parse error: {reason}")
-            return reason
+            return
         if isinstance(value, dict) and ("method" not in value or "id" not in value):
-            return reason  # a notification or a client's response: JSON-RPC answers neither, even malformed
+            return
         request_id = value.get("id") if isinstance(value, dict) else None
         if isinstance(request_id, bool) or not isinstance(request_id, int | str):
             request_id = None
         await self._answer_error(request_id, types.INVALID_REQUEST, f"Invalid request: {str(reason)[:300]}")
-        return reason
+
+
+class Incoming:
+    """The client's messages as the stream `Server.run` reads (`ReadStream`): each one straight off the wire."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+
+    async def receive(self) -> SessionMessage:
+        return await self.wire.receive()
+
+    def __aiter__(self) -> Incoming:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.wire.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """The pipe is `claimed_pipe`'s to close."""
+
+    async def __aenter__(self) -> Incoming:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class Outgoing:
+    """The server's messages as the stream `Server.run` writes (`WriteStream`): each one written as a line by
+    the task that sends it (the wire's lock keeps lines whole)."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        await self.wire.write(line.encode("utf-8"))
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> Outgoing:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 @contextlib.contextmanager
@@ -186,6 +246,4 @@ async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[Non
     with claimed_pipe() as (reader, writer):
         wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
         await wire.open()
-        stream = cast(Any, wire)
-        async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        await server.run(wire.incoming, wire.outgoing, server.create_initialization_options())

@@ -20,6 +20,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from console.mcp.http import bind
+from tests.support.desk_remote import socket_folder
 from tests.support.mcp_server import (
     HttpServer,
     replay,
@@ -143,3 +145,48 @@ async def test_a_stateless_era_client_is_told_to_use_the_handshake(tmp_path: Pat
             done = await client.call_tool("find_user_id_by_email", {"email": "nobody@example.com"})
             assert done.structured_content["outcome"] == "error"
     assert len(session_folders(tmp_path)) == 1
+
+
+async def test_connections_on_the_listening_socket_send_without_delay() -> None:
+    """Every connection the server accepts has TCP_NODELAY, as asyncio (and so uvicorn, which serves `bind`'s
+    socket with `loop.create_server`) gives it only to a socket that names TCP as its protocol. Without it a
+    response's body waits behind its headers for the client's delayed ACK on a kept-alive connection."""
+    loop = asyncio.get_running_loop()
+    nodelay: asyncio.Future[int] = loop.create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            raw = transport.get_extra_info("socket")
+            nodelay.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    sock = bind("127.0.0.1", 0)
+    server = await loop.create_server(Probe, sock=sock)
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(nodelay, 30) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def test_answers_are_json_unless_an_operator_can_hold_a_call(tmp_path: Path) -> None:
+    """Without a desk every call answers as soon as it ran: one JSON body, which the SDK's client reads to its
+    end and so keeps its connection. With a desk (`--listen`) a call may wait for an operator, and its answer is
+    an SSE stream, whose keep-alive pings hold the client's read timeout off meanwhile."""
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "get_user_details", "arguments": {"user_id": "mia_garcia_4821"}}}
+    with socket_folder() as sockets:
+        for extra, kind in (((), "application/json"), (("--listen", str(sockets / "desk.sock")), "text/event-stream")):
+            with HttpServer("retail", tmp_path / kind.replace("/", "-"), *extra) as server:
+                token = {"Authorization": f"Bearer {server.token}"}
+                opened = post(server, token)
+                assert opened.headers["content-type"].startswith(kind)
+                session = {**token, "Mcp-Session-Id": opened.headers["mcp-session-id"],
+                           "MCP-Protocol-Version": "2025-11-25"}
+                assert post(server, session, {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                            ).status_code == 202
+                answered = post(server, session, call)
+                assert answered.headers["content-type"].startswith(kind)
+                assert '"Mia"' in answered.text and '"isError":false' in answered.text.replace(" ", "")
