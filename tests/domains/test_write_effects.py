@@ -522,8 +522,7 @@ async def _findings(name: str, opener: Opener | None, tmp_path: Path) -> tuple[l
         problems: list[str] = []
         findings: list[Finding] = []
         for case in cases:
-            for blind in (False, True):
-                finding = await probe(backend, probe_, case, blind=blind)
+            for finding in await probe(backend, probe_, case):  # informed, then blind
                 findings.append(finding)
                 problems += [f"{case.name} [{finding.mode}]: {p}" for p in finding.problems]
         agent_writes = {t.name for t in probe_.domain.agent_tools() if t.kind is ToolKind.WRITE}

@@ -126,9 +126,11 @@ async def _run_write(backend: SQLiteToolBackend, call: ToolCall) -> Any:
     return result
 
 
-async def probe(backend: SQLiteToolBackend, probe_: Probe, case: Case, *, blind: bool) -> Finding:
-    """Run `case` from the backend's current state (restored at the end) and list what the declaration missed."""
-    finding = Finding(case.name, "blind" if blind else "informed")
+async def probe(backend: SQLiteToolBackend, probe_: Probe, case: Case) -> list[Finding]:
+    """Run `case` from the backend's current state (restored at the end) and list what the declaration missed,
+    informed and then blind: the write runs once and each read is made once on each side of it, shared by the
+    two findings (reads change nothing, so the blind one is the informed one without the context reads)."""
+    findings = [Finding(case.name, "informed"), Finding(case.name, "blind")]
     start = await backend.snapshot()
     try:
         for tool, arguments in case.setup:
@@ -137,48 +139,54 @@ async def probe(backend: SQLiteToolBackend, probe_: Probe, case: Case, *, blind:
         before = await backend.export()
         result = await _run_write(backend, case.call())
         after = await backend.export()
-        finding.documents = len(changed_documents(before, after))
-        reads: list[Read] = list(dict.fromkeys([
-            *probe_.identification(case.customer, before), *([] if blind else case.context),
-            *(r for collection, key in changed_documents(before, after)
-              for r in probe_.row_reads(collection, key, before, after)),
+        changed = changed_documents(before, after)
+        informed: list[Read] = list(dict.fromkeys([
+            *probe_.identification(case.customer, before), *case.context,
+            *(r for collection, key in changed for r in probe_.row_reads(collection, key, before, after)),
         ]))
-        if blind:
-            reads = [r for r in reads if r not in case.context]
-        after_results = [await _try(backend, r) for r in reads]
+        after_results = {read_: await _try(backend, read_) for read_ in informed}
         await backend.restore(base)
-        ledger = Ledger(probe_.domain.path_map)
-        before_results: list[tuple[bool, Any]] = []
-        for step, read_ in enumerate(reads, start=1):
-            ok, value = await _try(backend, read_)
-            before_results.append((ok, value))
-            if ok:
-                ledger.absorb(_call(read_, f"read_{step}"), value, step)
-        write = case.call()
-        ledger.mark_stale(write, len(reads) + 1, result=result)
-        for index, read_ in enumerate(reads):
-            (ok_before, old), (ok_after, new) = before_results[index], after_results[index]
-            if not ok_before:
-                continue
-            call = _call(read_, f"probe_{index}")
-            old_entries = ledger.preview(call, old, 0)
-            new_entries = ledger.preview(call, new, 0) if ok_after else {}
-            for path, old_entry in old_entries.items():
-                entry = ledger.entry(path)
-                if entry is None:
-                    continue
-                # Several reads may land at one path (a calendar listed with and without a filter): whichever
-                # value the ledger holds, the path's staleness must cover what each of them would change.
-                new_entry = new_entries.get(path)
-                names = [""] if new_entry is None else changed_fields(old_entry.value, new_entry.value)
-                finding.changes += bool(names)
-                missed = [n or "(the whole value)" for n in names if not covered(entry, n)]
-                if missed:
-                    finding.problems.append(f"{path} ({read_[0]}): changed at {', '.join(missed)}, declared "
-                                            f"{'fresh' if entry.stale is None else entry.stale.describe()}")
+        before_results = {read_: await _try(backend, read_) for read_ in informed}
+        for finding, reads in zip(findings, (informed, [r for r in informed if r not in case.context]),
+                                  strict=True):
+            finding.documents = len(changed)
+            _judge(finding, probe_, case, result, reads, before_results, after_results)
     finally:
         await backend.restore(start)
-    return finding
+    return findings
+
+
+def _judge(finding: Finding, probe_: Probe, case: Case, result: Any, reads: Sequence[Read],
+           before_results: Mapping[Read, tuple[bool, Any]], after_results: Mapping[Read, tuple[bool, Any]]) -> None:
+    """The reads made before the write into a ledger, the write marked stale in it as the executor does, and
+    each path's value compared with what the same read returns after the write."""
+    ledger = Ledger(probe_.domain.path_map)
+    for step, read_ in enumerate(reads, start=1):
+        ok, value = before_results[read_]
+        if ok:
+            ledger.absorb(_call(read_, f"read_{step}"), value, step)
+    write = case.call()
+    ledger.mark_stale(write, len(reads) + 1, result=result)
+    for index, read_ in enumerate(reads):
+        (ok_before, old), (ok_after, new) = before_results[read_], after_results[read_]
+        if not ok_before:
+            continue
+        call = _call(read_, f"probe_{index}")
+        old_entries = ledger.preview(call, old, 0)
+        new_entries = ledger.preview(call, new, 0) if ok_after else {}
+        for path, old_entry in old_entries.items():
+            entry = ledger.entry(path)
+            if entry is None:
+                continue
+            # Several reads may land at one path (a calendar listed with and without a filter): whichever
+            # value the ledger holds, the path's staleness must cover what each of them would change.
+            new_entry = new_entries.get(path)
+            names = [""] if new_entry is None else changed_fields(old_entry.value, new_entry.value)
+            finding.changes += bool(names)
+            missed = [n or "(the whole value)" for n in names if not covered(entry, n)]
+            if missed:
+                finding.problems.append(f"{path} ({read_[0]}): changed at {', '.join(missed)}, declared "
+                                        f"{'fresh' if entry.stale is None else entry.stale.describe()}")
 
 
 def first(items: Iterable[Any]) -> Any:

@@ -59,7 +59,7 @@ async def test_the_scrollbar_is_repainted_only_when_its_thumb_moves() -> None:
                 changed = drawn_cells(bar) != before
                 moved, unmoved = moved + changed, unmoved + (not changed)
                 assert bool(calls) == changed, f"entry {n}: thumb changed={changed}, repainted={bool(calls)}"
-            await pilot.pause()
+            await pilot.pause(0)  # every message the entry queued handled and the screen updated (no idle wait)
         assert moved > 10 and unmoved > 100  # both cases were exercised
         # A screen layout pass (any widget's layout refresh) does not repaint an unchanged bar either.
         await pilot.pause()

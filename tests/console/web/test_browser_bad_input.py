@@ -12,10 +12,12 @@ import asyncio
 import os
 import re
 import socket
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -25,6 +27,7 @@ from benchmarks.serve import ServedConsole, Tab, alive
 from console.cli.serve import MAX_COLUMNS, MAX_ROWS
 from console.web.server import MAX_MESSAGE, SECURITY_HEADERS
 
+T = TypeVar("T")
 WAIT = 60.0  # generous: a correctness test, on a machine that may be busy
 
 
@@ -36,8 +39,55 @@ def clean_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedConsole]:
     home = tmp_path_factory.mktemp("bad-input") / "home"
-    with ServedConsole("--pace", "0", "--max-sessions", "3", home=home, env=clean_env()) as served:
+    # Four slots: the bystander below holds one for the whole module, three tabs may be open besides it.
+    with ServedConsole("--pace", "0", "--max-sessions", "4", home=home, env=clean_env()) as served:
         yield served
+
+
+class Bystander:
+    """A tab kept open beside every bad one of the module, on an event loop of its own in a thread: it reads its
+    websocket (and answers the server's pings) between the tests as a browser tab would."""
+
+    def __init__(self, server: ServedConsole) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.http: aiohttp.ClientSession | None = None
+        self.tab = self.call(self._open(server))
+
+    async def _open(self, server: ServedConsole) -> Tab:
+        self.http = aiohttp.ClientSession()
+        return (await painted_tab(self.http, server))[0]
+
+    def call(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the bystander's loop, from any thread, and return its result."""
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout=2 * WAIT)
+
+    async def still_works(self) -> None:
+        await asyncio.to_thread(self.call, still_works(self.tab))
+
+    def close(self) -> None:
+        async def closing() -> None:
+            await self.tab.close()
+            if self.http is not None:
+                await self.http.close()
+
+        try:
+            self.call(closing())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def bystander(server: ServedConsole) -> Iterator[Bystander]:
+    """One tab for the module's bad-message tests: after each bad message it must still answer."""
+    tab = Bystander(server)
+    try:
+        yield tab
+    finally:
+        tab.close()
 
 
 @pytest.fixture
@@ -141,10 +191,10 @@ def stalled(server: ServedConsole) -> Iterator[dict[str, Future[bytes]]]:
     (b"\x00\x01binary", 1008, "binary messages are not accepted"),
     ("x" * (MAX_MESSAGE + 1), 1009, ""),  # aiohttp refuses it: "message too big"
 ], ids=["not-json", "nan", "string-width", "zero-width", "no-height", "quit", "object", "binary", "huge"])
-async def test_a_bad_message_closes_only_its_own_tab(server: ServedConsole, http: aiohttp.ClientSession,
-                                                     message: object, code: int, reason: str) -> None:
+async def test_a_bad_message_closes_only_its_own_tab(server: ServedConsole, bystander: Bystander,
+                                                     http: aiohttp.ClientSession, message: object, code: int,
+                                                     reason: str) -> None:
     with server.log_on_failure():
-        bystander, _ = await painted_tab(http, server)
         bad, pid = await painted_tab(http, server)
         if isinstance(message, bytes):
             await bad.socket.send_bytes(message)
@@ -159,8 +209,7 @@ async def test_a_bad_message_closes_only_its_own_tab(server: ServedConsole, http
         # Its console was asked to quit and has ended (exit 0 on an idle machine; on a very busy one it may
         # need longer than the 5 s grace and be killed); no traceback anywhere.
         server.wait_for_line(rf"console pid {pid} ended \(exit -?\d+\)", timeout=WAIT)
-        await still_works(bystander)  # the other tab, and the server, carry on
-        await bystander.close()
+        await bystander.still_works()  # the other tab, and the server, carry on
         assert not any("Traceback" in line for line in server.lines)
 
 
