@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from core.events import AssistantTurnEvent, GateDecided, LedgerUpdated, ModelFailed, ModelRetry
+from core.events import AssistantTurnEvent, GateDecided, LedgerUpdated, ModelFailed, ModelRetry, ToolResultEvent
 from core.llm.base import AssistantTurn, Message, ModelError, RetryListener
 from core.llm.errors import request_is_invalid
 from core.llm.openai_model import OpenAIChatModel, ToolChoice
@@ -145,9 +145,16 @@ async def test_retail_session_against_llama_cpp_python(llama_cpp_python: LiveSer
     # reads absorbed, and the write went through the gate
     absorbed = [e for e in events if isinstance(e, LedgerUpdated)]
     assert any("catalog.product_types" in e.added for e in absorbed)
+    # The write reached the gate, or (a 135M model's arguments can fail the tool's schema) was answered as
+    # invalid before it, executing nothing: either way it never ran unjudged.
     verdicts = [e for e in events if isinstance(e, GateDecided)]
-    assert [e.call.name for e in verdicts][:1] == ["cancel_pending_order"]
-    assert verdicts[0].verdict in ("ALLOW", "REVISE", "BLOCK")
+    writes = [e for e in events if isinstance(e, ToolResultEvent) and e.call.name == "cancel_pending_order"]
+    assert writes, "the forced cancel_pending_order call got no answer"
+    if verdicts:
+        assert [e.call.name for e in verdicts][:1] == ["cancel_pending_order"]
+        assert verdicts[0].verdict in ("ALLOW", "REVISE", "BLOCK")
+    else:
+        assert all(e.outcome == "invalid" and not e.executed for e in writes), [(e.outcome, e.content) for e in writes]
     # tokens: what the trace says is what the server said
     served = [x.response["usage"] for x in exchanges]
     assert [(t.prompt_tokens, t.completion_tokens) for t in turns] == \

@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(os.environ.get("LEDGERAGENT_LIVE_CONFIG", ROOT / ".venv-live" / "live.json"))
-N_CTX = 4096
+N_CTX = 8192  # SmolLM2's trained context; a retail session's prompt (policy, tools, ledger) passes 4,096 tokens
 START_DEADLINE = 300.0  # seconds for a server to load the model and answer its health check
 WARMUP_LIMIT = 240.0  # a server slower than this for one tiny request is too slow on this machine: skip
 
