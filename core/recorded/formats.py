@@ -19,6 +19,7 @@ file refuses that one call or result, not the whole file, and never reaches a pr
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -142,7 +143,20 @@ def _conversation_messages(value: Any) -> tuple[str, list[Any]]:
 
 def _conversation(value: Any, where: Where, label: str) -> RecordedConversation:
     key, messages = _conversation_messages(value)
-    return read_messages(((where.child(f"{key}[{i}]"), m) for i, m in enumerate(messages)), label)
+    conversation = read_messages(((where.child(f"{key}[{i}]"), m) for i, m in enumerate(messages)), label)
+    if isinstance(value, Mapping):
+        _benchmark_facts(conversation, value, value.get("reward"))
+    return conversation
+
+
+def _benchmark_facts(conversation: RecordedConversation, item: Mapping[str, Any], reward: Any) -> None:
+    """The task, trial and reward a benchmark recorded beside a conversation (tau2's simulation, an item of a
+    tau-bench list). A reward that is no finite number (a NaN, a string) is left out, never guessed."""
+    task, trial = item.get("task_id"), item.get("trial")
+    conversation.task_id = str(task) if isinstance(task, str | int) and not isinstance(task, bool) else None
+    conversation.trial = trial if isinstance(trial, int) and not isinstance(trial, bool) else None
+    if isinstance(reward, int | float) and not isinstance(reward, bool) and math.isfinite(reward):
+        conversation.reward = float(reward)
 
 
 def _from_document(document: Any, source: str) -> Recording:
@@ -339,6 +353,9 @@ def _from_tau2(document: Mapping[str, Any], source: str) -> Recording:
         conversation = reader.finish()
         termination = simulation.get("termination_reason")
         conversation.termination = termination if isinstance(termination, str) else None
+        reward_info = simulation.get("reward_info")
+        _benchmark_facts(conversation, simulation,
+                         reward_info.get("reward") if isinstance(reward_info, Mapping) else None)
         conversations.append(conversation)
     return Recording(source, "tau2", conversations, problems, domain=domain if isinstance(domain, str) else None,
                      model=model if isinstance(model, str) else None)

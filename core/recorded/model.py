@@ -107,10 +107,16 @@ class RecordedTurn:
 
 @dataclass
 class RecordedConversation:
+    """One conversation, with what its benchmark said of it where the file keeps that: the task it ran, its trial,
+    and its reward (1.0: the benchmark accepted the end state; that proves no write legal, see the audit)."""
+
     label: str  # "" for a file's only conversation; else where it sits, e.g. "simulations[2] (task 14, trial 0)"
     turns: list[RecordedTurn] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     termination: str | None = None
+    task_id: str | None = None
+    trial: int | None = None
+    reward: float | None = None  # finite, as recorded; None where the file gives none (or no number)
 
     def calls(self) -> list[RecordedCall]:
         return [call for turn in self.turns for call in turn.calls]

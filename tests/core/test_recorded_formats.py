@@ -15,7 +15,7 @@ from core.recorded.model import Recording, RecordingError
 from core.tools import Requestor
 from core.trace import read_session_start
 from tests.support.recorded import Exchange as X
-from tests.support.recorded import say, tau2_results
+from tests.support.recorded import say, tau2_messages, tau2_results
 
 USER = '{"user_id": "u1", "name": {"first_name": "Ann", "last_name": "Lee"}}'
 
@@ -258,3 +258,18 @@ def test_only_a_trace_looks_like_a_trace(tmp_path: Path) -> None:
     recording = read_recording(messages)
     assert recording.format == "messages" and recording.conversations[0].turns[0].text == "hi"
 
+
+
+def test_the_task_trial_and_reward_a_benchmark_recorded_are_kept_per_conversation() -> None:
+    exchanges = [say("hi", "user"), X("find_user_id_by_email", {"email": "a@x"}, "u1")]
+    document = tau2_results("retail", [exchanges, exchanges, exchanges])
+    document["simulations"][0]["reward_info"] = {"reward": 1.0, "info": None}
+    document["simulations"][1]["reward_info"] = {"reward": float("nan")}  # no number: left out, never guessed
+    document["simulations"][2]["trial"] = True  # a boolean is no trial number
+    tau2 = parse_recording(json.dumps(document), "r.json")
+    assert [(c.task_id, c.trial, c.reward) for c in tau2.conversations] == [("0", 0, 1.0), ("1", 0, None),
+                                                                           ("2", None, None)]
+    listed = [{"task_id": 7, "trial": 2, "reward": 0, "info": {}, "traj": tau2_messages(exchanges)},
+              {"task_id": "x", "reward": "1", "traj": tau2_messages(exchanges)}]
+    tau_bench = parse_recording(json.dumps(listed), "l.json")
+    assert [(c.task_id, c.trial, c.reward) for c in tau_bench.conversations] == [("7", 2, 0.0), ("x", None, None)]
