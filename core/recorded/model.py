@@ -28,6 +28,12 @@ FORMAT_WORDS: dict[str, str] = {
     "messages": "OpenAI chat messages",
 }
 
+# Tools a recorded agent may have had that only think or compute and touch no data: tau-bench's and tau-Trait's
+# `think` (returns "", "will not obtain new information or change the database") and `calculate` (an
+# arithmetic expression). A domain without them passes their calls over (core.recorded.audit), and they name
+# no domain when one is inferred from a recording's tools.
+INTERNAL_TOOLS: frozenset[str] = frozenset({"think", "calculate"})
+
 # What the recording says became of a call. "unreadable": it ran, but what it returned is no strict JSON (a NaN,
 # a lone surrogate), so nothing may be taken from it.
 ResultOutcome = Literal["ok", "error", "rejected", "vetoed", "undecided", "invalid", "unreadable"]
