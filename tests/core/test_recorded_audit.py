@@ -35,6 +35,7 @@ from tests.support.recorded import (
     record_on_seed,
     say,
     tau2_results,
+    tau_bench_list,
 )
 from tests.support.upstream import decompressed_recording, recording_names
 
@@ -301,9 +302,7 @@ async def test_a_write_nobody_decided_in_time_is_replayed_as_undecided_not_as_re
 
 
 def _tau_bench_list(*conversations: Sequence[Exchange]) -> str:
-    """A tau-bench results list, as tau-bench and tau-Trait publish their runs: one item per conversation."""
-    return json.dumps([{"task_id": n, "trial": 0, "reward": 1.0, "info": {}, "traj": openai_messages(c)}
-                       for n, c in enumerate(conversations)])
+    return json.dumps(tau_bench_list(conversations))
 
 
 def _as_tau_bench(exchanges: list[Exchange]) -> list[Exchange]:

@@ -28,6 +28,7 @@ from tests.support.recorded import (
     openai_messages,
     record_on_seed,
     tau2_results,
+    tau_bench_list,
 )
 
 JSON_KEYS = {"conversation", "where", "index", "name", "arguments", "kind", "verdict", "refusal", "category",
@@ -346,8 +347,7 @@ def test_with_a_database_the_gate_reads_what_a_write_lacks_and_without_one_it_ca
 
 
 def _tau_bench_list(*conversations: list[Exchange]) -> str:
-    return json.dumps([{"task_id": n, "trial": 0, "reward": 1.0, "info": {}, "traj": openai_messages(c)}
-                       for n, c in enumerate(conversations)])
+    return json.dumps(tau_bench_list(conversations))
 
 
 def test_a_gzipped_tau_bench_list_says_which_writes_it_could_not_judge_and_why(
