@@ -56,11 +56,13 @@ class Provenance:
     arguments: Mapping[str, Any]
     step: int
     by: str = ""  # "" the agent's (or the customer's) own call; READ_BY_GATE a read the gate made itself
+    shaped: tuple[str, ...] = ()  # how the result was put in the canonical shape (ResultShape), in words
 
     def describe(self) -> str:
         args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(self.arguments.items()))
         who = ", read by the gate" if self.by == READ_BY_GATE else ""
-        return f"{self.tool}({args}) at step {self.step}{who}"
+        shaped = f" ({'; '.join(self.shaped)})" if self.shaped else ""
+        return f"{self.tool}({args}) at step {self.step}{who}{shaped}"
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,70 @@ class PathRule:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class ResultShape:
+    """How another release of a read tool returns the same record, so the ledger holds it in the canonical
+    shape (the domain's own tools'), declared next to the path map that says where it lands.
+
+    Recordings come from every release of a benchmark: tau-bench's `get_user_details(user_id)` returns the
+    profile stored under that id without its `user_id`, and its first data release wrote `address.province`
+    where the canonical profile has `address.state`. Two normalisations, and nothing else:
+
+    - `key_from`: (result field, argument) pairs, for a tool that returns the record its argument named: the
+      field is taken from the call's argument when the result lacks it (the call is what says whose record it
+      is; the result's other fields are untouched);
+    - `aliases`: (dotted field as the other release names it, canonical dotted field) pairs: the value moves to
+      the canonical field when that one is absent and its parent is a record.
+
+    Applied at absorb time (`Ledger.absorb`, `Ledger.preview`), so the path rules, their conditions and every
+    predicate see one shape; the entry's provenance is still the call that returned it, and says what was
+    done (`Provenance.shaped`). A result already in the canonical shape is stored as it came."""
+
+    tool: str
+    key_from: tuple[tuple[str, str], ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+    def apply(self, call: ToolCall, result: JSON) -> tuple[JSON, tuple[str, ...]]:
+        """The result in the canonical shape (a copy where anything changed), and what was done, in words."""
+        if not isinstance(result, dict):
+            return result, ()
+        shaped: list[str] = []
+        value = result
+        for field_name, argument in self.key_from:
+            given = call.arguments.get(argument)
+            if field_name not in value and isinstance(given, str) and given:
+                value = {**value, field_name: given}
+                shaped.append(f"{field_name} from the call's {argument}")
+        for old, new in self.aliases:
+            moved = _moved(value, old, new)
+            if moved is not None:
+                value = moved
+                shaped.append(f"{old} read as {new}")
+        return value, tuple(shaped)
+
+
+def _moved(record: dict[str, Any], old: str, new: str) -> dict[str, Any] | None:
+    """`record` with the value at dotted `old` moved to dotted `new` (copies along both paths, the original
+    untouched); None when `old` is absent, `new` is present, or a parent on the way is no record."""
+    *old_parents, old_key = old.split(".")
+    *new_parents, new_key = new.split(".")
+    if old_parents != new_parents:
+        return None  # a field renamed within its record; moving values between records is no rename
+    copy = dict(record)
+    parent = copy
+    for key in old_parents:
+        child = parent.get(key)
+        if not isinstance(child, dict):
+            return None
+        parent[key] = dict(child)
+        parent = parent[key]
+    if old_key not in parent or new_key in parent:
+        return None
+    parent[new_key] = parent.pop(old_key)
+    return copy
+
+
 EffectCondition = Callable[[ToolCall, LedgerReader], bool]
 EffectPaths = Callable[[ToolCall, LedgerReader], Iterable[str]]
 EffectFields = Callable[[ToolCall, LedgerReader], Iterable[str] | None]  # None: the whole record
@@ -283,9 +349,19 @@ class PathMap:
     # The writes whose effects a rule counts (`effects.<tool>`); None records every write. Naming them keeps a
     # long session (`check` replays 600k-call files as one) from holding every write's full return.
     effect_tools: frozenset[str] | None = None
+    shapes: tuple[ResultShape, ...] = ()  # other releases' result shapes, read into the canonical one
 
     def rules_for(self, tool: str) -> list[PathRule]:
         return [r for r in self.rules if r.tool == tool]
+
+    def canonical(self, call: ToolCall, result: JSON) -> tuple[JSON, tuple[str, ...]]:
+        """A read's result in the canonical shape, and what was done to it (see `ResultShape`)."""
+        shaped: tuple[str, ...] = ()
+        for shape in self.shapes:
+            if shape.tool == call.name:
+                result, done = shape.apply(call, result)
+                shaped += done
+        return result, shaped
 
     def effects_for(self, tool: str) -> list[WriteEffect]:
         return [e for e in self.write_effects if e.tool == tool]
@@ -506,8 +582,10 @@ class Ledger(LedgerReader):
     def absorb(self, call: ToolCall, result: JSON, step: int, by: str = "") -> AbsorbResult:
         """Store a successful READ return at every path its rules give. Never call this for writes.
 
-        `by`: READ_BY_GATE for a read the gate made itself (the provenance says so wherever it is shown)."""
-        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by)
+        `by`: READ_BY_GATE for a read the gate made itself (the provenance says so wherever it is shown). The
+        result is stored in the canonical shape (`PathMap.shapes`)."""
+        result, shaped = self.path_map.canonical(call, result)
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by, shaped)
         outcome: dict[str, list[str]] = {"added": [], "changed": [], "refreshed": [], "skipped": []}
         for rule in self.path_map.rules_for(call.name):
             if rule.when is not None and not rule.when(call, result, self):
@@ -532,7 +610,8 @@ class Ledger(LedgerReader):
 
         For a record the gate may use but not show (another customer's): it judges with these entries laid
         over the ledger (core.evidence.PrivateOverlay) while the ledger the model sees stays as it was."""
-        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by)
+        result, shaped = self.path_map.canonical(call, result)
+        provenance = Provenance(call.id, call.name, dict(call.arguments), step, by, shaped)
         entries: dict[str, LedgerEntry] = {}
         for rule in self.path_map.rules_for(call.name):
             if rule.when is not None and not rule.when(call, result, self):

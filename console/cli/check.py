@@ -32,8 +32,9 @@ def register(sub: Any) -> None:
     check.add_argument("--all", action="store_true", help="also list successful reads")
     check.add_argument("--out", help="folder for the replay database")
     check.add_argument("--as-recorded", action="store_true",
-                       help="audit a recorded conversation (a trace, a tau2 results file, OpenAI chat messages or "
-                       "check lines): every write judged in its recorded context, then applied as recorded")
+                       help="audit a recorded conversation (a trace, a tau2 results file, a tau-bench results list, "
+                       "OpenAI chat messages or check lines; gzipped or not): every write judged in its recorded "
+                       "context, then applied as recorded")
     add_evidence_argument(check, None, "assist; a session trace: the mode its session ran in; with --as-recorded, "
                           "assist with --db and ask without (no database to read from)")
     check.set_defaults(handler=cmd_check)

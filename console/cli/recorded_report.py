@@ -24,17 +24,23 @@ from console.runtime.lookup import recording_domain as recording_domain  # re-ex
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
 from core.evidence import EvidenceMode
-from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
-from core.recorded.formats import read_auditable
+from core.recorded.audit import (
+    CATEGORIES,
+    HYPOTHETICAL,
+    NOT_JUDGED,
+    AuditedCall,
+    ConversationAudit,
+    RecordedAudit,
+)
+from core.recorded.formats import is_gzip, read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
 from core.strict_json import printable
-from core.tools import Requestor
 from mock_backends.registry import open_backend
 
 RECORDED_WORDS = {"ok": "ran", "error": "ran: error", "not run": "not run", "no result": "no result",
                   "unreadable": "ran: unreadable result"}
 CATEGORY_STYLE = {"ALLOW": VERDICT_STYLE["ALLOW"], "needs a read": "bold cyan",
-                  "breaks a rule": VERDICT_STYLE["REVISE"], "BLOCK": VERDICT_STYLE["BLOCK"]}
+                  "breaks a rule": VERDICT_STYLE["REVISE"], "BLOCK": VERDICT_STYLE["BLOCK"], NOT_JUDGED: "bold"}
 
 
 def _recorded(call: AuditedCall) -> str:
@@ -44,7 +50,7 @@ def _recorded(call: AuditedCall) -> str:
 
 
 def _agent_write(call: AuditedCall) -> bool:
-    return call.kind == "write" and call.call.requestor is Requestor.ASSISTANT
+    return call.agent_write
 
 
 def _verdict(call: AuditedCall) -> str:
@@ -52,7 +58,9 @@ def _verdict(call: AuditedCall) -> str:
     if category is None:
         if call.kind == "write" and not _agent_write(call):
             return "[dim]the customer's own (never gated)[/]"
-        return "[dim]not judged[/]" if call.kind == "write" else f"[dim]{call.kind}[/]"
+        return f"[dim]{call.kind}[/]"
+    if category == NOT_JUDGED:
+        return f"[{CATEGORY_STYLE[category]}]NOT JUDGED[/]"
     shown = f"REVISE: {category}" if category in ("needs a read", "breaks a rule") else category
     return f"[{CATEGORY_STYLE[category]}]{shown}[/]"
 
@@ -64,7 +72,9 @@ def print_call(out: Console, call: AuditedCall) -> None:
     out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}  "
               f"{escape(_recorded(call) + staled)}")
     decision = call.decision
-    for result in decision.failed if decision is not None else ():
+    if call.needs_database:  # the gate's only objections are what a database read would supply
+        out.print(f"    not judged: {escape(call.not_judged or '')}")
+    for result in decision.failed if decision is not None and not call.needs_database else ():
         out.print(f"    {escape(result.predicate_id)}: {escape(result.reason[:400])}")
     if decision is not None and decision.evidence:
         out.print(f"    [dim]evidence: {escape(', '.join(decision.evidence))}[/]")
@@ -143,7 +153,8 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
     path = Path(args.trajectory)
     if not path.is_file():
         raise CliError(f"no such recording: {path}")
-    check_text_file(path)
+    if not is_gzip(path):  # a compressed recording is checked as the text it inflates to, by its reader
+        check_text_file(path)
     try:
         recording = read_auditable(path)
     except RecordingError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from console.runtime.errors import CliError
 from core.domain import Domain
-from core.recorded.model import Recording
+from core.recorded.model import INTERNAL_TOOLS, Recording
 from core.scenario import Scenario, ScenarioError, list_scenarios, load_scenario
 from domains.registry import DOMAINS, UnknownDomain, load_domain
 
@@ -70,4 +70,4 @@ def recording_domain(recording: Recording, named: str | None) -> Domain:
         return _domain(named)
     if recording.domain is not None:
         return _domain(recording.domain)
-    return infer_domain(recording.tool_names())
+    return infer_domain(recording.tool_names() - INTERNAL_TOOLS)  # a recorded agent's `think` names no domain

@@ -21,6 +21,22 @@ the database, or fails when there is none.
 Each write is judged as a first proposal (the gate's anti-loop memory is reset before it): the recorded agent
 never got this gate's refusals, so a repeat or a streak of them says nothing about it.
 
+Calls of tools the domain does not have. A tool the recorded agent had that only thinks or computes and
+touches no data (`INTERNAL_TOOLS`: tau-bench's and tau-Trait's `think`, which returns "" and "will not obtain
+new information or change the database", and `calculate`, which evaluates an arithmetic expression; see
+tau_bench/envs/airline/tools/think.py and calculate.py) is passed over in silence: nothing to judge, nothing
+to take. Any other unknown tool could be a write, so it is a problem, said once per tool name for the whole
+recording (not once per call), and its calls are not judged. A domain's own tool of the same name is always
+judged as the domain declares it.
+
+Writes that could not be judged. Without a database the gate has only the recorded reads: a write whose only
+objections are missing evidence that the gate would read itself from a database (its evidence reads can name
+every read, for an identified customer, within the budget) is NOT JUDGED (`NOT_JUDGED`, with the reads it
+needed), never a refusal: passing `--db` judges it. A write that breaks a rule on the recorded evidence is
+still a refusal, with or without a database, and a missing read the gate could not make even with a database
+stays "needs a read" (the agent had to make it). An agent's write whose call could not be judged at all
+(invalid arguments) is not judged either, with the reason.
+
 The audit also gives each conversation as events (`ConversationAudit.events`), for the console's replay: the
 gate decisions there are hypothetical, the outcomes are the recording's.
 """
@@ -28,7 +44,7 @@ gate decisions there are hypothetical, the outcomes are the recording's.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from core.domain import Domain
@@ -45,10 +61,11 @@ from core.events import (
 )
 from core.evidence import EvidenceMode
 from core.executor import CallExecutor, sync_environment
-from core.gate import GateDecision, PolicyGate, Verdict
+from core.gate import GateDecision, PolicyGate, RefusalKind, Verdict
 from core.ledger import Ledger
 from core.recorded.compare import ERROR_PREFIX, result_difference
 from core.recorded.model import (
+    INTERNAL_TOOLS,
     Problem,
     RecordedCall,
     RecordedConversation,
@@ -56,9 +73,12 @@ from core.recorded.model import (
     Recording,
     Where,
 )
+from core.strict_json import printable
 from core.tools import Requestor, ToolBackend, ToolCall, ToolError, ToolKind
 
-CATEGORIES = ("ALLOW", "needs a read", "breaks a rule", "BLOCK")
+NOT_JUDGED = "not judged"
+CATEGORIES = ("ALLOW", "needs a read", "breaks a rule", "BLOCK", NOT_JUDGED)
+NEEDS_DATABASE = "needs a database read (pass --db)"
 AGENT_LABEL = "as-recorded"
 HYPOTHETICAL = "what the gate would have said"
 NO_DATABASE = ("no database to read from: the audit has only the recorded results (pass --db to let the gate "
@@ -84,9 +104,14 @@ class RecordedBackend:
 
     sync: Callable[[], Awaitable[Sequence[str]]]  # only when the database has one (dual control)
 
-    def __init__(self, database: ToolBackend | None, *, results_recorded: bool = True) -> None:
+    def __init__(self, database: ToolBackend | None, *, results_recorded: bool = True,
+                 canonical: Callable[[ToolCall, Any], tuple[Any, tuple[str, ...]]] | None = None) -> None:
+        """`canonical`: the domain's `PathMap.canonical`, so a recorded result of another release of the tool
+        (tau-bench's profile without its user_id) is compared with the database's in the shape the ledger
+        holds both in, and only what they say differently is reported."""
         self.database = database
         self.results_recorded = results_recorded
+        self.canonical = canonical
         self._current: RecordedCall | None = None
         self._write = False
         self._served = False
@@ -138,6 +163,10 @@ class RecordedBackend:
             return result_difference(recorded, exc.message, failed=True)
         if undo is not None and isinstance(database, Restorable):
             await database.restore(undo)
+        if self.canonical is not None and recorded.outcome == "ok" and not self._write:
+            shaped, done = self.canonical(ToolCall("", name, dict(arguments)), recorded.value)
+            if done:
+                recorded = replace(recorded, value=shaped)
         return result_difference(recorded, value, failed=False, undone=undo is not None)
 
     @staticmethod
@@ -157,23 +186,42 @@ class AuditedCall:
     where: Where
     index: int  # among the conversation's calls, from 0
     call: ToolCall
-    kind: str  # read | write | generic | unknown
+    kind: str  # read | write | generic | unknown | internal (a tool that touches no data, see INTERNAL_TOOLS)
     recorded: str  # ok | error | not run | no result | unreadable | database (check lines: the database's result)
     taken: bool  # its result was taken as the recording has it: a read absorbed, a write's effect applied
     decision: GateDecision | None = None  # the gate's verdict on an agent's write
     staled: tuple[str, ...] = ()
     difference: str | None = None
     problem: str | None = None  # why it could not be judged or taken (unknown tool, arguments, ...)
+    needs_database: tuple[str, ...] = ()  # the reads a database would have given the gate (then: not judged)
+
+    @property
+    def agent_write(self) -> bool:
+        """A write the agent made: the calls the gate judges (the customer's own actions never are)."""
+        return self.kind == "write" and self.call.requestor is Requestor.ASSISTANT
 
     @property
     def category(self) -> str | None:
-        """ALLOW, needs a read, breaks a rule or BLOCK; None for a call the gate did not judge."""
+        """ALLOW, needs a read, breaks a rule, BLOCK, or not judged (an agent's write the audit could not judge,
+        see `not_judged`); None for any other call."""
         decision = self.decision
+        if self.needs_database or (decision is None and self.agent_write):
+            return NOT_JUDGED
         if decision is None:
             return None
         if decision.verdict is Verdict.REVISE and decision.refusal is not None:
             return decision.refusal.label
         return decision.verdict.value
+
+    @property
+    def not_judged(self) -> str | None:
+        """Why an agent's write was not judged (None: it was): the reads a database would have supplied, or the
+        problem that kept the call from the gate."""
+        if self.needs_database:
+            return f"{NEEDS_DATABASE}: {', '.join(self.needs_database)}"
+        if self.decision is None and self.agent_write:
+            return self.problem or "not judged"
+        return None
 
     @property
     def reason(self) -> str:
@@ -188,7 +236,7 @@ class AuditedCall:
             "conversation": self.conversation, "where": self.where.at(source), "index": self.index,
             "name": self.call.name, "arguments": dict(self.call.arguments), "kind": self.kind,
             "verdict": None if decision is None else decision.verdict.value, "refusal": refusal,
-            "category": self.category,
+            "category": self.category, "not_judged": self.not_judged,
             "predicates": [] if decision is None else [r.predicate_id for r in decision.failed],
             "crashed": [] if decision is None else [r.predicate_id for r in decision.failed
                                                      if r.status.value == "error"],
@@ -207,10 +255,11 @@ class ConversationAudit:
 
     @property
     def writes(self) -> list[AuditedCall]:
-        return [c for c in self.calls if c.decision is not None]
+        """The agent's writes, judged or not."""
+        return [c for c in self.calls if c.decision is not None or c.agent_write]
 
     def counts(self) -> dict[str, int]:
-        """Judged writes per category (ALLOW, needs a read, breaks a rule, BLOCK)."""
+        """The agent's writes per category (ALLOW, needs a read, breaks a rule, BLOCK, not judged)."""
         counts = dict.fromkeys(CATEGORIES, 0)
         for write in self.writes:
             if write.category is not None:
@@ -250,9 +299,11 @@ class RecordedAudit:
         self.disabled = disabled
         self.evidence = evidence
         self._base: Any = None
+        self.unknown: dict[str, int] = {}  # tools the domain does not have: calls seen, in this recording
 
     async def run(self, recording: Recording) -> AsyncIterator[ConversationAudit]:
         """Each conversation's audit, one at a time, in file order."""
+        self.unknown = {}
         if not recording.results_recorded and self.database is None:
             raise ValueError("check trajectory lines record no results: auditing them needs a database")
         if len(recording.conversations) > 1 and self.database is not None \
@@ -278,6 +329,7 @@ class _ConversationRun:
 
     def __init__(self, audit: RecordedAudit, conversation: RecordedConversation, recording: Recording) -> None:
         domain = audit.domain
+        self.audit = audit
         self.domain = domain
         self.conversation = conversation
         self.recording = recording
@@ -286,7 +338,8 @@ class _ConversationRun:
         self.bus = EventBus(keep_history=False)
         self.buffer: list[Any] = []
         self.bus.subscribe(self.buffer.append)
-        self.backend = RecordedBackend(audit.database, results_recorded=recording.results_recorded)
+        self.backend = RecordedBackend(audit.database, results_recorded=recording.results_recorded,
+                                       canonical=domain.path_map.canonical)
         self.judged = CallExecutor(domain, self.backend, self.bus, ledger=self.ledger, gate=self.gate,
                                    evidence=audit.evidence)
         self.as_recorded = CallExecutor(domain, self.backend, self.bus, ledger=self.ledger, gate=None)
@@ -325,11 +378,16 @@ class _ConversationRun:
     async def _call(self, recorded: RecordedCall, step: int) -> None:
         domain, call = self.domain, recorded.call
         spec = domain.tool(call.name)
+        if spec is None and call.name in INTERNAL_TOOLS:
+            self._internal(recorded, step)
+            return
         write = spec is not None and spec.kind is ToolKind.WRITE and call.requestor is Requestor.ASSISTANT
         self.backend.expect(recorded, write=write)
         if write:
             self.gate.reset()
         outcome = await self.judged.execute(call, step)
+        decision = outcome.decision if write else None
+        needs_database = self._needs_database(decision)
         ran_in_recording = not self.recording.results_recorded or (
             recorded.result is not None and recorded.result.ran)
         taken = outcome.ok
@@ -339,15 +397,52 @@ class _ConversationRun:
         problem = None
         if outcome.outcome == "invalid":
             problem = outcome.content.removeprefix("Error: ").split(". The call was not executed")[0]
-            self.result.problems.append(Problem(recorded.where, f"{call.name}: {problem} (not judged)"))
+            if spec is None:
+                problem = self._unknown(recorded)
+            else:
+                self.result.problems.append(Problem(recorded.where, f"{call.name}: {problem} (not judged)"))
         self.result.calls.append(AuditedCall(
             conversation=self.conversation.label, where=recorded.where, index=len(self.result.calls),
             call=call.hardened(),  # as the trace records it: a NaN or a lone surrogate is never shown as a value
             kind="unknown" if spec is None else spec.kind.value,
             recorded=_recorded_word(recorded, self.recording.results_recorded), taken=taken,
-            decision=outcome.decision if write else None, staled=self._staled(call),
-            difference=self.backend.difference, problem=problem))
+            decision=decision, staled=self._staled(call),
+            difference=self.backend.difference, problem=problem, needs_database=needs_database))
         self._keep_events(recorded, applied_anyway)
+
+    def _needs_database(self, decision: GateDecision | None) -> tuple[str, ...]:
+        """The reads a database would have given the gate for a write whose only objections are missing
+        evidence, when the audit has none (); () when it has one, or the gate could not make them anyway. Asked
+        before the write takes its recorded effect: the ledger is the one the gate judged on."""
+        if self.audit.database is not None or decision is None or decision.refusal is not RefusalKind.NEEDS_READ:
+            return ()
+        planned = self.domain.evidence_reads.plan(decision, self.ledger, self.domain.context(self.ledger))
+        return tuple(read.text for read in planned)
+
+    def _unknown(self, recorded: RecordedCall) -> str:
+        """A call of a tool the domain does not have: a problem the first time the recording calls it."""
+        name = recorded.call.name
+        seen = self.audit.unknown.get(name, 0)
+        self.audit.unknown[name] = seen + 1
+        problem = f"the {self.domain.name} domain has no such tool, so its calls are not judged (it may be a write)"
+        if not seen:
+            self.result.problems.append(Problem(recorded.where, f"{printable(name[:80])}: {problem[:-1]}; said once "
+                                                "for the file)"))
+        return problem
+
+    def _internal(self, recorded: RecordedCall, step: int) -> None:
+        """A tool that touches no data (INTERNAL_TOOLS): shown as the recording has it, judged and taken never."""
+        result = recorded.result
+        content = "" if result is None else result.content
+        self.bus.emit(ToolResultEvent(step=step, call=CallInfo.of(recorded.call), kind="generic",
+                                      executed=result is not None, ok=result is not None and result.outcome == "ok",
+                                      outcome="error" if result is not None and result.outcome == "error" else "ok",
+                                      content=content))
+        self._flush()
+        self.result.calls.append(AuditedCall(
+            conversation=self.conversation.label, where=recorded.where, index=len(self.result.calls),
+            call=recorded.call.hardened(), kind="internal",
+            recorded=_recorded_word(recorded, self.recording.results_recorded), taken=False))
 
     def _staled(self, call: ToolCall) -> tuple[str, ...]:
         call_id = CallInfo.of(call).id

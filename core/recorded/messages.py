@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from core.recorded.model import (
+    SKIPPED,
     Problem,
     RecordedCall,
     RecordedConversation,
@@ -48,6 +49,16 @@ def message_text(content: Any) -> str | None:
         parts = [p.get("text") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
         return "\n".join(str(p) for p in parts) if parts else None
     return None
+
+
+def _text_like(content: Any) -> bool:
+    """Whether a message's content is what a chat message holds: text, OpenAI's list of parts, or nothing."""
+    return content is None or isinstance(content, str | list)
+
+
+def _kind(value: Any) -> str:
+    return "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, int | float) else \
+        "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
 def parse_call(raw: Any, requestor: Requestor) -> ToolCall | str:
@@ -75,7 +86,11 @@ def parse_call(raw: Any, requestor: Requestor) -> ToolCall | str:
 
 def parse_result(raw: Mapping[str, Any], where: Where) -> tuple[RecordedResult, str | None]:
     """A result message as what the agent saw, and the problem that makes it unusable (None: none)."""
-    content = message_text(raw.get("content")) or ""
+    raw_content = raw.get("content")
+    if not _text_like(raw_content):
+        return (RecordedResult(where, "", None, "unreadable"),
+                f"the recorded result is {_kind(raw_content)}, not text: nothing is taken from it")
+    content = message_text(raw_content) or ""
     flag = raw.get("error")
     failed = flag if isinstance(flag, bool) else content.startswith(ERROR_PREFIX)
     if failed:
@@ -118,6 +133,8 @@ class ConversationReader:
         self.conversation.problems.append(Problem(where, message))
 
     def add(self, where: Where, message: Any) -> None:
+        if message is SKIPPED:  # unreadable, and reported where it was found
+            return
         if not isinstance(message, Mapping):
             self.problem(where, f"a message must be a JSON object, got {type(message).__name__}")
             return
@@ -135,7 +152,10 @@ class ConversationReader:
         if role not in ("user", "assistant"):
             self.problem(where, f"unknown message role {str(role)[:40]!r}")
             return
-        turn = _TurnDraft(where, role, message_text(message.get("content")))
+        content = message.get("content")
+        if not _text_like(content):
+            self.problem(where, f"the message's content is {_kind(content)}, not text (left out)")
+        turn = _TurnDraft(where, role, message_text(content))
         self._turns.append(turn)
         raw_calls = message.get("tool_calls")
         if raw_calls is not None and not isinstance(raw_calls, list):

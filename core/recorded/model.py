@@ -14,23 +14,42 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from core import strict_json
 from core.tools import ToolCall
 
-Format = Literal["trajectory", "trace", "tau2", "messages"]
+Format = Literal["trajectory", "trace", "tau2", "tau-bench", "messages"]
 FORMAT_WORDS: dict[str, str] = {
     "trajectory": "check trajectory lines",
     "trace": "a LedgerAgent session trace",
     "tau2": "a tau2-bench results file",
+    "tau-bench": "a tau-bench results list (task, trial, reward and OpenAI messages per conversation)",
     "messages": "OpenAI chat messages",
 }
+
+# Tools a recorded agent may have had that only think or compute and touch no data: tau-bench's and tau-Trait's
+# `think` (returns "", "will not obtain new information or change the database") and `calculate` (an
+# arithmetic expression). A domain without them passes their calls over (core.recorded.audit), and they name
+# no domain when one is inferred from a recording's tools.
+INTERNAL_TOOLS: frozenset[str] = frozenset({"think", "calculate"})
 
 # What the recording says became of a call. "unreadable": it ran, but what it returned is no strict JSON (a NaN,
 # a lone surrogate), so nothing may be taken from it.
 ResultOutcome = Literal["ok", "error", "rejected", "vetoed", "undecided", "invalid", "unreadable"]
 NOT_RUN: frozenset[str] = frozenset({"rejected", "vetoed", "undecided", "invalid"})
+
+
+class _Skipped:
+    """The stand-in for an item of a document that could not be read at all (cut short, nested too deep): the
+    reader that found it reported it with its position already, so every later reader passes over it in
+    silence, and the items after it keep their own positions."""
+
+    def __repr__(self) -> str:
+        return "SKIPPED"
+
+
+SKIPPED: Final = _Skipped()
 
 
 class RecordingError(ValueError):

@@ -30,7 +30,7 @@ from typing import Any
 
 from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.gate import GateContext
-from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
+from core.ledger import LedgerReader, PathMap, PathRule, ResultShape, WriteEffect
 from core.tools import ToolCall
 
 PROFILE_PATH = "user"
@@ -285,6 +285,16 @@ EVIDENCE_READS = EvidenceReads(
     ),
 )
 
+# Other releases of the airline tools (core.ledger.ResultShape), read into tau2's shapes. tau-bench's own
+# `get_user_details` (tau_bench/envs/airline/tools/get_user_details.py, and tau-Trait's copy of it) returns
+# `users[user_id]`, the profile without its `user_id`; the first release of its data wrote the address's state
+# as `province`. Its reservations, searches and write returns hold the same fields as tau2's.
+SHAPES = (
+    ResultShape("get_user_details", key_from=(("user_id", "user_id"),),
+                aliases=(("address.province", "address.state"),),
+                note="tau-bench's profile: no user_id (it is the record the call named), province for state"),
+)
+
 PATH_MAP = PathMap(
     # the writes a rule counts (core.ledger.PathMap.effect_tools)
     effect_tools=frozenset({"cancel_reservation", "update_reservation_flights", "send_certificate"}),
@@ -301,4 +311,5 @@ PATH_MAP = PathMap(
         PathRule("list_all_airports", "airports"),
     ),
     write_effects=WRITE_EFFECTS,
+    shapes=SHAPES,
 )

@@ -40,6 +40,7 @@ from core.gate import (
     predicate,
     requires_customer,
 )
+from core.numbers import whole
 from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
 from domains.airline.paths import PROFILE_PATH
@@ -218,7 +219,8 @@ def _fare_total(view: LedgerView, call: ToolCall, record: Mapping[str, Any] | No
             price = offer.get("prices", {}).get(cabin) if offer is not None else None
         else:
             price = paid.get(segment.key)
-        if not isinstance(price, int):
+        price = whole(price)
+        if price is None:
             return None
         total += price * n
     return total
@@ -544,9 +546,9 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
                 continue
             unseen.append(segment)
             continue
-        seats = offer.get("available_seats", {}).get(cabin) if isinstance(cabin, str) else None
-        if not isinstance(seats, int) or seats < n:
-            shown = f"{seats} free {cabin} seats" if isinstance(seats, int) else f"no {cabin} seat count"
+        seats = whole(offer.get("available_seats", {}).get(cabin)) if isinstance(cabin, str) else None
+        if seats is None or seats < n:
+            shown = f"{seats} free {cabin} seats" if seats is not None else f"no {cabin} seat count"
             problems.append(f"{segment.label()} shows {shown} ({segment.offer_path}.available_seats.{cabin}) for "
                             f"{_count(n, 'passenger')}")
     if problems:
@@ -630,9 +632,10 @@ def payment_balance_covers(call: ToolCall, view: LedgerView, ctx: GateContext, c
     methods = _methods(_profile(view, customer))
     charged: Counter[str] = Counter()
     if call.name == BOOK:
-        for pid, amount in _payments(call):
-            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
-                return Violation(f"the amount {amount!r} for {pid} is not a positive whole number of dollars")
+        for pid, given in _payments(call):
+            amount = whole(given)  # 110.0 is a whole number of dollars; 110.5 is not
+            if amount is None or amount < 1:
+                return Violation(f"the amount {given!r} for {pid} is not a positive whole number of dollars")
             charged[pid] += amount
     else:
         charge = _update_charge(view, call)
@@ -655,9 +658,9 @@ def _update_charge(view: LedgerView, call: ToolCall) -> int | None:
     """What a paid update charges: the fare difference of a flight change, 50 per added non-free bag."""
     _, record = _reservation(view, call)
     if call.name == UPDATE_BAGS:
-        new = call.arguments.get("nonfree_baggages")
-        old = record.get("nonfree_baggages")
-        if not isinstance(new, int) or not isinstance(old, int):
+        new = whole(call.arguments.get("nonfree_baggages"))
+        old = whole(record.get("nonfree_baggages"))
+        if new is None or old is None:
             return 0
         return BAG_PRICE * max(0, new - old)
     new_total = _fare_total(view, call, record)
@@ -681,8 +684,8 @@ def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) ->
     args = call.arguments
     n = _passenger_count(call, None)
     insurance = INSURANCE_PER_PASSENGER * n if args.get("insurance") == "yes" else 0
-    nonfree = args.get("nonfree_baggages")
-    bags = BAG_PRICE * nonfree if isinstance(nonfree, int) else 0
+    nonfree = whole(args.get("nonfree_baggages"))
+    bags = BAG_PRICE * nonfree if nonfree is not None else 0
     expected = fares + insurance + bags
     amounts = [amount for _, amount in _payments(call)]
     paid = sum(a for a in amounts if isinstance(a, int | float) and not isinstance(a, bool))
@@ -691,7 +694,7 @@ def payment_total_matches(call: ToolCall, view: LedgerView, ctx: GateContext) ->
         prices = ", ".join(f"{s.offer_path}.prices.{cabin}" for s in _requested(call))
         return Violation(f"the payments add up to {paid}, but the booking costs {expected} = fares {fares} ({prices}, "
                          f"x {_count(n, 'passenger')}) + insurance {insurance} + "
-                         f"{_count(nonfree if isinstance(nonfree, int) else 0, 'non-free bag')} x {BAG_PRICE}")
+                         f"{_count(nonfree if nonfree is not None else 0, 'non-free bag')} x {BAG_PRICE}")
     return Pass()
 
 
@@ -710,8 +713,8 @@ def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext, custome
     reservation_id, record = _reservation(view, call)
     problems: list[str] = []
     for field in ("total_baggages", "nonfree_baggages"):
-        new, old = call.arguments.get(field), record.get(field)
-        if isinstance(new, int) and isinstance(old, int) and new < old:
+        new, old = whole(call.arguments.get(field)), whole(record.get(field))
+        if new is not None and old is not None and new < old:
             problems.append(f"{field} {new} is below the {old} already booked (reservations.{reservation_id}.{field})")
     if problems:
         return Violation("; ".join(problems) + "; the arguments are the NEW totals, bags already booked included, "
@@ -729,17 +732,17 @@ def baggage_add_only(call: ToolCall, view: LedgerView, ctx: GateContext, custome
 @for_customer
 def baggage_allowance(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     membership = str(_profile(view, customer).get("membership"))
-    total, nonfree = call.arguments.get("total_baggages"), call.arguments.get("nonfree_baggages")
-    if not isinstance(total, int) or not isinstance(nonfree, int) or total < 0 or not 0 <= nonfree <= total:
-        return Violation(f"total_baggages {total!r} and nonfree_baggages {nonfree!r} must be whole numbers with "
-                         "0 <= nonfree_baggages <= total_baggages")
+    given_total, given_nonfree = call.arguments.get("total_baggages"), call.arguments.get("nonfree_baggages")
+    total, nonfree = whole(given_total), whole(given_nonfree)  # 3.0 bags are 3 bags
+    if total is None or nonfree is None or total < 0 or not 0 <= nonfree <= total:
+        return Violation(f"total_baggages {given_total!r} and nonfree_baggages {given_nonfree!r} must be whole "
+                         "numbers with 0 <= nonfree_baggages <= total_baggages")
     if call.name == BOOK:
         cabin, n, already, where = call.arguments.get("cabin"), _passenger_count(call, None), 0, "the booking"
     else:
         reservation_id, record = _reservation(view, call)
         cabin, n = record.get("cabin"), _passenger_count(call, record)
-        booked_nonfree = record.get("nonfree_baggages")
-        already = booked_nonfree if isinstance(booked_nonfree, int) else 0
+        already = whole(record.get("nonfree_baggages")) or 0
         where = f"reservations.{reservation_id}"
     per_passenger = FREE_BAGS.get(membership, {}).get(str(cabin), 0)
     free = per_passenger * n

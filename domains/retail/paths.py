@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.evidence import EvidenceReads, GateRead, customer_as, record_of
-from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
+from core.ledger import LedgerReader, PathMap, PathRule, ResultShape, WriteEffect
 from core.tools import ToolCall
 
 AUTH_PATH = "auth.user_id"
@@ -190,6 +190,16 @@ EVIDENCE_READS = EvidenceReads(
     identification=frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"}),
 )
 
+# Other releases of the retail tools (core.ledger.ResultShape), read into tau2's shapes. tau-bench's own
+# `get_user_details` (tau_bench/envs/retail/tools/get_user_details.py, and tau-Trait's copy) returns
+# `users[user_id]`, the profile without its `user_id`; the first release of its data wrote the address's state
+# as `province`. Its orders and products hold the same fields as tau2's.
+SHAPES = (
+    ResultShape("get_user_details", key_from=(("user_id", "user_id"),),
+                aliases=(("address.province", "address.state"),),
+                note="tau-bench's profile: no user_id (it is the record the call named), province for state"),
+)
+
 PATH_MAP = PathMap(
     effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
@@ -204,4 +214,5 @@ PATH_MAP = PathMap(
         PathRule("list_all_product_types", "catalog.product_types"),
     ),
     write_effects=WRITE_EFFECTS,
+    shapes=SHAPES,
 )

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from core.recorded.audit import NO_DATABASE, ConversationAudit, RecordedAudit, RecordedBackend
+from core.evidence import EvidenceMode
+from core.recorded.audit import INTERNAL_TOOLS, NO_DATABASE, ConversationAudit, RecordedAudit, RecordedBackend
 from core.recorded.formats import parse_recording, read_recording
 from core.recorded.model import RecordedCall, Recording, Where
 from core.replay import Checker, parse_trajectory
@@ -32,8 +33,11 @@ from tests.support.recorded import (
     check_lines,
     openai_messages,
     record_on_seed,
+    say,
     tau2_results,
+    tau_bench_list,
 )
+from tests.support.upstream import decompressed_recording, recording_names
 
 
 @pytest_asyncio.fixture
@@ -69,10 +73,13 @@ async def test_a_refused_write_the_recording_ran_is_applied_so_the_next_write_se
     assert not exchanges[4].error  # the swap ran in the recording
     audits = await audit(parse_recording(json.dumps(openai_messages(exchanges)), "m.json"))
     swap, address = audits[0].writes
-    assert (swap.category, swap.recorded, swap.taken) == ("needs a read", "ok", True)
+    # no database: the product read the swap lacks is one the gate would make itself, so it is not judged
+    assert (swap.category, swap.recorded, swap.taken) == ("not judged", "ok", True)
+    assert swap.needs_database == ('get_product_details(product_id="1000000002")',)
     assert swap.decision is not None and "products.1000000002" in swap.decision.evidence
     assert "orders.#W4821002" in swap.staled  # applied as recorded: what it can have changed is stale
-    assert address.category == "needs a read"
+    assert address.category == "not judged"
+    assert address.needs_database == ('get_order_details(order_id="#W4821002")',)
     assert address.decision is not None
     assert any("orders.#W4821002 may have changed since modify_pending_order_items" in r.reason
                for r in address.decision.failed)
@@ -80,7 +87,8 @@ async def test_a_refused_write_the_recording_ran_is_applied_so_the_next_write_se
     assert await plain_check(backend, script) == ["REVISE", "ALLOW"]
     row = swap.to_json("m.json")
     assert (row["where"], row["verdict"], row["refusal"], row["category"]) == (
-        "m.json: [8].tool_calls[0]", "REVISE", "needs_read", "needs a read")
+        "m.json: [8].tool_calls[0]", "REVISE", "needs_read", "not judged")
+    assert row["not_judged"] == 'needs a database read (pass --db): get_product_details(product_id="1000000002")'
     assert row["predicates"] == ["retail.replacement_is_available_variant"]
     assert "products.1000000002" in row["evidence"] and (row["recorded"], row["taken"]) == ("ok", True)
 
@@ -91,8 +99,8 @@ async def test_a_later_read_shows_the_write_took_effect_and_the_gate_judges_on_i
     exchanges = await recorded(tmp_path, script)
     assert '"status": "pending (item modified)"' in exchanges[5].content  # tau2's tool still takes an address
     audits = await audit(parse_recording(json.dumps(openai_messages(exchanges)), "m.json"))
-    assert writes(audits) == [("modify_pending_order_items", "needs a read", "ok", True),
-                              ("modify_pending_order_address", "BLOCK", "ok", True)]
+    assert writes(audits) == [("modify_pending_order_items", "not judged", "ok", True),
+                              ("modify_pending_order_address", "BLOCK", "ok", True)]  # broken on what was read
     address = audits[0].writes[1].decision
     assert address is not None and [r.predicate_id for r in address.failed] == ["retail.items_modified_once"]
     assert await plain_check(backend, script) == ["REVISE", "ALLOW"]
@@ -127,14 +135,17 @@ async def test_bad_calls_are_one_problem_each_and_the_rest_is_judged(tmp_path: P
     assert [p.at("m.json") for p in audits[0].problems] == [
         "m.json: [2].tool_calls[2]: cancel_pending_order: no result for this call in the recording (it is judged, but "
         "nothing is taken from it)",
-        "m.json: [2].tool_calls[0]: teleport: Tool 'teleport' not found. (not judged)",
+        "m.json: [2].tool_calls[0]: teleport: the retail domain has no such tool, so its calls are not judged (it may "
+        "be a write; said once for the file)",
         "m.json: [2].tool_calls[1]: get_user_details: invalid arguments for get_user_details: argument 'user_id' must "
         "be string, got integer 7 (not judged)",
         "m.json: [2].tool_calls[2]: cancel_pending_order: arguments are not valid JSON (Expecting value at column 14) "
         "(not judged)"]
-    assert writes(audits) == [("modify_pending_order_items", "needs a read", "ok", True)]
+    assert writes(audits) == [("cancel_pending_order", "not judged", "no result", False),
+                              ("modify_pending_order_items", "not judged", "ok", True)]
     broken = next(c for c in audits[0].calls if c.call.name == "cancel_pending_order")
     assert broken.decision is None and broken.problem is not None and not broken.taken
+    assert broken.not_judged == broken.problem
 
 
 @pytest.fixture
@@ -285,3 +296,134 @@ async def test_a_write_nobody_decided_in_time_is_replayed_as_undecided_not_as_re
     assert (write.recorded, write.taken) == ("not run", False)
     (shown,) = [e for e in conversation.events if isinstance(e, ToolResultEvent)]
     assert (shown.executed, shown.outcome) == (False, "undecided")
+
+
+# -- tau-bench's own airline tools: another profile shape, tools the domain lacks, writes that cannot be judged -------
+
+
+def _tau_bench_list(*conversations: Sequence[Exchange]) -> str:
+    return json.dumps(tau_bench_list(conversations))
+
+
+def _as_tau_bench(exchanges: list[Exchange]) -> list[Exchange]:
+    """The exchanges with every profile as tau-bench's own get_user_details returns it: `users[user_id]`, the
+    record without its user_id, the state under `province` (its first data release)."""
+    shaped: list[Exchange] = []
+    for step in exchanges:
+        if step.name == "get_user_details" and not step.error:
+            profile = json.loads(step.content)
+            del profile["user_id"]
+            profile["address"]["province"] = profile["address"].pop("state")
+            step = Exchange(step.name, step.arguments, json.dumps(profile))
+        shaped.append(step)
+    return shaped
+
+
+THEO = "theo_brennan_3391"
+THEO_READS = [say("Hi, I'm theo_brennan_3391. I want two more bags on TB3K9Q.", "user"),
+              call("get_user_details", user_id=THEO), call("get_reservation_details", reservation_id="TB3K9Q")]
+THINK = Exchange("think", {"thought": "gold, economy: 3 free bags each"}, "")  # tau-bench's think returns ""
+CALCULATE = Exchange("calculate", {"expression": "5 - 3"}, "2.0")
+
+
+async def _airline_recording(tmp_path: Path, script: Sequence[Exchange]) -> list[Exchange]:
+    return _as_tau_bench(await record_on_seed("airline", tmp_path / f"airline-{len(script)}.sqlite", script))
+
+
+async def test_a_tau_bench_profile_identifies_the_customer_and_its_writes_are_judged(tmp_path: Path) -> None:
+    from domains.airline import DOMAIN as AIRLINE
+
+    exchanges = await _airline_recording(tmp_path, [*THEO_READS, call(
+        "update_reservation_baggages", reservation_id="TB3K9Q", total_baggages=5, nonfree_baggages=2,
+        payment_id="credit_card_3391001")])
+    assert "user_id" not in json.loads(exchanges[1].content)  # the profile as tau-bench returns it
+    recording = parse_recording(_tau_bench_list([*exchanges[:3], THINK, CALCULATE, *exchanges[3:]]), "tb.json")
+    assert recording.format == "tau-bench"
+    (conversation,) = [a async for a in RecordedAudit(AIRLINE).run(recording)]
+    assert conversation.problems == []  # think and calculate touch no data: passed over in silence
+    assert [(c.call.name, c.kind) for c in conversation.calls] == [
+        ("get_user_details", "read"), ("get_reservation_details", "read"), ("think", "internal"),
+        ("calculate", "generic"), ("update_reservation_baggages", "write")]  # the domain's own calculate runs
+    (bags,) = conversation.writes
+    assert bags.category == "ALLOW", bags.reason
+    ledger = LedgerTimeline.build(conversation.events, AIRLINE.path_map).final
+    entry = ledger.entry("user")
+    assert entry is not None and entry.value["user_id"] == THEO and entry.value["address"]["state"] == "MA"
+    assert entry.provenance.tool == "get_user_details" and entry.provenance.shaped  # the recording's own result
+
+
+async def test_without_a_database_a_write_missing_only_what_the_gate_would_read_is_not_judged(tmp_path: Path) -> None:
+    from domains.airline import DOMAIN as AIRLINE
+    from mock_backends.registry import open_backend
+
+    exchanges = await _airline_recording(tmp_path, [*THEO_READS, call(
+        "update_reservation_baggages", reservation_id="TB3K9Q", total_baggages=0, nonfree_baggages=0,
+        payment_id="credit_card_3391001"), call("cancel_reservation", reservation_id="TB5N1W")])
+    recording = parse_recording(_tau_bench_list(exchanges), "tb.json")
+    (conversation,) = [a async for a in RecordedAudit(AIRLINE).run(recording)]
+    fewer, cancel = conversation.writes
+    # bags below what was booked, on the recorded reservation: broken, with or without a database
+    assert fewer.category == "breaks a rule" and "airline.baggage_add_only" in fewer.reason
+    # the cancelled reservation was never read: a database read would tell, so the audit says it could not judge
+    assert (cancel.category, cancel.needs_database) == ("not judged",
+                                                        ('get_reservation_details(reservation_id="TB5N1W")',))
+    assert cancel.not_judged == 'needs a database read (pass --db): get_reservation_details(reservation_id="TB5N1W")'
+    assert conversation.counts() == {"ALLOW": 0, "needs a read": 0, "breaks a rule": 1, "BLOCK": 0, "not judged": 1}
+    database = await open_backend("airline", tmp_path / "db.sqlite")
+    try:  # with a database the gate is asked: it reads, or (told to ask) asks for the read, a refusal of its own
+        (assisted,) = [a async for a in RecordedAudit(AIRLINE, database, evidence=EvidenceMode.ASSIST).run(recording)]
+        (asked,) = [a async for a in RecordedAudit(AIRLINE, database, evidence=EvidenceMode.ASK).run(recording)]
+    finally:
+        await database.close()
+    assert [w.category for w in assisted.writes] == ["breaks a rule", "ALLOW"]
+    assert [w.category for w in asked.writes] == ["breaks a rule", "needs a read"]
+
+
+async def test_a_tool_the_domain_lacks_is_one_problem_for_the_file_and_its_calls_are_not_judged(
+        tmp_path: Path) -> None:
+    exchanges = await recorded(tmp_path, MIA)
+    lookup = Exchange("get_loyalty_points", {"user_id": "mia_garcia_4821"}, '{"points": 40}')
+    recording = parse_recording(_tau_bench_list([*exchanges, lookup, lookup], [*exchanges, lookup]), "tb.json")
+    audits = await audit(recording)
+    assert [p.at("tb.json") for a in audits for p in a.problems] == [
+        "tb.json: [0].traj[8].tool_calls[0]: get_loyalty_points: the retail domain has no such tool, so its calls are "
+        "not judged (it may be a write; said once for the file)"]
+    unknown = [c for a in audits for c in a.calls if c.kind == "unknown"]
+    assert len(unknown) == 3 and all(c.problem and not c.taken and c.category is None for c in unknown)
+
+
+# -- the development set: real model recordings nobody here wrote ---------------------------------------------
+
+
+def _domain_of(recording: Recording, name: str) -> str:
+    return recording.domain or next(d for d in ("airline", "retail", "telecom", "telehealth") if d in name)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", recording_names())
+async def test_every_recording_of_the_development_set_is_read_and_audited_without_a_spurious_problem(
+        tmp_path: Path, name: str) -> None:
+    from domains.registry import load_domain
+
+    recording = read_recording(decompressed_recording(name, tmp_path))
+    assert recording.format == ("tau2" if "tau2-bench" in name else "tau-bench")
+    assert recording.problems == [] and [p for c in recording.conversations for p in c.problems] == []
+    assert all(c.task_id is not None and c.trial is not None and c.reward is not None for c in recording.conversations)
+    domain = load_domain(_domain_of(recording, name))
+    audits = [a async for a in RecordedAudit(domain).run(recording)]
+    problems = [p.message for a in audits for p in a.problems]
+    unknown = [m.split(":")[0] for m in problems if "domain has no such tool" in m]
+    assert len(unknown) == len(set(unknown))  # said once per tool, not once per call
+    assert all(domain.tool(n) is None and n not in INTERNAL_TOOLS for n in unknown)
+    # the only other problem: a call our schema refuses (nested keys tau2's own models ignore), not judged
+    assert [m for m in problems if "domain has no such tool" not in m and "invalid arguments for" not in m] == []
+    for audit in audits:  # a customer whose profile the recording read is identified, whatever its shape
+        profile_read = False
+        for judged in audit.calls:
+            profile_read |= judged.call.name == "get_user_details" and judged.taken
+            if judged.decision is not None and profile_read:
+                assert "airline.customer_identified" not in [r.predicate_id for r in judged.decision.failed], (
+                    audit.label, judged.where)
+    if "telehealth" in name:  # tau-Trait's telehealth tools answer in prose: without a database no write is judged,
+        assert {w.category for a in audits for w in a.writes} == {"not judged"}  # and none is called refused
+        assert all(w.needs_database for a in audits for w in a.writes)

@@ -141,7 +141,7 @@ def test_every_openai_layout_is_read(shape: str) -> None:
     else:
         text = json.dumps({"messages": one + one})
     recording = parse_recording(text, "t")
-    assert recording.format == "messages"
+    assert recording.format == ("tau-bench" if shape == "traj objects" else "messages")
     counts = [len(c.calls()) for c in recording.conversations]
     assert counts == ([2] if shape in ("jsonl messages", "object") else [1, 1])
     assert all(c.result is not None and c.result.content == "u1" for conv in recording.conversations
@@ -166,8 +166,7 @@ def test_a_broken_line_of_json_lines_is_one_problem_and_the_other_lines_are_read
 
 @pytest.mark.parametrize(("text", "message"), [
     ("", "t.json is empty: no conversation to judge"),
-    ('[{"role": "user", "content": "hi"},\n {"role": "assistant", "con', "t.json: not valid JSON (Unterminated string"
-     " starting at at line 2 column 24)"),
+    ('[{"role": "user", "con', "t.json: not valid JSON (Unterminated string starting at at line 1 column 19)"),
     ('{"a": 1}', "t.json: cannot tell what recording this is"),
     ("[1, 2]", "t.json: a list, but not of messages"),
     ("[]", "t.json: holds no conversation"),
@@ -273,3 +272,129 @@ def test_the_task_trial_and_reward_a_benchmark_recorded_are_kept_per_conversatio
               {"task_id": "x", "reward": "1", "traj": tau2_messages(exchanges)}]
     tau_bench = parse_recording(json.dumps(listed), "l.json")
     assert [(c.task_id, c.trial, c.reward) for c in tau_bench.conversations] == [("7", 2, 0.0), ("x", None, None)]
+
+
+# -- tau-bench results lists, and documents that do not parse whole ----------------------------------------
+
+
+def _tau_bench(*items: Any) -> str:
+    return json.dumps(list(items))
+
+
+def _item(task: Any, messages: list[Any], reward: Any = 1.0, trial: Any = 0) -> dict[str, Any]:
+    return {"task_id": task, "reward": reward, "info": {"source": "user"}, "traj": messages, "trial": trial}
+
+
+ONE = [{"role": "system", "content": "policy"}, {"role": "user", "content": "hi"},
+       _assistant(("a", "find_user_id_by_email", {"email": "a@x"})), _tool("a", "u1")]
+
+
+def test_a_tau_bench_list_is_its_own_format_with_each_task_trial_and_reward() -> None:
+    from core.recorded.model import FORMAT_WORDS
+
+    recording = parse_recording(_tau_bench(_item(3, ONE), _item(4, ONE, reward=0.0, trial=1)), "l.json")
+    assert recording.format == "tau-bench" and FORMAT_WORDS["tau-bench"].startswith("a tau-bench results list")
+    assert [(c.label, c.task_id, c.trial, c.reward) for c in recording.conversations] == [
+        ("[0] (task 3, trial 0)", "3", 0, 1.0), ("[1] (task 4, trial 1)", "4", 1, 0.0)]
+    assert _pairs(recording) == [("find_user_id_by_email", "[0].traj[2].tool_calls[0]", "u1")]
+    assert _problems(recording) == []
+    lines = "\n".join(json.dumps(_item(n, ONE)) for n in (5, 6))  # the same items as JSON lines
+    assert [c.label for c in parse_recording(lines, "l.jsonl").conversations] == ["line 1 (task 5, trial 0)",
+                                                                                 "line 2 (task 6, trial 0)"]
+
+
+@pytest.mark.parametrize(("first", "message"), [
+    (5, "a number, not a conversation: a list of messages, or an object with 'messages' or 'traj' (skipped)"),
+    ({"task_id": 0, "traj": "oops"}, "its 'traj' is a string, not a list of messages (skipped)"),
+    ({"task_id": 0, "traj": {"role": "user"}}, "its 'traj' is an object, not a list of messages (skipped)"),
+    ({"task_id": 0, "reward": 1.0}, "an object without 'messages' or 'traj', not a conversation (skipped)"),
+])
+def test_a_broken_item_at_the_head_of_a_list_is_one_problem_and_the_rest_is_read(first: Any, message: str) -> None:
+    recording = parse_recording(_tau_bench(first, _item(1, ONE), _item(2, ONE)), "l.json")
+    assert recording.format == "tau-bench"
+    assert [c.label for c in recording.conversations] == ["[1] (task 1, trial 0)", "[2] (task 2, trial 0)"]
+    assert _problems(recording) == [f"l.json: [0]: {message}"]
+
+
+def test_a_list_cut_short_is_read_up_to_the_item_it_ends_in() -> None:
+    text = json.dumps([_item(0, ONE), _item(1, ONE), _item(2, ONE)], indent=1)
+    cut = text[:text.index('"task_id": 2') + 40]  # a download that stopped inside the third conversation
+    recording = parse_recording(cut, "l.json")
+    assert [c.label for c in recording.conversations] == ["[0] (task 0, trial 0)", "[1] (task 1, trial 0)"]
+    line = cut[:cut.rindex("{", 0, cut.index('"task_id": 2'))].count("\n") + 1
+    assert _problems(recording) == [f"l.json:{line} [2]: the file ends inside this item (cut short?); skipped"]
+    closed = text[:text.rindex("}") + 1]  # every item whole, the list never closed
+    assert [p.message for p in parse_recording(closed, "l.json").problems] == [
+        "the file ends before this list is closed (cut short?)"]
+
+
+def test_a_tau2_file_cut_short_keeps_every_whole_simulation() -> None:
+    exchanges = [say("hi", "user"), X("find_user_id_by_email", {"email": "a@x"}, "u1")]
+    text = json.dumps(tau2_results("retail", [exchanges, exchanges, exchanges]))
+    cut = text[:text.index('"id": "sim-2"') + 30]
+    recording = parse_recording(cut, "r.json")
+    assert (recording.format, recording.domain) == ("tau2", "retail")
+    assert [c.label for c in recording.conversations] == ["simulations[0] (task 0, trial 0)",
+                                                          "simulations[1] (task 1, trial 0)"]
+    assert [p.at("r.json") for p in recording.problems] == [
+        "r.json:1 simulations[2]: the file ends inside this item (cut short?); skipped"]
+
+
+def test_one_conversation_cut_short_keeps_its_whole_messages() -> None:
+    text = json.dumps([*ONE, _assistant(("b", "get_user_details", {"user_id": "u1"})), _tool("b", USER)])
+    recording = parse_recording(text[:-30], "m.json")
+    assert _pairs(recording) == [("find_user_id_by_email", "[2].tool_calls[0]", "u1"),
+                                 ("get_user_details", "[4].tool_calls[0]", None)]
+    assert _problems(recording) == [
+        "m.json:1 [5]: the file ends inside this item (cut short?); skipped",
+        "m.json: [4].tool_calls[0]: get_user_details: no result for this call in the recording (it is judged, but "
+        "nothing is taken from it)"]
+
+
+def test_an_item_nested_deeper_than_python_reads_is_skipped_and_the_rest_is_read() -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    text = _tau_bench(_item(0, ONE), {"task_id": 1, "traj": "DEEP"}, _item(2, ONE)).replace('"DEEP"', deep)
+    recording = parse_recording(text, "l.json")
+    assert [c.label for c in recording.conversations] == ["[0] (task 0, trial 0)", "[2] (task 2, trial 0)"]
+    assert _problems(recording) == ["l.json:1 [1]: nested deeper than Python can read; skipped"]
+    with pytest.raises(RecordingError, match="nested deeper than Python can read"):
+        parse_recording(deep, "d.json")  # nothing else to read
+
+
+def test_content_that_is_no_text_is_a_problem_and_nothing_is_taken_from_it() -> None:
+    messages = [{"role": "user", "content": float("nan")}, _assistant(("a", "get_user_details", {"user_id": "u1"})),
+                {"role": "tool", "tool_call_id": "a", "content": {"user_id": "u1"}}]
+    recording = parse_recording(_tau_bench(_item(0, messages)), "l.json")  # json.dumps writes the NaN
+    call_ = recording.conversations[0].calls()[0]
+    assert call_.result is not None and (call_.result.outcome, call_.result.value) == ("unreadable", None)
+    assert recording.conversations[0].turns[0].text is None
+    assert _problems(recording) == [
+        "l.json: [0].traj[0]: the message's content is a number, not text (left out)",
+        "l.json: [0].traj[2]: get_user_details: the recorded result is an object, not text: nothing is taken from it"]
+
+
+def test_a_gzip_file_is_read_as_its_text_and_one_cut_short_as_far_as_it_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    from core.recorded import formats
+
+    items = [_item(n, [*ONE, {"role": "user", "content": f"conversation {n} of many"}]) for n in range(400)]
+    data = gzip.compress(_tau_bench(*items).encode())
+    whole = tmp_path / "run.json.gz"
+    whole.write_bytes(data)
+    recording = read_recording(whole)
+    assert (recording.format, len(recording.conversations), _problems(recording)) == ("tau-bench", 400, [])
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[:len(data) // 2])
+    partial = read_recording(cut)
+    assert 0 < len(partial.conversations) < 400
+    assert [p.message for p in partial.problems][0] == ("the compressed file ends early (a download cut short?): "
+                                                        "what it holds is read")
+    assert partial.problems[1].message == "the file ends inside this item (cut short?); skipped"
+    monkeypatch.setattr(formats, "MAX_FILE_BYTES", len(data) + 1)  # a small file that inflates past the limit
+    with pytest.raises(RecordingError, match="holds more than"):
+        read_recording(whole)
+    (tmp_path / "bad.gz").write_bytes(b"\x1f\x8b" + b"\x00" * 20)
+    with pytest.raises(RecordingError, match="gzip-compressed but cannot be inflated"):
+        read_recording(tmp_path / "bad.gz")

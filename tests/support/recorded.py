@@ -7,6 +7,7 @@ the same exchanges into each file format:
 
 - `openai_messages`: OpenAI chat messages (`tool_calls` with `function.arguments` as JSON text; `tool` messages
   with `tool_call_id`), as published benchmark trajectories are;
+- `tau_bench_list`: a tau-bench / tau-Trait results list, each conversation's OpenAI messages under `traj`;
 - `tau2_results`: a tau2-bench results file, every field named as tau2's own pydantic models name it
   (`tau2.data_model.simulation.Results` / `SimulationRun`, `tau2.data_model.message.AssistantMessage` /
   `UserMessage` / `ToolMessage` / `ToolCall`), so the file loads in tau2 and in our results viewer alike.
@@ -92,6 +93,13 @@ def openai_messages(exchanges: Sequence[Exchange], *, ids: Sequence[str] | None 
              "function": {"name": step.name, "arguments": json.dumps(dict(step.arguments or {}))}}]})
         messages.append({"role": "tool", "tool_call_id": call_id, "content": step.content})
     return messages
+
+
+def tau_bench_list(conversations: Sequence[Sequence[Exchange]], *, reward: float = 1.0) -> list[dict[str, Any]]:
+    """A tau-bench results list, as tau-bench and tau-Trait publish their runs (`run.py`'s results file): one item
+    per conversation, `{task_id, reward, info, traj, trial}`, the conversation's OpenAI messages under `traj`."""
+    return [{"task_id": n, "reward": reward, "info": {"source": "user"}, "traj": openai_messages(c), "trial": 0}
+            for n, c in enumerate(conversations)]
 
 
 def _tau2_message(role: str, turn: int, **fields: Any) -> dict[str, Any]:

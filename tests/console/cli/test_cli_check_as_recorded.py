@@ -28,10 +28,12 @@ from tests.support.recorded import (
     openai_messages,
     record_on_seed,
     tau2_results,
+    tau_bench_list,
 )
 
 JSON_KEYS = {"conversation", "where", "index", "name", "arguments", "kind", "verdict", "refusal", "category",
-             "predicates", "crashed", "reason", "evidence", "recorded", "taken", "staled", "difference", "problem"}
+             "predicates", "crashed", "reason", "evidence", "recorded", "taken", "staled", "difference", "problem",
+             "not_judged"}
 
 
 @pytest.fixture
@@ -64,9 +66,12 @@ def test_openai_messages_print_each_write_and_the_summary(home: Path, tmp_path: 
     assert (code, err) == (0, "")
     assert f"{path}: OpenAI chat messages, 1 conversation(s), domain retail." in out
     assert "what the gate would have said" in out
-    assert "REVISE: needs a read" in out and "(stale: orders.#W4821002" in out
+    # no database: the reads the gate would make itself cannot be made, so neither write is judged
+    assert "modify_pending_order_items  NOT JUDGED  ran" in out and "(stale: orders.#W4821002" in out
+    assert '    not judged: needs a database read (pass --db): get_product_details(product_id="1000000002")' in out
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
-    assert total.split() == ["total", "2", "0", "2", "0", "0", "0"]  # writes, ALLOW, read, rule, BLOCK, problems
+    # writes, ALLOW, needs a read, breaks a rule, BLOCK, not judged, problems
+    assert total.split() == ["total", "2", "0", "0", "0", "0", "2", "0"]
     assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())  # no database, no folder
 
 
@@ -77,9 +82,12 @@ def test_json_is_one_object_per_write(home: Path, tmp_path: Path, capsys: pytest
     assert (code, err) == (0, "")
     found = rows(out)
     assert all(set(row) == JSON_KEYS for row in found)
-    assert [(r["name"], r["verdict"], r["refusal"], r["recorded"], r["where"]) for r in found] == [
-        ("modify_pending_order_items", "REVISE", "needs_read", "ok", f"{path}:9 tool_calls[0]"),
-        ("modify_pending_order_address", "REVISE", "needs_read", "ok", f"{path}:13 tool_calls[0]")]
+    assert [(r["name"], r["verdict"], r["refusal"], r["category"], r["recorded"], r["where"]) for r in found] == [
+        ("modify_pending_order_items", "REVISE", "needs_read", "not judged", "ok", f"{path}:9 tool_calls[0]"),
+        ("modify_pending_order_address", "REVISE", "needs_read", "not judged", "ok", f"{path}:13 tool_calls[0]")]
+    assert [r["not_judged"] for r in found] == [
+        'needs a database read (pass --db): get_product_details(product_id="1000000002")',
+        'needs a database read (pass --db): get_order_details(order_id="#W4821002")']
     assert "orders.#W4821002" in found[1]["evidence"] and found[0]["staled"]
 
 
@@ -100,10 +108,10 @@ def test_a_tau2_file_names_its_domain_and_each_simulation_is_a_row(home: Path, t
                                     "modified (orders.#W4821002.status is 'pending (item modified)')")
     assert lines[at + 2] == "    evidence: auth.user_id, orders.#W4821002"
     assert [line.split() for line in lines[-4:]] == [
-        "conversation writes ALLOW needs a read breaks a rule BLOCK problems".split(),
-        ["simulations[0]", "(task", "0,", "trial", "0)", "2", "0", "2", "0", "0", "0"],
-        ["simulations[1]", "(task", "1,", "trial", "0)", "2", "1", "0", "0", "1", "0"],
-        ["total", "4", "1", "2", "0", "1", "0"]]
+        "conversation writes ALLOW needs a read breaks a rule BLOCK not judged problems".split(),
+        ["simulations[0]", "(task", "0,", "trial", "0)", "2", "0", "0", "0", "0", "2", "0"],
+        ["simulations[1]", "(task", "1,", "trial", "0)", "2", "1", "0", "0", "1", "0", "0"],
+        ["total", "4", "1", "0", "0", "1", "2", "0"]]
     code, _, err = run(capsys, str(path), "--as-recorded", "--domain", "airline")
     assert code == 2
     assert one_error_line(err) == f"error: {path} is a recording of the retail domain, not airline"
@@ -159,7 +167,7 @@ def test_with_db_each_result_that_differs_is_reported(home: Path, tmp_path: Path
     assert lines[at + 1] == '    differs from the database: status: recorded "processed", database "pending"'
     assert "every call re-executed on" in out
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
-    assert total.split() == ["total", "1", "0", "0", "0", "1", "1", "0"]  # the processed order: BLOCK; 1 differs
+    assert total.split() == ["total", "1", "0", "0", "0", "1", "0", "1", "0"]  # the processed order: BLOCK; 1 differs
     code, out, _ = run(capsys, str(path), "--as-recorded", "--db", str(db), "--json", "--out", str(tmp_path / "j"))
     differing = [r for r in rows(out) if r["difference"]]
     assert [(r["name"], r["kind"]) for r in differing] == [("get_order_details", "read")]
@@ -188,22 +196,24 @@ def test_bad_calls_and_lines_are_one_line_each_with_their_position_and_the_rest_
         "is paired by position",
         f"error: {path}:8 tool_calls[2]: cancel_pending_order: no result for this call in the recording (it is "
         "judged, but nothing is taken from it)",
-        f"error: {path}:8 tool_calls[0]: teleport: Tool 'teleport' not found. (not judged)",
+        f"error: {path}:8 tool_calls[0]: teleport: the retail domain has no such tool, so its calls are not judged "
+        "(it may be a write; said once for the file)",
         f"error: {path}:8 tool_calls[1]: get_order_details: invalid arguments for get_order_details: missing "
         "required argument 'order_id'; unexpected argument 'order' (not judged)",
         f"error: {path}:8 tool_calls[2]: cancel_pending_order: arguments are not valid JSON (Expecting ':' "
         "delimiter at column 12) (not judged)"]
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
-    assert total.split() == ["total", "2", "0", "2", "0", "0", "6"]  # both real writes judged as before
+    # both real writes as before (not judged without a database), and the write whose arguments are broken
+    assert total.split() == ["total", "3", "0", "0", "0", "0", "3", "6"]
 
 
 @pytest.mark.parametrize(("content", "message"), [
     ("", "{path} is empty: no conversation to judge"),
-    ('[{"role": "user", "content": "hi"},\n{"role": ', "{path}: not valid JSON (Expecting value at line 2 column 10)"),
+    ('[{"role": "user", "con', "{path}: not valid JSON (Unterminated string starting at at line 1 column 19)"),
     ('{"hello": "world"}', "{path}: cannot tell what recording this is: no line is a trace event ('type'), a check "
      "line ('name'), a chat message ('role') or a conversation"),
     ("[1, 2, 3]", "{path}: a list, but not of messages (objects with a 'role') nor of conversations (lists of "
-     "messages, or objects with 'messages')"),
+     "messages, or objects with 'messages' or 'traj')"),
     ('[{"role": "user", "content": "hello"}]', "cannot tell the domain: the file holds no valid tool call; pass "
      "--domain"),
     ('{"info": {}, "tasks": [], "simulations": [{"task_id": "1", "ticks": []}]}', "{path}: no conversation could "
@@ -259,7 +269,8 @@ def _break(messages: list[dict[str, Any]], kind: str) -> str:
 
 BAD_INPUT = {
     "broken JSON line": ":9: not valid JSON (Unterminated string starting at column 29) (line skipped)",
-    "unknown tool": ":9 tool_calls[0]: teleport: Tool 'teleport' not found. (not judged)",
+    "unknown tool": ":9 tool_calls[0]: teleport: the retail domain has no such tool, so its calls are not judged (it "
+                    "may be a write; said once for the file)",
     "call without result": ":9 tool_calls[0]: get_product_details: no result for this call in the recording (it "
                            "is judged, but nothing is taken from it)",
     "repeated call id": ":7 tool_calls[0]: call id 'call_0' is used again (first at line 3 tool_calls[0]); its "
@@ -281,7 +292,7 @@ def test_each_kind_of_bad_input_is_one_line_with_its_position_and_the_rest_is_ju
     assert code == 1
     assert one_error_line(err) == f"error: {path}{BAD_INPUT[kind]}"
     assert [(r["name"], r["category"]) for r in rows(out)] == [
-        ("modify_pending_order_items", "needs a read"), ("modify_pending_order_address", "needs a read")]
+        ("modify_pending_order_items", "not judged"), ("modify_pending_order_address", "not judged")]
 
 
 def test_hostile_values_in_a_tau2_file_never_reach_the_gate_or_the_output(
@@ -333,3 +344,40 @@ def test_with_a_database_the_gate_reads_what_a_write_lacks_and_without_one_it_ca
     assert code == 2 and one_error_line(err).endswith(
         "--evidence assist with --as-recorded needs --db: the gate reads what a write lacks from a database, and "
         "the recording holds only the reads the agent made")
+
+
+def _tau_bench_list(*conversations: list[Exchange]) -> str:
+    return json.dumps(tau_bench_list(conversations))
+
+
+def test_a_gzipped_tau_bench_list_says_which_writes_it_could_not_judge_and_why(
+        home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    path = tmp_path / "run.json.gz"
+    path.write_bytes(gzip.compress(_tau_bench_list(exchanges(tmp_path), exchanges(tmp_path, MIA)).encode()))
+    code, out, err = run(capsys, str(path), "--as-recorded")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"{path}: a tau-bench results list (task, trial, reward and OpenAI messages per "
+                          "conversation), 2 conversation(s), domain retail.")
+    lines = out.splitlines()
+    assert "[0] (task 0, trial 0)" in lines
+    at = lines.index("[0].traj[8].tool_calls[0]  modify_pending_order_items  NOT JUDGED  ran (stale: "
+                     "orders.#W4821002)")
+    assert lines[at + 1] == ('    not judged: needs a database read (pass --db): get_product_details(product_id='
+                             '"1000000002")')
+    code, out, _ = run(capsys, str(path), "--as-recorded", "--json")
+    assert [(r["conversation"], r["category"], r["verdict"], r["not_judged"][:38]) for r in rows(out)] == [
+        ("[0] (task 0, trial 0)", "not judged", "REVISE", "needs a database read (pass --db): get"),
+        ("[0] (task 0, trial 0)", "not judged", "REVISE", "needs a database read (pass --db): get")]
+
+
+def test_a_recording_cut_short_is_judged_up_to_the_cut_and_the_cut_is_one_line(
+        home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _tau_bench_list(exchanges(tmp_path), exchanges(tmp_path), exchanges(tmp_path))
+    path = tmp_path / "cut.json"
+    path.write_text(text[:text.index('"task_id": 2') + 60])
+    code, out, err = run(capsys, str(path), "--as-recorded", "--json")
+    assert code == 1
+    assert one_error_line(err) == f"error: {path}:1 [2]: the file ends inside this item (cut short?); skipped"
+    assert sorted({r["conversation"] for r in rows(out)}) == ["[0] (task 0, trial 0)", "[1] (task 1, trial 0)"]

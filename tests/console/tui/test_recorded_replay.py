@@ -57,7 +57,8 @@ async def test_an_openai_messages_file_opens_as_what_the_gate_would_have_said(
         banner = str(replay.query_one("#replay-hypothetical").render())
         assert banner.startswith("What the gate would have said (OpenAI chat messages): every write judged in "
                                  "its recorded context, outcomes as recorded")
-        assert "2 write(s): 0 ALLOW, 2 needs a read, 0 breaks a rule, 0 BLOCK" in banner
+        # no database: the reads the gate would make itself cannot be made, so neither write is judged
+        assert "2 write(s): 0 ALLOW, 0 needs a read, 0 breaks a rule, 0 BLOCK, 2 not judged" in banner
         assert replay.panes.gate.border_title == "Gate · what the gate would have said"
         # both writes ran in the recording; the gate would have asked for a read first
         assert gate_rows(replay) == [("REVISE", "modify_pending_order_items", True),
