@@ -43,6 +43,7 @@ class TrajectoryCall:
     expect_crashed: tuple[str, ...] | None = None  # ids of those that must have crashed (None: not checked)
     raw_arguments: str | None = None  # a recorded call whose arguments were not JSON: its text, and why
     parse_error: str | None = None
+    call_id: str | None = None  # a session trace's call: the id the trace gave it (what its later events name)
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def iter_session_calls(lines: Iterable[str]) -> Iterator[TrajectoryCall | Trajec
                                                 f"got {call.requestor!r}")
                 continue
             yield TrajectoryCall(index, number, call.name, dict(call.arguments), requestor=call.requestor,
-                                 raw_arguments=call.raw_arguments, parse_error=call.parse_error)
+                                 raw_arguments=call.raw_arguments, parse_error=call.parse_error, call_id=call.id)
             index += 1
 
 

@@ -5,6 +5,11 @@ conversation's writes as soon as it is audited (a file of many tau2 simulations 
 then the summary table. Problems of the input go to stderr, one line each with its position; the exit status is
 `check`'s: 2 when the file is unusable, 1 when a problem was reported, else 0 (verdicts are findings, not
 failures).
+
+Nothing is cut: on a terminal each line wraps at word boundaries (a call's details keep their indent), piped it
+has no width limit (console/cli/check_report.py's `report_console`). In a session trace, a write its operator
+decided says so beside the verdict, from the trace's `SupervisorDecided` events: "BLOCK, force-allowed by dana at
+T: why; ran" (console/cli/session_decisions.py), never inferred from the verdict or the outcome.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from console.cli.check_report import check_text_file
+from console.cli.check_report import check_text_file, fit_columns, print_detail, report_console
 from console.cli.errors import CliError, print_error
+from console.cli.session_decisions import SessionDecision, decisions_words, session_decisions
+from console.runtime.facts import verdict_words
 from console.runtime.lookup import recording_domain as recording_domain  # re-exported
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
@@ -65,23 +73,44 @@ def _verdict(call: AuditedCall) -> str:
     return f"[{CATEGORY_STYLE[category]}]{shown}[/]"
 
 
-def print_call(out: Console, call: AuditedCall) -> None:
-    """One call as a block: position, tool, verdict and what the recording says became of it; then each objecting
-    rule with its reason, the evidence, and how the database's result differs. Lines wrap at any width."""
+def _operator(call: AuditedCall, decided: SessionDecision) -> str:
+    """What the session's operator decided, for the call's first line; the verdict the session's gate gave when
+    it is not the one shown (the rules may have changed since), from the decision's own event."""
+    first = decided.decisions[0]
+    said = verdict_words(first.gate_verdict, first.gate_refusal)
+    shown = call.decision.verdict.value if call.decision is not None else None
+    return decisions_words(decided) + (f" (the session's gate said {said})" if said and first.gate_verdict != shown
+                                       else "")
+
+
+def print_call(out: Console, call: AuditedCall, decided: SessionDecision | None = None) -> None:
+    """One call as a block: position, tool, verdict, what the session's operator decided (a trace) and what the
+    recording says became of it; then each objecting rule with its whole reason, the evidence, and how the
+    database's result differs."""
     staled = f" (stale: {', '.join(call.staled)})" if call.staled else ""
-    out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}  "
+    operator = f", {escape(_operator(call, decided))}; " if decided is not None else "  "
+    out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}{operator}"
               f"{escape(_recorded(call) + staled)}")
     decision = call.decision
     if call.needs_database:  # the gate's only objections are what a database read would supply
-        out.print(f"    not judged: {escape(call.not_judged or '')}")
+        print_detail(out, Text(f"not judged: {call.not_judged or ''}"))
     for result in decision.failed if decision is not None and not call.needs_database else ():
-        out.print(f"    {escape(result.predicate_id)}: {escape(result.reason[:400])}")
+        print_detail(out, Text(f"{result.predicate_id}: {result.reason}"))
     if decision is not None and decision.evidence:
-        out.print(f"    [dim]evidence: {escape(', '.join(decision.evidence))}[/]")
+        print_detail(out, Text(f"evidence: {', '.join(decision.evidence)}", "dim"))
     if call.problem:
-        out.print(f"    [dim]not judged: {escape(call.problem)}[/]")
+        print_detail(out, Text(f"not judged: {call.problem}", "dim"))
     if call.difference:
-        out.print(f"    [yellow]differs from the database:[/] {escape(call.difference)}")
+        print_detail(out, Text.assemble(("differs from the database:", "yellow"), f" {call.difference}"))
+
+
+def trace_decisions(path: Path, recording: Recording) -> dict[int, SessionDecision]:
+    """A session trace's operator decisions by the line of the tool result they led to (the line an audited call
+    of a trace is at); none for the other formats."""
+    if recording.format != "trace":
+        return {}
+    lines = path.read_text(encoding="utf-8").splitlines()  # numbered as core.recorded.formats numbers them
+    return {d.result_at: d for d in session_decisions(lines) if d.result_at is not None}
 
 
 @dataclass
@@ -105,8 +134,9 @@ class AuditReport:
 def summary_table(report: AuditReport, *, database: bool) -> Table:
     """One row per conversation (when there are several) and the total: writes and their verdicts."""
     columns = ["conversation", "writes", *CATEGORIES, *(["differ from the database"] if database else []), "problems"]
-    table = Table(*columns, box=None, title=f"{HYPOTHETICAL}, every write in its recorded context",
-                  title_justify="left")
+    table = Table(box=None, title=f"{HYPOTHETICAL}, every write in its recorded context", title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")  # wrapped at words, never cut with an ellipsis
     rows = report.rows if len(report.rows) > 1 else []
     for label, counts, differ, problems in rows:
         table.add_row(escape(label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
@@ -117,10 +147,30 @@ def summary_table(report: AuditReport, *, database: bool) -> Table:
     return table
 
 
+def summary_lines(report: AuditReport, *, database: bool) -> list[str]:
+    """The summary table's rows as lines, for a terminal too narrow for its columns without splitting words."""
+    rows = report.rows if len(report.rows) > 1 else []
+    totals = ("total", report.totals, sum(r[2] for r in report.rows), report.problems)
+    return [f"{label}: {sum(counts.values())} write(s): " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
+            + (f"; {differ} differ from the database" if database else "") + f"; {problems} problem(s)"
+            for label, counts, differ, problems in [*rows, totals]]
+
+
+def print_summary(out: Console, report: AuditReport, *, database: bool) -> None:
+    table = summary_table(report, database=database)
+    if out.soft_wrap or fit_columns(out, table):  # piped: the table at its own width, however wide
+        out.print(table)
+        return
+    out.print(Text(f"{HYPOTHETICAL}, every write in its recorded context"))
+    for line in summary_lines(report, database=database):
+        out.print(Text(line, "bold" if line.startswith("total: ") else ""))
+
+
 async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: bool, show_all: bool,
-                  database: str | None) -> AuditReport:
+                  database: str | None, decided: dict[int, SessionDecision] | None = None) -> AuditReport:
     report = AuditReport()
-    out = Console(highlight=False, soft_wrap=True)
+    out = report_console()
+    decided = decided or {}
     source = recording.source
     for problem in recording.problems:
         print_error(problem.at(source))
@@ -142,9 +192,9 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
         if conversation.label and shown:
             out.print(f"[bold]{escape(conversation.label)}[/]")
         for call in shown:
-            print_call(out, call)
+            print_call(out, call, decided.get(call.where.line) if call.where.line is not None else None)
     if not json_lines:
-        out.print(summary_table(report, database=database is not None))
+        print_summary(out, report, database=database is not None)
     return report
 
 
@@ -160,13 +210,14 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         raise CliError(str(exc)) from None
     domain = recording_domain(recording, args.domain)
+    decided = trace_decisions(path, recording)
     evidence = getattr(args, "evidence", None)
     if args.db is None and recording.results_recorded:
         if evidence == EvidenceMode.ASSIST.value:
             raise CliError("--evidence assist with --as-recorded needs --db: the gate reads what a write lacks from "
                            "a database, and the recording holds only the reads the agent made")
         return (await _report(recording, RecordedAudit(domain), json_lines=args.json, show_all=args.all,
-                              database=None)).exit_code
+                              database=None, decided=decided)).exit_code
     mode = EvidenceMode.choose(evidence)  # with a database to read from, the gate reads by default
     label = args.db or "the seed data (check lines record no results)"
     with claim_session_folder(args.out, domain.name, f"check-{path.stem}") as folder:
@@ -174,7 +225,7 @@ async def check_as_recorded(args: argparse.Namespace) -> int:
         folder.started()
         try:
             report = await _report(recording, RecordedAudit(domain, backend, evidence=mode), json_lines=args.json,
-                                   show_all=args.all, database=label)
+                                   show_all=args.all, database=label, decided=decided)
         finally:
             await backend.close()
     return report.exit_code

@@ -1,8 +1,9 @@
 """A compare run as Markdown and HTML, for someone who was not in the room: both transcripts aligned by turn (a
 turn starts with a customer message), the difference strip, and each database against the starting one.
 
-Rendered from the two sessions' events and the strip's own lines (console/runtime/compare_run.py), never from the
-screen. Written into the LedgerAgent session's folder (`compare.md`, `compare.html`), naming both folders.
+Rendered from the two sessions' events, and "What differs" from `ComparePair.difference_lines()`, the lines the
+screen's strip shows (console/runtime/compare_run.py), never from the screen itself. Written into the LedgerAgent
+session's folder (`compare.md`, `compare.html`), naming both folders.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePair, side_label, strip_lines
+from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePair, side_label
 from console.runtime.export import event_lines
 from core.db_diff import DbDiff
 from core.events import MessageSent
@@ -50,7 +51,7 @@ def compare_markdown(pair: ComparePair) -> str:
         folder = pair[side].folder
         lines.append(f"- {SIDE_NAMES[side]}: session folder `{folder}`")
     lines += ["", "## What differs", ""]
-    lines += [f"- **{role}**: {text}" for role, text in strip_lines(pair.differences())]
+    lines += [f"- **{role}**: {text}" for role, text in pair.difference_lines()]
     histories = {side: turns(pair[side].bus.history) for side in SIDES}
     lines += ["", "## Turn by turn", ""]
     for number in range(max(len(h) for h in histories.values())):
@@ -80,7 +81,7 @@ def compare_html(pair: ComparePair) -> str:
              f"<p>{esc(said)}</p><ul>"]
     parts += [f"<li>{esc(SIDE_NAMES[side])}: <code>{esc(str(pair[side].folder))}</code></li>" for side in SIDES]
     parts += ["</ul><h2>What differs</h2><ul>"]
-    parts += [f'<li class="{esc(role)}">{esc(text)}</li>' for role, text in strip_lines(pair.differences())]
+    parts += [f'<li class="{esc(role)}">{esc(text)}</li>' for role, text in pair.difference_lines()]
     parts += ["</ul><h2>Turn by turn</h2><table><tr>",
               *(f"<th>{esc(SIDE_NAMES[side])}</th>" for side in SIDES), "</tr>"]
     histories = {side: turns(pair[side].bus.history) for side in SIDES}

@@ -213,6 +213,11 @@ class ComparePair:
             diff.end_lines = self.end.end_lines
         return diff
 
+    def difference_lines(self) -> list[tuple[str, str]]:
+        """What differs, as (role, text) lines: the one source of the screen's strip and of the export's
+        "What differs", so the two cannot say different things."""
+        return strip_lines(self.differences())
+
     def met_expectations(self) -> bool:
         """Did the LedgerAgent side do what the scenario declares (its gate verdicts, in order, and end reason)?"""
         if self.scenario is None:
@@ -233,9 +238,9 @@ class ComparePair:
         if self.met_expectations():
             expected = after["ledger"]
             vs = db_diff(expected, after["fc"])
-            rest = vs.record_changes  # (the payments are the summary's first words)
+            rest = vs.record_changes  # (the payments are the summary's first words); every row, none left out
             lines.append(f"End state, baseline against the expected one: {vs.summary()}"
-                         + (": " + "; ".join(c.describe() for c in rest[:4]) if rest else ""))
+                         + (": " + "; ".join(c.describe() for c in rest) if rest else ""))
             lines.append("End state, LedgerAgent against the expected one: no difference (it met the scenario's "
                          "expected verdicts and ending)")
         else:

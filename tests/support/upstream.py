@@ -23,7 +23,7 @@ TAU2_AIRLINE = TAU2 / "airline"
 TAU2_RETAIL = TAU2 / "retail"
 TAU2_TELECOM = TAU2 / "telecom"
 TAU_TRAIT_TELEHEALTH = REFERENCE / "tau-trait" / "telehealth"
-RECORDINGS = REFERENCE / "recordings"
+RECORDINGS = REFERENCE / "recordings"  # recorded benchmark conversations (tau2-bench, tau-Trait), gzipped JSON
 
 
 def recording_names() -> list[str]:

@@ -5,7 +5,10 @@ Each side is a `CompactPanes`: the console's own panes (`SessionPanes`, fed by `
 screen feeds them), laid out compactly: the transcript always, the ledger and gate panes on the LedgerAgent side
 only (the baseline has neither). Below `STACK_WIDTH` columns the two sides stack: one side at a time, `s`
 switches. Keys: space starts / pauses both, `n` steps both (one model call each), `1` / `2` step the baseline
-or LedgerAgent alone, `e` exports the run (Markdown and HTML, console/runtime/compare_export.py).
+or LedgerAgent alone, `e` exports the run (Markdown and HTML, console/runtime/compare_export.py), `d` gives the
+difference strip the whole screen below the banner and the focus (its arrows scroll it), `d` or esc again gives
+the sides back. The strip shows every line the export's "What differs" has: both read
+`ComparePair.difference_lines()`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePair, strip_lines
+from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePair
 from console.runtime.live import SessionSpec
 from console.tui.theme import palette_of
 from console.tui.widgets.difference_strip import DifferenceStrip
@@ -65,6 +69,8 @@ class SideState(Message):
 class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("space", "start_or_pause", "Start/Pause", id="compare-start"),
+        Binding("d", "differences", "What differs", id="compare-differences"),  # early: shown at 80 columns
+        Binding("escape", "differences_back", "Back to the sides", show=False, id="compare-differences-back"),
         Binding("n", "step", "Step both", id="compare-step"),
         Binding("s", "switch_side", "Side", id="compare-switch"),
         Binding("1", "step_side('fc')", "Step baseline", id="compare-step-fc"),
@@ -86,6 +92,8 @@ class CompareScreen(Screen[None]):
         self.stacked = False
         self.panes: dict[str, CompactPanes] = {}
         self.exported: list[Path] = []
+        self.differences_open = False  # `d`: the strip has the screen below the banner
+        self._focus_before: Widget | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="compare-banner")
@@ -121,8 +129,9 @@ class CompareScreen(Screen[None]):
             else:
                 panes.ledger.sync(live.agent.ledger)
             panes.transcript.show_intro(SIDE_NAMES[side], "", "space: start / pause both · n: step both · 1 / 2: "
-                                                              "step one side · s: switch side · e: export")
-        self.strip.show(strip_lines(self.pair.differences()))
+                                                              "step one side · s: switch side · d: what differs, "
+                                                              "whole · e: export")
+        self.strip.show(self.pair.difference_lines())
         self._fit(self.size.width)
         if self.autostart:
             self.action_start_or_pause()
@@ -138,7 +147,7 @@ class CompareScreen(Screen[None]):
         ledger = live.agent.ledger if live.session is not None else None
         self.panes[message.side].add_event(message.event, ledger)
         if isinstance(message.event, GateDecided | ToolResultEvent | SessionEnded):
-            lines = strip_lines(pair.differences())
+            lines = pair.difference_lines()
             if lines != self.strip.lines:  # most events change nothing the strip says: no redraw for them
                 self.strip.show(lines)
         if isinstance(message.event, SessionEnded) and pair.ended_traces():
@@ -158,7 +167,7 @@ class CompareScreen(Screen[None]):
                 pass
         if self.pair.end is None:
             await self.pair.end_states()
-        self.strip.show(strip_lines(self.pair.differences()))
+        self.strip.show(self.pair.difference_lines())
 
     # ------------------------------------------------------------------------------------------ layout
 
@@ -177,7 +186,9 @@ class CompareScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "switch_side":
-            return self.stacked
+            return self.stacked and not self.differences_open
+        if action == "differences_back":
+            return self.differences_open
         return True
 
     # ------------------------------------------------------------------------------------------ actions
@@ -211,6 +222,29 @@ class CompareScreen(Screen[None]):
             self.pair.start_paused()
             self._start()
         self.pair.step(side)
+
+    def action_differences(self) -> None:
+        """Give the strip the screen below the banner and the focus (its arrows scroll it), or give it back."""
+        if self.differences_open:
+            self.action_differences_back()
+            return
+        self.differences_open = True
+        self._focus_before = self.focused
+        self.set_class(True, "-differences")
+        self.strip.opened(True)
+        self.strip.focus()
+        self.refresh_bindings()
+
+    def action_differences_back(self) -> None:
+        self.differences_open = False
+        self.set_class(False, "-differences")
+        self.strip.opened(False)
+        before, self._focus_before = self._focus_before, None
+        if before is not None and before.is_attached and before.display:
+            before.focus()
+        else:
+            self.set_focus(None)
+        self.refresh_bindings()
 
     def action_switch_side(self) -> None:
         self.front = "ledger" if self.front == "fc" else "fc"

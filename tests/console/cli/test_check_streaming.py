@@ -8,6 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import console.cli.check_report as check_report
 from benchmarks.check_memory import write_trajectory
@@ -45,7 +46,9 @@ async def test_table_mode_prints_progress_and_one_header(tmp_path: Path, capsys:
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(check_report, "PROGRESS_EVERY", 40)
     monkeypatch.setattr(check_report, "TABLE_CHUNK", 10)
-    monkeypatch.setenv("COLUMNS", "300")
+    # a wide terminal (piped output is blocks, with no width limit): each chunk a table
+    monkeypatch.setattr(check_report, "report_console",
+                        lambda: Console(highlight=False, force_terminal=True, color_system=None, width=300))
     path = tmp_path / "t.jsonl"
     write_trajectory(path, 120)
     backend = await open_backend("retail", tmp_path / "db.sqlite")
