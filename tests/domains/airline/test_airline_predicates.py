@@ -520,6 +520,11 @@ def test_a_delay_certificate_needs_an_executed_change_not_just_a_different_recor
     """A re-read that shows other flights, with no change run by this session, does not resolve the delay."""
     session = lena(lena_delayed(), "HAT150", "2024-05-15", "delayed")()
     session.read_reservation(lena_delayed(flights=[leg("HAT151", "ATL", "DFW", "2024-05-16", 200)]))
+    first = _result(propose(session, certificate(LENA, 100)), "airline.compensation_delay_after_change")
+    # a cancelled flight elsewhere would be compensable at once: the new flight's status is asked first
+    assert (first.status, first.missing, first.one_at_a_time) == (Status.MISSING, ("flights.HAT151.2024-05-16.status",),
+                                                                  12)
+    session.read("get_flight_status", "available", flight_number="HAT151", date="2024-05-16")
     decision = propose(session, certificate(LENA, 100))
     assert decision.verdict is Verdict.REVISE
     assert "effects.update_reservation_flights" in _result(decision, "airline.compensation_delay_after_change").reason
@@ -639,4 +644,5 @@ def test_an_unsearched_flight_dated_today_asks_for_its_status_before_any_search(
     session.status("HAT119", "2024-05-15", "available")
     later = _result(propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)])),
                     "airline.flight_observed_available")
-    assert later.status is Status.MISSING and "Search its route and date with search_direct_flight" in later.reason
+    assert later.status is Status.MISSING and 'search it with search_direct_flight(origin="BOS", destination="DEN", ' \
+        'date="2024-05-15")' in later.reason, later.reason
