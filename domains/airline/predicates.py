@@ -42,7 +42,7 @@ from core.gate import (
 )
 from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
-from domains.airline.legs import ONESTOP, LegSearch, Seen, search_for
+from domains.airline.legs import ONESTOP, LegSearch, Seen, route_of, search_for
 from domains.airline.paths import PROFILE_PATH
 
 BOOK = "book_reservation"
@@ -171,8 +171,9 @@ def _status(view: LedgerView, segment: Segment) -> str | None:
 
 
 def _with_route(view: LedgerView, segments: Sequence[Segment], kept: Sequence[Segment] = ()) -> list[Segment] | None:
-    """Fill each segment's route from the reservation (kept segments) or from what a search showed.
-    None when some route is unknown (a flight nobody searched for)."""
+    """Fill each segment's route from the reservation (kept segments), from what a search showed on its date, or
+    from any other observation of its number (a number flies one route, domains.airline.legs.route_of).
+    None when some route is unknown (a flight never observed at all)."""
     known = {s.key: s for s in kept}
     routed: list[Segment] = []
     for segment in segments:
@@ -181,9 +182,11 @@ def _with_route(view: LedgerView, segments: Sequence[Segment], kept: Sequence[Se
             routed.append(source)
             continue
         offer = _offer(view, segment)
-        if offer is None:
+        route = (offer.get("origin"), offer.get("destination")) if offer is not None else \
+            route_of(segment.flight_number, _seen(view))
+        if route is None:
             return None
-        routed.append(Segment(segment.flight_number, segment.date, offer.get("origin"), offer.get("destination")))
+        routed.append(Segment(segment.flight_number, segment.date, route[0], route[1]))
     return routed
 
 
