@@ -565,8 +565,8 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
             listing = _listing_without(view, search, segment)
             if search is not None and search.forced and listing is not None:
                 problems.append(f"{segment.label()} is not among the flights {search.text} shows ({search.path}: "
-                                f"{listing}), the leg the {'booking' if record is None else 'change'} gives it: it "
-                                "does not fly that leg on that date")
+                                f"{listing}); that search lists every bookable flight of the leg it must fly, so it "
+                                "cannot be booked there on that date")
                 continue
             status_first = status is None and (segment.date == today or search is None or listing is not None)
             asks.append((segment, search, status_first, listing is not None))
