@@ -8,6 +8,13 @@ a write are missing or stale evidence, absorbs them (provenance: read by the gat
 No model call, deterministic, bounded (MAX_GATE_READS per write, in at most MAX_ROUNDS rounds: a record
 read in one round can name the next, an order names its products).
 
+Reads sized to the decision. A rule that needs one qualifying fact among many records (a cancelled or delayed
+flight among all the flights of a customer's reservations) says so (`MissingEvidence.one_at_a_time`, with its
+budget): the gate reads those one at a time, in the order the rule gives, judging again after each, and stops
+at the first that answers (the rule passes, or finds its conflict). Those reads count against the rule's own
+budget (at most MAX_SEARCH_READS), not against MAX_GATE_READS, so a long list the rule needs only one answer
+from is no reason to refuse; when the budget is spent without an answer the refusal says so, with the number.
+
 What the gate may read is declared per domain, next to its path map (`EvidenceReads`): which ledger path
 is refilled by which read, with which arguments, and whose record the result is. Never declared, and
 refused here whatever a domain declares:
@@ -30,7 +37,7 @@ from __future__ import annotations
 import re
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -41,6 +48,7 @@ from core.tools import ToolCall, call_text
 JSON = Any
 MAX_GATE_READS = 6  # reads the gate makes for one proposed write, at most
 MAX_ROUNDS = 3  # judge, read, judge again: at most this many times per proposed write
+MAX_SEARCH_READS = 16  # the most one-at-a-time reads any one rule may ask for one proposed write
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -120,11 +128,13 @@ def customer_as(argument: str) -> ReadArguments:
 
 @dataclass(frozen=True)
 class PlannedRead:
-    """One read the gate is about to make, for the paths it refills."""
+    """One read the gate is about to make, for the paths it refills; `search`: the rule it reads one at a time
+    for (MissingEvidence.one_at_a_time), None for a read some rule needs in any case."""
 
     rule: GateRead
     arguments: Mapping[str, Any]
     paths: tuple[str, ...]
+    search: str | None = None
 
     @property
     def text(self) -> str:
@@ -156,17 +166,21 @@ class EvidenceReads:
         return None
 
     def plan(self, decision: GateDecision, ledger: LedgerReader, ctx: GateContext,
-             tried: Iterable[str] = (), budget: int = MAX_GATE_READS) -> list[PlannedRead]:
-        """The reads that supply every path `decision` lacks, in the order the rules asked; [] when the gate
-        may not or cannot supply all of them (then the model is asked), or when they exceed `budget`.
+             tried: Iterable[str] = (), budget: int = MAX_GATE_READS,
+             searched: Mapping[str, int] | None = None) -> list[PlannedRead]:
+        """The reads that supply every path `decision` lacks, in the order the rules asked, plus the next read of
+        each rule that needs only one answer among its paths; [] when the gate may not or cannot supply all of
+        that (then the model is asked), or when the needed reads exceed `budget`.
 
         `tried`: the texts of reads already made for this write; asking for one again means it did not
-        supply what the rule needs, so the gate stops rather than loop."""
+        supply what the rule needs, so the gate stops rather than loop (a rule reading one at a time goes on to
+        its next path instead). `searched`: how many reads each such rule (by id) has had for this write; one
+        whose budget is spent stops the gate, and the model is asked."""
         if ctx.customer_id is None or not self.reads:
             return []
         done = set(tried)
         planned: dict[str, PlannedRead] = {}
-        for path in decision.missing:
+        for path in decision.required:
             read = self.read_for(path, decision.call, ledger, ctx)
             if read is None or read.text in done:
                 return []
@@ -175,7 +189,25 @@ class EvidenceReads:
                                                                            (*previous.paths, path))
         if len(planned) > budget:
             return []
+        spent = searched or {}
+        for search in decision.searches:
+            if spent.get(search.predicate_id, 0) >= min(search.one_at_a_time, MAX_SEARCH_READS):
+                return []
+            following = self._next_read(search.missing, decision.call, ledger, ctx, done)
+            if following is None:
+                return []
+            if following.text not in planned:  # else another rule's read answers this one too
+                planned[following.text] = replace(following, search=search.predicate_id)
         return list(planned.values())
+
+    def _next_read(self, paths: Iterable[str], call: ToolCall, ledger: LedgerReader, ctx: GateContext,
+                   done: set[str]) -> PlannedRead | None:
+        """The first of `paths` the gate can read and has not read for this write yet."""
+        for path in paths:
+            read = self.read_for(path, call, ledger, ctx)
+            if read is not None and read.text not in done:
+                return read
+        return None
 
 
 @dataclass

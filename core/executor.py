@@ -42,7 +42,14 @@ from core.events import (
     SupervisorDecided,
     ToolResultEvent,
 )
-from core.evidence import MAX_GATE_READS, MAX_ROUNDS, EvidenceMode, PlannedRead, PrivateOverlay
+from core.evidence import (
+    MAX_GATE_READS,
+    MAX_ROUNDS,
+    MAX_SEARCH_READS,
+    EvidenceMode,
+    PlannedRead,
+    PrivateOverlay,
+)
 from core.gate import GATE_READ_NOTES, GateDecision, GateReadRecord, PolicyGate, RefusalKind, Verdict
 from core.ledger import READ_BY_GATE, Ledger, LedgerEntry
 from core.strict_json import value_problem
@@ -109,19 +116,51 @@ class CallExecutor:
 
     async def execute(self, call: ToolCall, step: int) -> CallOutcome:
         call = call.hardened()  # NaN, a lone surrogate or deep nesting: refused below as unparseable
+        unfit = self._unfit(call)
+        if unfit is not None:
+            return self._refuse(call, step, unfit[0], "invalid", unfit[1])
         spec = self.domain.tool(call.name)
-        if call.parse_error is not None:
-            return self._refuse(call, step, None, "invalid", f"Error: {call.parse_error}. The call was not executed;"
-                                f" send the arguments as a JSON object.")
-        if spec is None or spec.requestor != call.requestor:
-            return self._refuse(call, step, None, "invalid", f"Error: Tool '{call.name}' not found.")
-        problems = validate_arguments(spec, call.arguments)
-        if problems:
-            return self._refuse(call, step, spec.kind, "invalid",
-                                f"Error: invalid arguments for {call.name}: " + "; ".join(problems))
+        assert spec is not None
         if spec.kind is not ToolKind.WRITE or call.requestor is Requestor.USER:
             return await self._run(call, spec.kind, step, None)
         return await self._gated_write(call, step)
+
+    def _unfit(self, call: ToolCall) -> tuple[ToolKind | None, str] | None:
+        """Why the call is refused before anything else happens (its kind when known, and what the model is
+        told), or None."""
+        spec = self.domain.tool(call.name)
+        if call.parse_error is not None:
+            return None, f"Error: {call.parse_error}. The call was not executed; send the arguments as a JSON object."
+        if spec is None or spec.requestor != call.requestor:
+            return None, f"Error: Tool '{call.name}' not found."
+        problems = validate_arguments(spec, call.arguments)
+        if problems:
+            return spec.kind, f"Error: invalid arguments for {call.name}: " + "; ".join(problems)
+        return None
+
+    async def dry_run(self, call: ToolCall, step: int = 0) -> DryRun:
+        """What sending `call` now would get, judged exactly as `execute` judges it, and nothing recorded.
+
+        The same checks, the same evidence mode, the same verdict path (`_decide`: the gate, then the reads it
+        makes itself in ASSIST, then the gate again). Those reads are made (reads change nothing), but into a
+        copy of the ledger and onto a bus nobody records, and the gate's anti-loop memory is left as it was: the
+        session's ledger, its trace and its later verdicts are what they would have been without the dry-run.
+        The decision carries the reads the gate would make (`gate_reads`)."""
+        call = call.hardened()
+        unfit = self._unfit(call)
+        if unfit is not None:
+            return DryRun("invalid: " + unfit[1].removeprefix("Error: "), None)
+        spec = self.domain.tool(call.name)
+        assert spec is not None
+        if spec.kind is not ToolKind.WRITE or call.requestor is Requestor.USER:
+            return DryRun(f"{spec.kind.value}: not gated, runs immediately", None)
+        if self.gate is None or self.ledger is None:
+            return DryRun("write: no gate in this agent configuration (it would run)", None)
+        scratch = Ledger(self.ledger.path_map)
+        scratch.restore(self.ledger.snapshot())
+        with self.gate.preview():
+            decision = await self._decide(call, step, scratch, EventBus())
+        return DryRun(decision.verdict.value, decision)
 
     async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
         for _ in range(MAX_EDITS):
@@ -174,46 +213,69 @@ class CallExecutor:
     async def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
         if self.gate is None or self.ledger is None:
             return None
-        ctx = self.domain.context(self.ledger)
-        decision = self.gate.evaluate(call, self.ledger, ctx)
-        if (self.evidence is EvidenceMode.ASSIST and decision.refusal is RefusalKind.NEEDS_READ
-                and not decision.repeated):
-            decision = await self._assist(call, step, decision)
+        decision = await self._decide(call, step, self.ledger, self.bus)
         self.bus.emit(GateDecided.of(decision, step))
         return decision
 
-    async def _assist(self, call: ToolCall, step: int, decision: GateDecision) -> GateDecision:
+    async def _decide(self, call: ToolCall, step: int, ledger: Ledger, bus: EventBus) -> GateDecision:
+        """The verdict `call` gets: the gate's, and in ASSIST the gate's again after the reads it makes itself
+        (absorbed into `ledger`, recorded on `bus`). The one path of a send and of a dry-run."""
+        assert self.gate is not None
+        decision = self.gate.evaluate(call, ledger, self.domain.context(ledger))
+        if (self.evidence is EvidenceMode.ASSIST and decision.refusal is RefusalKind.NEEDS_READ
+                and not decision.repeated):
+            decision = await self._assist(call, step, decision, ledger, bus)
+        return decision
+
+    async def _assist(self, call: ToolCall, step: int, decision: GateDecision, ledger: Ledger,
+                      bus: EventBus) -> GateDecision:
         """Evidence assist: read what the rules lack (as declared by the domain), then judge again.
 
-        Bounded: MAX_ROUNDS judgements and MAX_GATE_READS reads per proposed write; a round whose reads all
-        failed, or that would read again what was read already, ends it. The gate's anti-loop memory keeps
-        only the last judgement (one proposal is one decision for REVISE streaks and repeats)."""
-        assert self.gate is not None and self.ledger is not None
-        ctx = self.domain.context(self.ledger)
+        Bounded: at most MAX_ROUNDS rounds with reads some rule needs in any case, MAX_GATE_READS of those in
+        all, and for a rule that needs one answer among many records (MissingEvidence.one_at_a_time) one read
+        per round up to its own budget. A round whose needed reads all failed, or that would read again what
+        was read already, ends it. The gate's anti-loop memory keeps only the last judgement (one proposal is
+        one decision for REVISE streaks and repeats)."""
+        assert self.gate is not None
+        ctx = self.domain.context(ledger)
         private: dict[str, LedgerEntry] = {}
         records: list[GateReadRecord] = []
-        for _ in range(MAX_ROUNDS):
-            planned = self.domain.evidence_reads.plan(decision, PrivateOverlay(self.ledger, private), ctx,
+        needed = rounds = 0
+        searched: dict[str, int] = {}
+        while True:
+            planned = self.domain.evidence_reads.plan(decision, PrivateOverlay(ledger, private), ctx,
                                                       tried=[r.text for r in records],
-                                                      budget=MAX_GATE_READS - len(records))
+                                                      budget=MAX_GATE_READS - needed, searched=searched)
             if not planned:
                 break
+            if any(read.search is None for read in planned):
+                if rounds == MAX_ROUNDS:
+                    break
+                rounds += 1
             supplied = False
             # the round's reads run together (they are independent); what they returned is then taken in the
             # planned order, so the events, the ledger and the trace are the same whatever finished first
             fetched = await asyncio.gather(*(self._fetch(read) for read in planned))
             for read, got in zip(planned, fetched, strict=True):
-                record = self._gate_read(read, got, call, step, len(records) + 1, private)
+                record = self._gate_read(read, got, call, step, len(records) + 1, private, ledger, bus)
                 records.append(record)
                 supplied |= record.outcome != "error"
-            if not supplied:
+                if read.search is None:
+                    needed += 1
+                else:
+                    searched[read.search] = searched.get(read.search, 0) + 1
+            if not supplied and all(read.search is None for read in planned):
                 break
             self.gate.forget_last()
-            decision = self.gate.evaluate(call, PrivateOverlay(self.ledger, private) if private else self.ledger,
-                                          ctx)
+            decision = self.gate.evaluate(call, PrivateOverlay(ledger, private) if private else ledger, ctx)
             if decision.refusal is not RefusalKind.NEEDS_READ:
                 break
-        return replace(decision, gate_reads=tuple(records)) if records else decision
+        if not records:
+            return decision
+        spent = {r.predicate_id: _budget_spent(searched[r.predicate_id], r.one_at_a_time)
+                 for r in decision.searches if searched.get(r.predicate_id, 0) >= min(r.one_at_a_time,
+                                                                                       MAX_SEARCH_READS)}
+        return replace(self.gate.noted(decision, spent), gate_reads=tuple(records))
 
     async def _fetch(self, read: PlannedRead) -> Any:
         """What the read returns, or why it could not be made (a ToolError, or the arguments' problems)."""
@@ -228,38 +290,33 @@ class CallExecutor:
             return exc
 
     def _gate_read(self, read: PlannedRead, result: Any, write: ToolCall, step: int, number: int,
-                   private: dict[str, LedgerEntry]) -> GateReadRecord:
+                   private: dict[str, LedgerEntry], ledger: Ledger, bus: EventBus) -> GateReadRecord:
         """One read by the gate for `write`, once made: absorbed (or kept private: another customer's record)."""
-        assert self.ledger is not None
         call = ToolCall(f"{write.id}~gate{number}", read.rule.tool, dict(read.arguments))
         info = CallInfo.of(call)
         if isinstance(result, ToolError):
-            return self._gate_read_failed(info, step, write, read, result.message)
-        customer = self.domain.context(self.ledger).customer_id
-        owner = None if read.rule.owner is None else read.rule.owner(result, self.ledger)
+            bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=False,
+                                     outcome="error", content=f"Error: {result.message}", by=READ_BY_GATE,
+                                     for_call=write.id))
+            return GateReadRecord(info.id, read.text, "error", result.message)
+        customer = self.domain.context(ledger).customer_id
+        owner = None if read.rule.owner is None else read.rule.owner(result, ledger)
         if owner is not None and owner != customer:
-            private.update(self.ledger.preview(call, result, step, by=READ_BY_GATE))
-            self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
-                                          outcome="ok", content="", result=result, by=READ_BY_GATE,
-                                          for_call=write.id, gate_only=True))
+            private.update(ledger.preview(call, result, step, by=READ_BY_GATE))
+            bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
+                                     outcome="ok", content="", result=result, by=READ_BY_GATE,
+                                     for_call=write.id, gate_only=True))
             return GateReadRecord(call.id, read.text, "gate_only",
                                   "not the customer's record: used by the gate, not shown to the model")
-        self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
-                                      outcome="ok", content=format_tool_result(result), result=result,
-                                      by=READ_BY_GATE, for_call=write.id))
-        absorbed = self.ledger.absorb(call, result, step, by=READ_BY_GATE)
+        bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=True,
+                                 outcome="ok", content=format_tool_result(result), result=result,
+                                 by=READ_BY_GATE, for_call=write.id))
+        absorbed = ledger.absorb(call, result, step, by=READ_BY_GATE)
         if absorbed.touched:
-            self.bus.emit(LedgerUpdated(step=step, call_id=call.id, tool=call.name, added=list(absorbed.added),
-                                        changed=list(absorbed.changed), refreshed=list(absorbed.refreshed),
-                                        version=self.ledger.version))
+            bus.emit(LedgerUpdated(step=step, call_id=call.id, tool=call.name, added=list(absorbed.added),
+                                   changed=list(absorbed.changed), refreshed=list(absorbed.refreshed),
+                                   version=ledger.version))
         return GateReadRecord(call.id, read.text, "ok", ", ".join(absorbed.touched))
-
-    def _gate_read_failed(self, info: CallInfo, step: int, write: ToolCall, read: PlannedRead,
-                          message: str) -> GateReadRecord:
-        self.bus.emit(ToolResultEvent(step=step, call=info, kind=ToolKind.READ.value, executed=True, ok=False,
-                                      outcome="error", content=f"Error: {message}", by=READ_BY_GATE,
-                                      for_call=write.id))
-        return GateReadRecord(info.id, read.text, "error", message)
 
     async def _run(self, call: ToolCall, kind: ToolKind, step: int, decision: GateDecision | None,
                    note: str = "") -> CallOutcome:
@@ -342,6 +399,25 @@ class CallExecutor:
                                       content=content))
         verdict = "ERROR" if decision is None else decision.verdict.value
         return CallOutcome(call, kind, verdict, False, False, outcome, content, None, decision)
+
+
+def _budget_spent(made: int, budget: int) -> str:
+    """What a refusal adds when the gate stopped reading for a rule that needed one answer among many."""
+    return (f"the gate read {made} of them itself for this call, the most this rule lets it read for one write "
+            f"({min(budget, MAX_SEARCH_READS)}), and none gave the answer; the rest are for the agent to read")
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What a call would get if it were sent now (`CallExecutor.dry_run`): "invalid: …", a read's "not gated",
+    or a write's verdict with its decision, whose `gate_reads` are the reads the gate would make for it."""
+
+    summary: str
+    decision: GateDecision | None = None
+
+    @property
+    def gate_reads(self) -> tuple[GateReadRecord, ...]:
+        return () if self.decision is None else self.decision.gate_reads
 
 
 class _StoppedAfterWrite(Exception):

@@ -18,6 +18,7 @@ Design choices worth knowing before reading the code:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import traceback
@@ -63,8 +64,18 @@ class Violation:
 
 @dataclass(frozen=True)
 class MissingEvidence:
+    """The records a rule lacks to judge (a REVISE "needs a read").
+
+    `one_at_a_time` 0: the rule needs every path (the gate reads them together, all or nothing). A number: the
+    rule needs ONE qualifying fact among the paths (a cancelled flight among a customer's reservations), so
+    each read may settle it. The gate (core.evidence) then reads them one at a time, in the order given,
+    judging again after each, until the rule no longer asks, and at most that many for one proposed write:
+    the rule states its budget, so a decision that needs one answer costs the reads it takes, not the size of
+    the list. The rule lists the paths still unread each time it is asked, best candidates first."""
+
     paths: tuple[str, ...]
     reason: str = ""
+    one_at_a_time: int = 0
 
 
 Outcome = Pass | Violation | MissingEvidence
@@ -380,6 +391,7 @@ class PredicateResult:
     evidence: tuple[str, ...]
     policy: str
     missing: tuple[str, ...] = ()  # status MISSING: the paths that were absent or stale (what a read supplies)
+    one_at_a_time: int = 0  # status MISSING: > 0 when one of `missing` may answer (MissingEvidence.one_at_a_time)
 
     @property
     def failed(self) -> bool:
@@ -393,7 +405,7 @@ class PredicateResult:
         gate's own cost per rule. The fields go straight into the new instance's dict, in field order."""
         result = object.__new__(cls)
         result.__dict__.update(predicate_id=predicate_id, status=Status.PASS, verdict=Verdict.ALLOW, reason=note,
-                               evidence=evidence, policy=policy, missing=())
+                               evidence=evidence, policy=policy, missing=(), one_at_a_time=0)
         return result
 
 
@@ -454,6 +466,21 @@ class GateDecision:
                     seen.setdefault(path, None)
         return tuple(seen)
 
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The missing paths that are needed all together (every rule that needs each of its paths)."""
+        seen: dict[str, None] = {}
+        for result in self.results:
+            if result.status is Status.MISSING and not result.one_at_a_time:
+                for path in result.missing:
+                    seen.setdefault(path, None)
+        return tuple(seen)
+
+    @property
+    def searches(self) -> tuple[PredicateResult, ...]:
+        """The objecting rules that need one qualifying fact among their paths (read one at a time)."""
+        return tuple(r for r in self.results if r.status is Status.MISSING and r.one_at_a_time)
+
 
 def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateContext,
              path_map: PathMap | None, unfit: str | None) -> PredicateResult:
@@ -480,13 +507,14 @@ def _run_one(pred: Predicate, call: ToolCall, reader: LedgerReader, ctx: GateCon
         return PredicateResult(pred.id, Status.VIOLATION, pred.severity, outcome.reason, tuple(view.evidence),
                                pred.policy)
     if isinstance(outcome, MissingEvidence):
-        return _missing_result(pred, view, outcome.paths, None, outcome.reason, path_map)
+        return _missing_result(pred, view, outcome.paths, None, outcome.reason, path_map,
+                               max(0, int(outcome.one_at_a_time)))
     reason = f"predicate {pred.id} returned {type(outcome).__name__}, not Pass/Violation/MissingEvidence"
     return PredicateResult(pred.id, Status.ERROR, Verdict.REVISE, reason, tuple(view.evidence), pred.policy)
 
 
 def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], stale_by: str | None,
-                    hint: str, path_map: PathMap | None) -> PredicateResult:
+                    hint: str, path_map: PathMap | None, one_at_a_time: int = 0) -> PredicateResult:
     for path in paths:
         if path not in view.evidence:
             view.evidence.append(path)
@@ -501,7 +529,7 @@ def _missing_result(pred: Predicate, view: LedgerView, paths: tuple[str, ...], s
     if hint:
         reason += f". {hint}"
     return PredicateResult(pred.id, Status.MISSING, Verdict.REVISE, reason, tuple(view.evidence), pred.policy,
-                           tuple(paths))
+                           tuple(paths), one_at_a_time if paths else 0)
 
 
 def _feedback(call: ToolCall, verdict: Verdict, results: Iterable[PredicateResult], escalated: bool,
@@ -579,12 +607,31 @@ class PolicyGate:
         return [p for p in self.predicates if p.guards(tool)]
 
     def dry_run(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
-        """What `evaluate` would answer now, leaving the anti-loop memory untouched (operator previews)."""
-        saved = dict(self._streak), {tool: dict(calls) for tool, calls in self._rejected.items()}
-        try:
+        """What `evaluate` alone would answer now, leaving the anti-loop memory untouched. The gate's reads are
+        not made here: an operator's preview goes through `CallExecutor.dry_run`, which judges as a send would."""
+        with self.preview():
             return self.evaluate(call, ledger, ctx)
+
+    @contextlib.contextmanager
+    def preview(self) -> Iterator[None]:
+        """Judge as often as needed inside, then leave the anti-loop memory (REVISE streaks, remembered
+        rejections) exactly as it was: a dry-run is no proposal."""
+        saved = (dict(self._streak), {tool: dict(calls) for tool, calls in self._rejected.items()}, self._undo)
+        try:
+            yield
         finally:
-            self._streak, self._rejected = saved
+            self._streak, self._rejected, self._undo = saved
+
+    def noted(self, decision: GateDecision, notes: Mapping[str, str]) -> GateDecision:
+        """`decision` with `notes` appended to the reasons of those rules (by id), and its feedback written
+        again from them: what the gate adds to a verdict after judging (the read budget a rule ran out of)."""
+        if not notes:
+            return decision
+        results = tuple(replace(r, reason=f"{r.reason}; {notes[r.predicate_id]}") if r.predicate_id in notes
+                        else r for r in decision.results)
+        feedback = _feedback(decision.call, decision.verdict, results, decision.escalated, decision.repeated,
+                             self.max_revise_streak)
+        return replace(decision, results=results, feedback=feedback)
 
     def forget_last(self) -> None:
         """Undo what the last `evaluate` added to the anti-loop memory.

@@ -28,7 +28,7 @@ from core.llm.openai_model import OpenAIChatModel
 from core.scenario import Scenario, list_scenarios, load_scenario
 from core.session import Session, SessionResult
 from core.supervisor import Decision, Resolution, Undecided
-from core.tools import ToolCall, ToolKind, validate_arguments
+from core.tools import ToolCall
 from core.users import HumanUser, UserProxy
 from domains.registry import load_domain, load_offline_reader
 from mock_backends.base import SQLiteToolBackend
@@ -598,23 +598,14 @@ class LiveSession:
         assert self.session is not None
         return self.session.agent
 
-    def dry_run(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, GateDecision | None]:
-        """What would happen to this call now, without running it or touching the gate's memory.
+    async def dry_run(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, GateDecision | None]:
+        """What sending this call now would get, judged exactly as the send will judge it, and nothing recorded.
 
-        Returns (summary, decision): "invalid: …" for calls the executor would refuse, "read: not gated" for
-        reads, or the gate's verdict for writes.
+        The agent's own executor judges it (`CallExecutor.dry_run`): the same checks, the same evidence mode and
+        the same reads the gate makes itself before its verdict, made into a copy of the ledger and recorded
+        nowhere; the session's ledger, trace and the gate's anti-loop memory stay as they were. Returns
+        (summary, decision): "invalid: …" for calls the executor would refuse, "read: not gated" for reads, or
+        the verdict for writes, whose decision lists the reads the gate would make (`gate_reads`).
         """
-        spec = self.domain.tool(name)
-        if spec is None:
-            return f"invalid: Tool '{name}' not found.", None
-        problems = validate_arguments(spec, arguments)
-        if problems:
-            return "invalid: " + "; ".join(problems), None
-        if spec.kind is not ToolKind.WRITE:
-            return f"{spec.kind.value}: not gated, runs immediately", None
-        agent = self.agent
-        if agent.gate is None:
-            return "write: no gate in this agent configuration (it would run)", None
-        call = ToolCall(id="dry-run", name=name, arguments=dict(arguments))
-        decision = agent.gate.dry_run(call, agent.ledger, self.domain.context(agent.ledger))
-        return decision.verdict.value, decision
+        preview = await self.agent.executor.dry_run(ToolCall(id="dry-run", name=name, arguments=dict(arguments)))
+        return preview.summary, preview.decision

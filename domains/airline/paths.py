@@ -32,6 +32,8 @@ from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.gate import GateContext
 from core.ledger import LedgerReader, PathMap, PathRule, ResultShape, WriteEffect
 from core.tools import ToolCall
+from domains.airline.legs import Seen, search_for
+from domains.airline.legs import segments as _segments
 
 PROFILE_PATH = "user"
 
@@ -70,9 +72,6 @@ def _is_customer_profile(_call: ToolCall, result: Any, ledger: LedgerReader) -> 
 # Flight statuses, routes and the airport list never change. A payment method's kind comes from the owner's
 # profile as observed (its source never changes); when the ledger cannot tell, it is taken as spent.
 
-MAX_SEGMENTS = 8  # longest itinerary whose flights a write stales one by one (tau2's longest has 4)
-
-
 def _methods_of(ledger: LedgerReader, user_id: str | None) -> Mapping[str, Any]:
     profile = ledger.get(f"users.{user_id}") if user_id else None
     methods = profile.get("payment_methods") if isinstance(profile, Mapping) else None
@@ -110,13 +109,6 @@ def _booking_fields(call: ToolCall, ledger: LedgerReader) -> list[str]:
         else []
     spent = [field for field in (_spent(ledger, user_id, pid) for pid in dict.fromkeys(ids)) if field is not None]
     return ["reservations", *spent]
-
-
-def _segments(call: ToolCall) -> list[tuple[str, str]]:
-    flights = call.arguments.get("flights")
-    found = [(str(f.get("flight_number")), str(f.get("date"))) for f in flights if isinstance(f, Mapping)] \
-        if isinstance(flights, list) else []
-    return found[:MAX_SEGMENTS]
 
 
 def _day_before(day: str) -> str | None:
@@ -192,79 +184,15 @@ WRITE_EFFECTS = (
 # the customer's own; a reservation that is not the customer's is the gate's evidence only.
 
 
-def _observed_route(flight_number: str, ledger: LedgerReader) -> tuple[str, str] | None:
-    """Where a flight goes, as a reservation observed in this conversation shows it (a number flies one route)."""
-    for path in ledger.observed_paths("reservations.*"):
-        for record in ledger.observations(path):
-            flights = record.get("flights") if isinstance(record, Mapping) else None
-            for flight in flights if isinstance(flights, list) else []:
-                if isinstance(flight, Mapping) and flight.get("flight_number") == flight_number:
-                    origin, destination = flight.get("origin"), flight.get("destination")
-                    if isinstance(origin, str) and isinstance(destination, str):
-                        return origin, destination
-    return None
-
-
-def _itinerary_search(flight_number: str, day: str, call: ToolCall,
-                      ledger: LedgerReader) -> tuple[str, str, str, str] | None:
-    """The search that shows a flight of the itinerary a write books or switches to, from the trip alone: (tool,
-    origin, destination, date), or None when the trip does not say.
-
-    The trip is the booking's own, or the reservation's as observed (a change keeps origin and destination). A
-    one-way trip goes origin -> destination; a round trip goes out and back, split where its dates are furthest
-    apart. A leg of one flight is a direct search of its route; a leg of two, the one-stop search from the leg's
-    start to its end on the first flight's date (it lists second flights of the next day too). Longer legs are
-    left to the model. The search is public data: a wrong guess costs one read, and the rule then still asks."""
-    segments = _segments(call)
-    if (flight_number, day) not in segments:
-        return None
-    trip: Any = call.arguments if call.name == "book_reservation" else \
-        ledger.get(f"reservations.{call.arguments.get('reservation_id')}")
-    if not isinstance(trip, Mapping):
-        return None
-    origin, destination, kind = trip.get("origin"), trip.get("destination"), trip.get("flight_type")
-    if not isinstance(origin, str) or not isinstance(destination, str):
-        return None
-    legs: list[tuple[int, int, str, str]] = [(0, len(segments), origin, destination)]
-    if kind == "round_trip":
-        if len(segments) < 2:
-            return None
-        gaps = [(_days_between(segments[i][1], segments[i + 1][1]), i + 1) for i in range(len(segments) - 1)]
-        split = max(gaps)[1]
-        legs = [(0, split, origin, destination), (split, len(segments), destination, origin)]
-    elif kind != "one_way":
-        return None
-    position = segments.index((flight_number, day))
-    for start, end, leg_from, leg_to in legs:
-        if start <= position < end:
-            if end - start == 1:
-                return "search_direct_flight", leg_from, leg_to, day
-            if end - start == 2:
-                return "search_onestop_flight", leg_from, leg_to, segments[start][1]
-    return None
-
-
-def _days_between(first: str, second: str) -> int:
-    try:
-        return (date.fromisoformat(second) - date.fromisoformat(first)).days
-    except ValueError:
-        return 0
-
-
 def _search_for(tool: str) -> Any:
     """The arguments of `tool` (a direct or one-stop search) that show flight `{flight_number}` on `{date}`: its
-    observed route first (a cabin change on the flights already booked), else the itinerary's leg."""
+    route when any observation of the number gives it, else its leg of the itinerary (domains.airline.legs)."""
 
     def arguments(names: Mapping[str, str], call: ToolCall, ledger: LedgerReader,
                   _ctx: GateContext) -> Mapping[str, Any] | None:
-        route = _observed_route(names["flight_number"], ledger)
-        if route is not None:
-            found: tuple[str, str, str, str] | None = ("search_direct_flight", *route, names["date"])
-        else:
-            found = _itinerary_search(names["flight_number"], names["date"], call, ledger)
-        if found is None or found[0] != tool:
-            return None
-        return {"origin": found[1], "destination": found[2], "date": found[3]}
+        seen = Seen(lambda path: [entry.value for entry in ledger.observations(path)], ledger.observed_paths)
+        found = search_for(names["flight_number"], names["date"], call, seen)
+        return None if found is None or found.tool != tool else found.arguments
 
     return arguments
 
@@ -276,7 +204,7 @@ EVIDENCE_READS = EvidenceReads(
         GateRead("reservations.{reservation_id}", "get_reservation_details", owner=record_of("user_id")),
         GateRead("flights.{flight_number}.{date}.status", "get_flight_status"),
         GateRead("flights.{flight_number}.{date}", "search_direct_flight", _search_for("search_direct_flight"),
-                 note="the flight's route from a reservation holding it, or the itinerary's leg"),
+                 note="the flight's route from any observation of it, or its leg of the itinerary"),
         GateRead("flights.{flight_number}.{date}", "search_onestop_flight", _search_for("search_onestop_flight"),
                  note="a two-flight leg of the itinerary: the one-stop search of the leg"),
         GateRead("flight_search.{origin}.{destination}.{date}", "search_direct_flight"),

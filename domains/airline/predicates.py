@@ -43,6 +43,7 @@ from core.gate import (
 from core.numbers import whole
 from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
+from domains.airline.legs import ONESTOP, LegSearch, Seen, route_of, search_for
 from domains.airline.paths import PROFILE_PATH
 
 BOOK = "book_reservation"
@@ -171,8 +172,9 @@ def _status(view: LedgerView, segment: Segment) -> str | None:
 
 
 def _with_route(view: LedgerView, segments: Sequence[Segment], kept: Sequence[Segment] = ()) -> list[Segment] | None:
-    """Fill each segment's route from the reservation (kept segments) or from what a search showed.
-    None when some route is unknown (a flight nobody searched for)."""
+    """Fill each segment's route from the reservation (kept segments), from what a search showed on its date, or
+    from any other observation of its number (a number flies one route, domains.airline.legs.route_of).
+    None when some route is unknown (a flight never observed at all)."""
     known = {s.key: s for s in kept}
     routed: list[Segment] = []
     for segment in segments:
@@ -181,9 +183,11 @@ def _with_route(view: LedgerView, segments: Sequence[Segment], kept: Sequence[Se
             routed.append(source)
             continue
         offer = _offer(view, segment)
-        if offer is None:
+        route = (offer.get("origin"), offer.get("destination")) if offer is not None else \
+            route_of(segment.flight_number, _seen(view))
+        if route is None:
             return None
-        routed.append(Segment(segment.flight_number, segment.date, offer.get("origin"), offer.get("destination")))
+        routed.append(Segment(segment.flight_number, segment.date, route[0], route[1]))
     return routed
 
 
@@ -494,6 +498,11 @@ def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext, cust
     if not requested:
         return Violation("flights is empty; give every flight of the itinerary")
     record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
+    trip = call.arguments if record is None else record
+    if trip.get("flight_type") == "round_trip" and len(requested) < 2:  # no route needed to see it
+        where = "the booking" if record is None else f"reservations.{call.arguments.get('reservation_id')}.flight_type"
+        return Violation(f"a round trip ({where}) needs a flight out and a flight back; the itinerary has "
+                         f"{_count(len(requested), 'flight')}")
     routed = _with_route(view, requested, _booked(record) if record is not None else ())
     if routed is None:
         return Pass("a flight was never observed (see airline.flight_observed_available)")
@@ -523,12 +532,18 @@ def itinerary_connected(call: ToolCall, view: LedgerView, ctx: GateContext, cust
 )
 @once_identified
 def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    """What was observed decides, and only what was not observed is asked for, never again once observed: a
+    status other than "available" (a search shows only available flights, so no search will ever show it) and
+    a search of the flight's leg that does not list it are reasons the call breaks the rule, cited; a flight
+    never searched is asked for with the search that shows it (domains.airline.legs: its route when any
+    observation of the number gives it, else its leg of the itinerary), which the gate can make itself."""
     record = _reservation(view, call)[1] if call.name == UPDATE_FLIGHTS else None
     cabin = call.arguments.get("cabin")
     n = _passenger_count(call, record)
-    unseen: list[Segment] = []
     problems: list[str] = []
+    asks: list[tuple[Segment, LegSearch | None, bool, bool]] = []  # flight, search, ask status first, search missed
     today = _today(ctx)
+    seen = _seen(view)
     for segment in _repriced(call, record):
         offer = _offer(view, segment)
         if offer is None:
@@ -544,7 +559,19 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
                 problems.append(f"{segment.label()} is {status} ({_status_source(view, segment)}); it cannot be "
                                 "booked")
                 continue
-            unseen.append(segment)
+            if status is not None and status != "available":  # no search lists it: never ask for one again
+                problems.append(f"{segment.label()} is {status} ({_status_source(view, segment)}); only a flight "
+                                "whose status is available can be booked")
+                continue
+            search = search_for(segment.flight_number, segment.date, call, seen)
+            listing = _listing_without(view, search, segment)
+            if search is not None and search.forced and listing is not None:
+                problems.append(f"{segment.label()} is not among the flights {search.text} shows ({search.path}: "
+                                f"{listing}); that search lists every bookable flight of the leg it must fly, so it "
+                                "cannot be booked there on that date")
+                continue
+            status_first = status is None and (segment.date == today or search is None or listing is not None)
+            asks.append((segment, search, status_first, listing is not None))
             continue
         seats = whole(offer.get("available_seats", {}).get(cabin)) if isinstance(cabin, str) else None
         if seats is None or seats < n:
@@ -553,21 +580,52 @@ def flight_observed_available(call: ToolCall, view: LedgerView, ctx: GateContext
                             f"{_count(n, 'passenger')}")
     if problems:
         return Violation("; ".join(problems) + "; choose another flight or cabin")
-    if unseen:
-        one = len(unseen) == 1
-        shown = ", ".join(s.label() for s in unseen)
-        today_unknown = [s for s in unseen if s.date == today and _status(view, s) is None]
-        if today_unknown:  # a search shows only flights still bookable: a departed one would never appear
-            return _ask_status(today_unknown, f"{shown} {'was' if one else 'were'} not seen in any flight search, "
-                                              "and a flight dated today may already have flown; before searching, "
-                                              "check its status")
-        return MissingEvidence(
-            paths=tuple(s.offer_path for s in unseen),
-            reason=(f"{shown} {'was' if one else 'were'} not seen in any flight search. Search "
-                    f"{'its route and date' if one else 'their routes and dates'} with search_direct_flight or "
-                    "search_onestop_flight and use a flight from the result"),
-        )
+    if asks:
+        return _ask_search(asks, today)
     return Pass()
+
+
+def _seen(view: LedgerView) -> Seen:
+    return Seen(view.observations, view.observed_paths)
+
+
+def _listing_without(view: LedgerView, search: LegSearch | None, segment: Segment) -> str | None:
+    """The flights an observed search of the segment's leg lists, when it does not list the segment; None when
+    that search was never made, or shows it. The latest observation counts even when a booking made it stale:
+    a write changes seats, never which flights a search lists (statuses never change)."""
+    if search is None:
+        return None
+    observed = view.observations(search.path)
+    if not observed or search.lists(observed[-1], segment.flight_number, segment.date):
+        return None
+    result = observed[-1]
+    items = [leg for pair in _list(result) for leg in _list(pair)] if search.tool == ONESTOP else _list(result)
+    numbers = list(dict.fromkeys(str(i.get("flight_number")) for i in items if isinstance(i, Mapping)))
+    return ", ".join(numbers) if numbers else "no flights"
+
+
+def _ask_search(asks: Sequence[tuple[Segment, LegSearch | None, bool, bool]],
+                today: str) -> Outcome:
+    """The reads that show the flights never seen: their status first where a search may never show them (dated
+    today, their leg unknown, or missing from a search of a leg the facts do not force), else their search."""
+    paths: list[str] = []
+    parts: list[str] = []
+    for segment, search, status_first, missed in asks:
+        if status_first:
+            paths.append(segment.status_path)
+            why = ("a flight dated today may already have flown" if segment.date == today else
+                   "its route is not known from this conversation" if search is None else
+                   f"{search.text} did not list it")
+            parts.append(f"{segment.label()} was not seen in any flight search and {why}: check its status with "
+                         f"{call_text('get_flight_status', flight_number=segment.flight_number, date=segment.date)}")
+        else:
+            paths.append(segment.offer_path)
+            how = (f"search it with {search.text}" if search is not None and not missed else
+                   "search the route it flies on that date with search_direct_flight or search_onestop_flight"
+                   + (f" ({search.text} did not list it)" if search is not None else ""))
+            parts.append(f"{segment.label()} was not seen in any flight search: {how} and use a flight from the "
+                         "result")
+    return MissingEvidence(paths=tuple(paths), reason="; ".join(parts))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -802,6 +860,20 @@ def passenger_count_unchanged(call: ToolCall, view: LedgerView, ctx: GateContext
 
 # ---------------------------------------------------------------------------------------------------
 # Compensation.
+#
+# Reads sized to the decision: a certificate needs ONE compensable disruption among the flights of the
+# customer's reservations, not the status of every one of them. The rules below ask for the unknown statuses
+# one at a time (MissingEvidence.one_at_a_time, nearest to today first: where delays and cancellations are),
+# only on reservations where a disruption would be compensable at all, so the gate reads until the rule has its
+# answer, at most STATUS_READ_BUDGET statuses for one certificate; past that the model is asked, and the
+# refusal says how many the gate read.
+
+STATUS_READ_BUDGET = 12
+
+
+def _compensable(membership: str, record: Mapping[str, Any]) -> bool:
+    """A disruption on this reservation is compensable: a silver or gold member, or an insured or business one."""
+    return membership in ("silver", "gold") or record.get("insurance") == "yes" or record.get("cabin") == "business"
 
 
 @dataclass(frozen=True)
@@ -818,8 +890,7 @@ class Disruption:
     resolved_by: str  # why a delay is now compensable ("" when it is not yet)
 
     def eligible(self, membership: str) -> bool:
-        return membership in ("silver", "gold") or self.record.get("insurance") == "yes" or \
-            self.record.get("cabin") == "business"
+        return _compensable(membership, self.record)
 
     @property
     def resolved(self) -> bool:
@@ -848,16 +919,26 @@ def _changed_by_us(view: LedgerView, reservation_id: str) -> str:
     return ""
 
 
-def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], list[Segment]]:
-    """Disruptions on the customer's reservations over every observation of them (a flight our own change
-    removed still counts), and the flights whose status is unknown."""
-    found: dict[tuple[str, tuple[str, str]], Disruption] = {}
-    unknown: dict[tuple[str, str], Segment] = {}
+def _customer_reservations(view: LedgerView, customer: str) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """(reservation id, every observation of it) for each observed reservation the customer owns, in reading
+    order of their paths."""
+    owned: list[tuple[str, list[Mapping[str, Any]]]] = []
     for path in view.observed_paths("reservations.*"):
-        reservation_id = path.split(".", 1)[1]
         observations = [r for r in view.observations(path) if isinstance(r, Mapping)]
-        if not observations or observations[-1].get("user_id") != customer:
-            continue
+        if observations and observations[-1].get("user_id") == customer:
+            owned.append((path.split(".", 1)[1], observations))
+    return owned
+
+
+def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], list[tuple[str, Segment]]]:
+    """Disruptions on the customer's reservations over every observation of them (a flight our own change
+    removed still counts), and the flights whose status is unknown on reservations where a disruption would be
+    compensable, with the reservation listing them (the others cannot change the answer: their statuses are
+    never asked for)."""
+    membership = str(_profile(view, customer).get("membership"))
+    found: dict[tuple[str, tuple[str, str]], Disruption] = {}
+    unknown: dict[tuple[str, str], tuple[str, Segment]] = {}
+    for reservation_id, observations in _customer_reservations(view, customer):
         cancelled = observations[-1].get("status") == "cancelled"
         by_us = _changed_by_us(view, reservation_id)
         resolved_by = by_us or (f"reservations.{reservation_id}.status is cancelled" if cancelled else "")
@@ -867,9 +948,34 @@ def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], lis
                 if status in COMPENSATION_PER_PASSENGER:
                     found.setdefault((reservation_id, segment.key),
                                      Disruption(reservation_id, record, segment, str(status), resolved_by))
-                elif status is None and segment.key not in unknown:
-                    unknown[segment.key] = segment
+                elif status is None and _compensable(membership, record) and segment.key not in unknown:
+                    unknown[segment.key] = (reservation_id, segment)
     return list(found.values()), list(unknown.values())
+
+
+def _nearest_first(segments: Sequence[Segment], ctx: GateContext) -> list[Segment]:
+    """Flights dated today or earlier, latest first, then later ones, earliest first: where a delay or a
+    cancellation is likeliest to be found first (a flight that has not left yet has seldom been disrupted)."""
+    today = _today(ctx)
+
+    def key(segment: Segment) -> tuple[int, int]:
+        if not _is_date(segment.date):
+            return (2, 0)
+        day = date.fromisoformat(segment.date).toordinal()
+        return (0, -day) if segment.date <= today else (1, day)
+
+    return sorted(segments, key=key)
+
+
+def _search_statuses(unknown: Sequence[tuple[str, Segment]], ctx: GateContext, why: str) -> MissingEvidence:
+    """Ask for the unknown statuses one at a time (the first that answers settles it), nearest to today first."""
+    ordered = _nearest_first([segment for _, segment in unknown], ctx)
+    reads = ", ".join(call_text("get_flight_status", flight_number=s.flight_number, date=s.date) for s in ordered)
+    return MissingEvidence(
+        paths=tuple(s.status_path for s in ordered),
+        reason=f"{why}: read {reads}, one at a time until one shows a cancelled or delayed flight (the gate "
+               f"reads at most {STATUS_READ_BUDGET} of them itself for one certificate)",
+        one_at_a_time=STATUS_READ_BUDGET)
 
 
 @predicate(
@@ -881,35 +987,46 @@ def _disruptions(view: LedgerView, customer: str) -> tuple[list[Disruption], lis
 )
 @for_customer
 def compensation_eligible(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
+    """Needs one compensable disruption, so the statuses it lacks are read one at a time until one is found
+    (at most STATUS_READ_BUDGET = 12 for one certificate); it refuses only on what was observed."""
     membership = str(_profile(view, customer).get("membership"))
     found, unknown = _disruptions(view, customer)
     if any(d.eligible(membership) for d in found):
         return Pass()
+    if unknown:
+        seen = "; ".join(d.describe() for d in found)
+        return _search_statuses(unknown, ctx, "no compensable cancelled or delayed flight has been confirmed on the "
+                                              f"customer's reservations{f' ({seen}: not compensable)' if seen else ''}")
     if found:
         shown = "; ".join(d.describe() for d in found)
         return Violation(f"{shown}, but the customer is a {membership} member (user.membership) and the reservation "
                          "is neither insured nor business (its insurance and cabin), so no certificate is due")
-    if unknown:
-        return _ask_status(unknown, "no cancelled or delayed flight has been confirmed on the customer's reservations")
+    owned = _customer_reservations(view, customer)
     if not view.observed_paths("reservations.*"):
         return MissingEvidence(paths=("reservations.*",),
                                reason="read the reservation the customer complains about, then check its flights' "
                                       "status with get_flight_status")
-    seen = _observed_segments(view, customer)
-    shown = ", ".join(f"{s.label()}: {_status(view, s)} ({_status_source(view, s)})" for s in seen)
-    return Violation(f"none of the customer's observed reservations has a cancelled or delayed flight ({shown}), so "
-                     "there is nothing to compensate")
+    seen_segments = _observed_segments(view, customer)
+    known = [s for s in seen_segments if _status(view, s) is not None]
+    shown = ", ".join(f"{s.label()}: {_status(view, s)} ({_status_source(view, s)})" for s in known)
+    if len(known) == len(seen_segments):
+        return Violation(f"none of the customer's observed reservations has a cancelled or delayed flight ({shown}), "
+                         "so there is nothing to compensate")
+    # the flights left unknown are on reservations a disruption would not make compensable: no read changes it
+    closed = ", ".join(rid for rid, observations in owned if not any(_compensable(membership, r) for r in observations))
+    confirmed = f"no cancelled or delayed flight is confirmed ({shown}), and " if known else ""
+    return Violation(f"{confirmed}the customer is a {membership} member (user.membership) whose reservations "
+                     f"{closed} are neither insured nor business (their insurance and cabin), so no certificate is "
+                     "due for them whatever happened to their flights")
 
 
 def _observed_segments(view: LedgerView, customer: str) -> list[Segment]:
     """Every flight of the customer's observed reservations (any observation), once each, in reading order."""
     seen: dict[tuple[str, str], Segment] = {}
-    for path in view.observed_paths("reservations.*"):
-        observations = [r for r in view.observations(path) if isinstance(r, Mapping)]
-        if observations and observations[-1].get("user_id") == customer:
-            for record in observations:
-                for segment in _booked(record):
-                    seen.setdefault(segment.key, segment)
+    for _reservation_id, observations in _customer_reservations(view, customer):
+        for record in observations:
+            for segment in _booked(record):
+                seen.setdefault(segment.key, segment)
     return list(seen.values())
 
 
@@ -923,10 +1040,15 @@ def _observed_segments(view: LedgerView, customer: str) -> list[Segment]:
 @for_customer
 def compensation_delay_after_change(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
     membership = str(_profile(view, customer).get("membership"))
-    eligible = [d for d in _disruptions(view, customer)[0] if d.eligible(membership)]
+    found, unknown = _disruptions(view, customer)
+    eligible = [d for d in found if d.eligible(membership)]
     if not eligible or any(d.resolved for d in eligible):
         return Pass()
     shown = "; ".join(d.describe() for d in eligible)
+    if unknown:  # a cancelled flight elsewhere would be compensable now: only its status can say
+        return _search_statuses(unknown, ctx, f"{shown}: a delay is compensated only once its reservation has been "
+                                              "changed or cancelled, and a cancelled flight on another reservation "
+                                              "would be compensable at once")
     return Violation(f"{shown}: a delay is compensated only once the reservation has been changed or cancelled at "
                      f"the customer's request, and no {UPDATE_FLIGHTS} or {CANCEL} of it has run in this "
                      f"conversation (effects.{UPDATE_FLIGHTS}, effects.{CANCEL}); do that first (or do not offer "
@@ -954,8 +1076,8 @@ def _due(view: LedgerView, customer: str) -> list[Disruption]:
 )
 @for_customer
 def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext, customer: str) -> Outcome:
-    due = [d for d in _disruptions(view, customer)[0]
-           if d.eligible(str(_profile(view, customer).get("membership"))) and d.resolved]
+    found, unknown = _disruptions(view, customer)
+    due = [d for d in found if d.eligible(str(_profile(view, customer).get("membership"))) and d.resolved]
     if not due:
         return Pass("nothing is due (see airline.compensation_eligible)")
     amount = call.arguments.get("amount")
@@ -963,6 +1085,9 @@ def compensation_amount(call: ToolCall, view: LedgerView, ctx: GateContext, cust
         return Pass()
     shown = "; ".join(f"{d.amount} for {d.describe()} ({COMPENSATION_PER_PASSENGER[d.kind]} x "
                       f"{_count(d.passengers, 'passenger')})" for d in due)
+    if unknown:  # the disruption this amount is for may be among the flights not checked yet
+        return _search_statuses(unknown, ctx, f"amount {amount!r} matches none of the disruptions confirmed so far "
+                                              f"({shown})")
     return Violation(f"amount {amount!r} is not what the policy sets: {shown}")
 
 
@@ -982,9 +1107,13 @@ def compensation_once(call: ToolCall, view: LedgerView, ctx: GateContext, custom
         return Pass(f"{_count(len(given), 'certificate')} given for {_count(len(due), 'disrupted reservation')}")
     shown = ", ".join(f"{e.arguments.get('amount')} at step {e.provenance.step}" for e in given)
     reservations = ", ".join(d.reservation_id for d in due) or "none"
-    return Violation(f"this conversation already gave {customer} {_count(len(given), 'certificate')} ({shown}; "
-                     f"effects.{CERTIFICATE}) for {_count(len(due), 'compensable reservation')} ({reservations}); "
-                     "each disruption is compensated once")
+    facts = (f"this conversation already gave {customer} {_count(len(given), 'certificate')} ({shown}; "
+             f"effects.{CERTIFICATE}) for {_count(len(due), 'compensable reservation')} ({reservations})")
+    compensated = {d.reservation_id for d in due}
+    unknown = [(rid, segment) for rid, segment in _disruptions(view, customer)[1] if rid not in compensated]
+    if unknown:  # another disrupted reservation would be due its own certificate: only its statuses can say
+        return _search_statuses(unknown, ctx, facts)
+    return Violation(f"{facts}; each disruption is compensated once")
 
 
 PREDICATES: tuple[Predicate, ...] = (

@@ -7,8 +7,9 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
 - Severity follows "can the model fix this by changing the call, or by reading?". A wrong slot, type,
   billing choice, supplier or price is REVISE: another argument fixes it. A fact about the world that no
   argument changes is BLOCK: the appointment or record is someone else's, or the appointment is completed
-  or cancelled. Acting for another patient is a BLOCK whose reason never suggests reading that patient's
-  data: it names what the records read so far show, nothing more.
+  or cancelled. Acting for another patient is a BLOCK only on what their record shows (it names someone
+  else as emergency contact); before their record is read it is a read to make, never a refusal, and the
+  gate makes it itself as its own evidence (never shown to the model).
 - House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): the age limits of
   a dependant (a child under 18, a parent 65 or older), the specialised appointment types by specialty,
   and the severe-interaction hold on a supplier change. The hold is a function of observed facts, never of
@@ -168,8 +169,10 @@ def _in_scope(view: LedgerView, ctx: GateContext, patient_id: str, what: str, wh
     """Pass when `patient_id` is the authenticated patient or their dependant; `what`/`where` name the
     thing being changed and the ledger value that says whose it is, for the reason.
 
-    Whether someone else is a dependant is judged on records already read (their profile, read when the
-    patient asked to act for them); it never asks to read another patient's data."""
+    Whether someone else is a dependant shows only in their own record (it names the patient as emergency
+    contact) and the patient's profile (their name): judged on those once read; until then it is unknown, and
+    unknown is a read to make (a REVISE that needs a read), never a refusal. The gate reads those records itself
+    as its own evidence: another patient's record is never shown to the model (core.evidence, `gate_only`)."""
     customer = _patient_id(view, ctx)
     if customer is None:
         return Pass("no authenticated patient yet (see telehealth.authenticated)")
@@ -177,24 +180,33 @@ def _in_scope(view: LedgerView, ctx: GateContext, patient_id: str, what: str, wh
         return Pass()
     own = view.get(PROFILE_PATH)
     other = view.get(f"patients.{patient_id}")
-    if isinstance(own, Mapping) and isinstance(other, Mapping):
-        why_not = _dependant_reason(own, other)
-        if why_not is None:
-            return Pass(f"{patient_id} is a dependant of {customer}")
-        shown = f"{why_not} (patients.{patient_id}.emergency_contact)"
-    else:
-        shown = "no record read in this conversation shows them as the patient's child or parent"
+    if not isinstance(own, Mapping) or not isinstance(other, Mapping):
+        unread = [path for path, record in ((PROFILE_PATH, own), (f"patients.{patient_id}", other))
+                  if not isinstance(record, Mapping)]
+        reads = [call_text("get_patient_details", patient_id=customer if path == PROFILE_PATH else patient_id)
+                 for path in unread]
+        return MissingEvidence(
+            paths=tuple(unread),
+            reason=f"{what} is for patient {patient_id!r} ({where}), not the authenticated patient {customer!r} "
+                   f"(auth.patient_id); whether {patient_id!r} is their child or aged parent shows only in "
+                   f"{patient_id!r}'s own record, which names their emergency contact: read {', '.join(reads)}, and "
+                   "share nothing from another patient's record unless it names the patient")
+    why_not = _dependant_reason(own, other)
+    if why_not is None:
+        return Pass(f"{patient_id} is a dependant of {customer}")
     return Violation(
         f"{what} is for patient {patient_id!r} ({where}), not the authenticated patient {customer!r} "
-        f"(auth.patient_id), and {patient_id!r} is not their dependant: {shown}"
+        f"(auth.patient_id), and {patient_id!r} is not their dependant: {why_not} "
+        f"(patients.{patient_id}.emergency_contact)"
     )
 
 
 def _outsider(view: LedgerView, ctx: GateContext, patient_id: str) -> bool:
-    """True when `patient_id` is known NOT to be the patient or a dependant. Rules that read the booked
-    patient's own data (calendar, insurance) then stand aside: the scope rules refuse the call, and asking
-    the agent to read a stranger's calendar would be both noise and a privacy breach."""
-    return isinstance(_in_scope(view, ctx, patient_id, "", ""), Violation)
+    """True unless `patient_id` is known to be the patient or a dependant (an outsider, or not known yet). Rules
+    that read the booked patient's own data (calendar, insurance) then stand aside: the scope rules refuse the
+    call or ask for the records that settle it, and asking the agent to read a stranger's calendar would be both
+    noise and a privacy breach."""
+    return not isinstance(_in_scope(view, ctx, patient_id, "", ""), Pass)
 
 
 for_patient = requires_customer("telehealth.authenticated", _patient_id, "no authenticated patient yet")
@@ -415,7 +427,7 @@ def _clashes(listing: Record, slot: _Slot) -> list[str]:
 def no_conflicting_appointment(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     slot = _slot(view, call)
     if _outsider(view, ctx, slot.patient_id):
-        return Pass("not the patient's or a dependant's appointment (see the scope rules)")
+        return Pass("not known to be the patient's or a dependant's appointment (see the scope rules)")
     path = f"appointment_lists.{slot.patient_id}"
     read = call_text("list_patient_appointments", patient_id=slot.patient_id)
     listing: Record = view.need(path, read)
@@ -500,7 +512,7 @@ def appointment_type_allowed(call: ToolCall, view: LedgerView, ctx: GateContext,
 def billing_consistent(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     patient_id = str(call.arguments.get("patient_id", ""))
     if _outsider(view, ctx, patient_id):
-        return Pass("not the patient's or a dependant's booking (see telehealth.schedule_for_patient)")
+        return Pass("not known to be the patient's or a dependant's booking (see telehealth.schedule_for_patient)")
     profile = _profile(view, patient_id)
     bill_insurance = call.arguments.get("bill_insurance")
     voucher = call.arguments.get("voucher_id")
@@ -532,23 +544,58 @@ def _prescriptions(record: Record) -> list[Record]:
     return [p for p in items if isinstance(p, Mapping)] if isinstance(items, list) else []
 
 
+def _named_prescription(record: Record, medication: str) -> tuple[str | None, list[str]]:
+    """The record's own name of the prescription a supplier change of `medication` changes, and the names it
+    could mean, as the tool resolves it: tau-Trait's `UpdatePrescriptionSupplier.invoke`
+    (tau_trait/envs/telehealth/tools/update_prescription_supplier.py) matches the name ignoring case and
+    surrounding spaces, else the first prescription whose name starts the given one or that the given one
+    starts ("handles appended dosage info like 'lamotrigine 100mg BID'"); with names repeated, the last
+    prescription of a name wins. A name that could mean several prescriptions names none of them here (the tool
+    would change the first, whichever the agent meant), and a prescription without a name matches nothing."""
+    wanted = medication.strip().lower()
+    by_key: dict[str, str] = {}
+    for item in _prescriptions(record):
+        name = str(item.get("medication", ""))
+        by_key[name.strip().lower()] = name
+    if not wanted:
+        return None, []
+    if wanted in by_key:
+        return by_key[wanted], [by_key[wanted]]
+    partial = [name for key, name in by_key.items() if key and (wanted.startswith(key) or key.startswith(wanted))]
+    return (partial[0] if len(partial) == 1 else None), partial
+
+
 @predicate(
     id="telehealth.prescription_in_record",
     tools=[SUPPLIER],
     severity=Verdict.REVISE,
-    policy="A supplier change names a medication the record prescribes, spelled as the record spells it.",
+    policy="A supplier change names one medication the record prescribes, as the tool matches it: the record's "
+           "name in any case, or that name with a dosage added.",
 )
 @once_identified
 def prescription_in_record(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
+    """Legal exactly where tau-Trait's tool finds the one prescription meant (see `_named_prescription`):
+    "Montelukast 10 mg" changes the record's "Montelukast", as the tool does."""
     record_id, record = _record(view, call)
     medication = str(call.arguments.get("medication", ""))
     names = [str(p.get("medication", "")) for p in _prescriptions(record)]
-    if medication.strip().lower() in {n.strip().lower() for n in names}:
-        return Pass()
-    return Violation(
-        f"record {record_id} prescribes {names} (records.{record_id}.prescriptions), not {medication!r}; the "
-        "tool would otherwise match a name that merely starts the same"
-    )
+    named, candidates = _named_prescription(record, medication)
+    if named is not None:
+        return Pass("" if named == medication else f"{medication!r} is the record's {named!r}, as the tool matches "
+                                                    f"it (records.{record_id}.prescriptions)")
+    if len(candidates) > 1:
+        return Violation(f"{medication!r} could be any of {candidates} (records.{record_id}.prescriptions), and the "
+                         f"tool would change the first, {candidates[0]!r}; name the one meant as the record does")
+    return Violation(f"record {record_id} prescribes {names} (records.{record_id}.prescriptions), not {medication!r}")
+
+
+def _spellings(view: LedgerView, call: ToolCall) -> list[str]:
+    """The names a supplier change's medication goes by: the record's own name of it first (the catalogue's and
+    the interaction checks' spelling), when the record was read and names it, then the name the call gives."""
+    medication = str(call.arguments.get("medication", "")).strip()
+    record = view.get(f"records.{call.arguments.get('record_id', '')}")
+    named = _named_prescription(record, medication)[0] if isinstance(record, Mapping) else None
+    return list(dict.fromkeys([*([named.strip()] if named else []), medication]))
 
 
 def _supplier_listing(view: LedgerView, medication: str) -> tuple[str, Record] | None:
@@ -584,8 +631,11 @@ def _same_company(given: str, offer: Record) -> bool:
 @once_identified
 def supplier_observed(call: ToolCall, view: LedgerView, ctx: GateContext, patient: str) -> Outcome:
     args = call.arguments
-    medication = str(args.get("medication", ""))
-    found = _supplier_listing(view, medication)
+    if not isinstance(view.get(f"records.{args.get('record_id', '')}"), Mapping):
+        return Pass("which medication the call names shows in its record (see telehealth.prescription_in_record)")
+    spellings = _spellings(view, call)
+    medication = spellings[0]
+    found = next((hit for name in spellings if (hit := _supplier_listing(view, name)) is not None), None)
     if found is None:
         return MissingEvidence(
             paths=(f"suppliers.{medication}",),
@@ -662,14 +712,16 @@ def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext, pa
     medication = str(call.arguments.get("medication", "")).strip()
     record_id, record = _record(view, call)
     prescribed = [str(p.get("medication", "")) for p in _prescriptions(record)]
-    spellings = [name for name in prescribed if name.strip().lower() == medication.lower()]
-    checks = _checks_of(view, medication, spellings)
+    named = _named_prescription(record, medication)[0]
+    looked_up = medication if named is None else named.strip()  # the tool's prescription, as the record names it
+    spellings = [name for name in prescribed if name.strip().lower() == looked_up.lower()]
+    checks = _checks_of(view, looked_up, spellings)
     if not checks:
         return Pass(f"no interaction check of {medication} in this conversation")
     together = {name.strip().lower() for name in prescribed}
     held: dict[str, str] = {}
     for path, check in checks:
-        for partner, pair in _severe_partners(check, medication):
+        for partner, pair in _severe_partners(check, looked_up):
             if partner.strip().lower() not in together:
                 held.setdefault(f"{pair} ({path})", partner)
     if held:

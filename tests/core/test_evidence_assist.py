@@ -23,23 +23,30 @@ from core.gate import (
     GateContext,
     GateDecision,
     LedgerView,
+    MissingEvidence,
     Outcome,
+    Pass,
     PolicyGate,
     RefusalKind,
     Verdict,
+    Violation,
     predicate,
 )
 from core.ledger import READ_BY_GATE, Ledger
 from core.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedStep
 from core.regate import regate
 from core.replay import Checker, TrajectoryCall
+from core.scenario import list_scenarios, load_scenario
 from core.session import Session
 from core.timeline import LedgerTimeline
 from core.tools import ToolCall
 from core.trace import load_trace
 from core.users import ScriptedUser
+from domains.registry import load_domain, load_offline_reader
 from domains.retail import DOMAIN
+from mock_backends.registry import open_backend
 from mock_backends.retail import RetailBackend
+from tests.support.scenario_runs import SCENARIOS, FirstWriteOverride
 
 MIA_EMAIL, MIA_PENDING, NOAH_PENDING = "mia.garcia@example.com", "#W4821002", "#W3107002"
 CANCEL = "cancel_pending_order"
@@ -274,3 +281,154 @@ async def test_a_session_with_gate_reads_rebuilds_and_exports_in_either_mode(tmp
         finally:
             await replay_backend.close()
         assert all(r.met for r in results), (evidence, [(r.name, r.verdict) for r in results])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reads sized to the decision: a rule that needs one qualifying record among many (MissingEvidence.one_at_a_time)
+
+CANDIDATES = ("#W0000001", MIA_PENDING, "#W4821001", NOAH_PENDING)  # none, pending, delivered, Noah's
+
+
+def _needs_a_delivered_order(budget: int) -> Any:
+    """A rule that needs ONE delivered order among CANDIDATES: the first that shows it settles it."""
+
+    @predicate(id="retail.one_delivered_order", tools=[CANCEL], severity=Verdict.REVISE,
+               policy="a test rule: some order among the candidates is delivered")
+    def check(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        unread = []
+        for order_id in CANDIDATES:
+            order = view.get(f"orders.{order_id}")
+            if isinstance(order, dict) and order.get("status") == "delivered":
+                return Pass(f"{order_id} is delivered")
+            if order is None:
+                unread.append(f"orders.{order_id}")
+        if unread:
+            return MissingEvidence(paths=tuple(unread), reason="read them until one is delivered",
+                                   one_at_a_time=budget)
+        return Violation("no candidate order is delivered")
+
+    return check
+
+
+async def test_one_answer_among_many_is_read_one_at_a_time_and_the_gate_stops_at_the_first(tmp_path: Path) -> None:
+    """The rule's candidates are read in its order, one per round, skipping a read that failed, until one answers:
+    the delivered order; the one after it (another customer's) is never read. The order the cancellation needs in
+    any case is read with the first round."""
+    domain = replace(DOMAIN, predicates=(*DOMAIN.predicates, _needs_a_delivered_order(3)))
+    checker, bus, backend = await _checker(tmp_path, domain=domain)
+    try:
+        results = await _run(checker, [_login(), _cancel()])
+    finally:
+        await backend.close()
+    cancel = results[1]
+    assert (cancel.verdict, cancel.executed) == ("ALLOW", True), cancel.reason
+    assert cancel.gate_reads == ('get_order_details(order_id="#W4821002")',
+                                 'get_order_details(order_id="#W0000001") (failed: Order not found)',
+                                 'get_order_details(order_id="#W4821001")')
+    assert NOAH_PENDING not in " ".join(r.call.arguments.get("order_id", "") for r in _gate_reads(bus))
+
+
+async def test_a_spent_read_budget_is_said_in_the_refusal(tmp_path: Path) -> None:
+    domain = replace(DOMAIN, predicates=(*DOMAIN.predicates, _needs_a_delivered_order(1)))
+    checker, bus, backend = await _checker(tmp_path, domain=domain)
+    try:
+        results = await _run(checker, [_login(), _cancel()])
+    finally:
+        await backend.close()
+    cancel = results[1]
+    assert (cancel.verdict, cancel.refusal, len(cancel.gate_reads)) == ("REVISE", "needs_read", 2)
+    (decided,) = _decisions(bus)
+    (result,) = [r for r in decided.results if r.predicate_id == "retail.one_delivered_order"]
+    assert result.reason.endswith("the gate read 1 of them itself for this call, the most this rule lets it read "
+                                  "for one write (1), and none gave the answer; the rest are for the agent to read")
+    assert result.reason in decided.feedback
+
+
+def test_the_plan_reads_the_next_candidate_only() -> None:
+    """The planner reads a one-at-a-time rule's first unread candidate, skips one already tried, and stops (asks
+    the model) once the rule's budget is spent."""
+    domain = replace(DOMAIN, predicates=(*DOMAIN.predicates, _needs_a_delivered_order(2)))
+    gate = PolicyGate(domain.predicates, path_map=domain.path_map)
+    ledger = Ledger(domain.path_map)
+    mia = GateContext(domain="retail", customer_id="mia_garcia_4821")
+    decision = gate.dry_run(ToolCall("w", CANCEL, {"order_id": MIA_PENDING, "reason": "no longer needed"}), ledger,
+                            mia)
+    (search,) = decision.searches
+    assert search.missing == tuple(f"orders.{o}" for o in CANDIDATES) and f"orders.{MIA_PENDING}" in decision.required
+    texts = [(p.text, p.search) for p in domain.evidence_reads.plan(decision, ledger, mia)]
+    assert texts == [('get_order_details(order_id="#W4821002")', None),
+                     ('get_order_details(order_id="#W0000001")', "retail.one_delivered_order")]
+    # the tried candidate is skipped; the next one is a read the cancellation needs anyway: one read serves both
+    failed = 'get_order_details(order_id="#W0000001")'
+    assert [(p.text, p.search) for p in domain.evidence_reads.plan(decision, ledger, mia, tried=[failed])] == [
+        ('get_order_details(order_id="#W4821002")', None)]
+    assert domain.evidence_reads.plan(decision, ledger, mia, searched={"retail.one_delivered_order": 2}) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dry-run = send: one path for the verdict (CallExecutor.dry_run / execute), the same gate reads, nothing recorded
+
+
+class _DryRunFirst:
+    """Every write the agent sends is first dry-run through the same executor; both answers are kept."""
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.send = executor.execute
+        self.pairs: list[tuple[Any, Any]] = []
+        executor.execute = self.execute
+
+    async def execute(self, call: ToolCall, step: int) -> Any:
+        spec = self.executor.domain.tool(call.name)
+        preview = await self.executor.dry_run(call, step) if spec is not None and spec.kind.value == "write" else None
+        outcome = await self.send(call, step)
+        if preview is not None:
+            self.pairs.append((preview, outcome))
+        return outcome
+
+
+def _judged(decision: GateDecision | None) -> tuple[Any, ...]:
+    assert decision is not None
+    return (decision.verdict, decision.refusal, tuple(r.predicate_id for r in decision.failed),
+            tuple((r.text, r.outcome, r.detail) for r in decision.gate_reads))
+
+
+async def _scenario(domain_name: str, name: str, folder: Path, evidence: EvidenceMode,
+                    dry_run_first: bool) -> tuple[bytes, list[tuple[Any, Any]]]:
+    domain = load_domain(domain_name)
+    scenario = load_scenario(list_scenarios(domain.scenarios_dir)[name])
+    folder.mkdir(parents=True)
+    backend = await open_backend(domain_name, folder / "db.sqlite")
+    try:
+        session = Session(domain=domain, backend=backend, model=scenario.build_model(load_offline_reader(domain_name)),
+                          user=scenario.build_user(), config=AgentConfig(evidence=evidence),
+                          supervisor=FirstWriteOverride("approve", scenario), trace_path=folder / "trace.jsonl",
+                          scenario=scenario.name, max_steps=scenario.max_steps, clock=lambda: "2026-01-01T00:00:00")
+        spy = _DryRunFirst(session.agent.executor) if dry_run_first else None
+        await session.run()
+    finally:
+        await backend.close()
+    return (folder / "trace.jsonl").read_bytes(), [] if spy is None else spy.pairs
+
+
+@pytest.mark.parametrize("evidence", list(EvidenceMode))
+@pytest.mark.parametrize(("domain_name", "name"), SCENARIOS)
+async def test_a_dry_run_judges_every_scenario_write_exactly_as_its_send(domain_name: str, name: str,
+                                                                        evidence: EvidenceMode,
+                                                                        tmp_path: Path) -> None:
+    """For each write a shipped scenario sends: dry-run it, then send it. Same verdict, refusal kind, failed
+    rules and gate reads; and the session with the dry-runs leaves the very trace it leaves without them (the
+    dry-runs' reads reached neither the ledger, nor the trace, nor the gate's anti-loop memory)."""
+    alone, _ = await _scenario(domain_name, name, tmp_path / "alone", evidence, dry_run_first=False)
+    traced, pairs = await _scenario(domain_name, name, tmp_path / "dry", evidence, dry_run_first=True)
+    assert pairs, "the scenario sends no write"
+    for preview, outcome in pairs:
+        assert preview.summary == outcome.decision.verdict.value
+        assert _judged(preview.decision) == _judged(outcome.decision), outcome.call
+    assert traced == alone
+    reads = any(outcome.decision.gate_reads for _, outcome in pairs)
+    assert reads == (evidence is EvidenceMode.ASSIST and name in GATE_READ_SCENARIOS)
+
+
+# the scenarios where, in assist, the gate reads for a write itself (so the agreement covers its reads)
+GATE_READ_SCENARIOS = {"unobserved-flight", "overdue-bill-resume", "roaming-abroad", "schedule-after-checking"}

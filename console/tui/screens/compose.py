@@ -14,6 +14,7 @@ from console.runtime.live import LiveSession
 from console.tui.theme import palette_of
 from console.tui.widgets.dialog import DialogActions, DialogFrame
 from console.tui.widgets.schema_form import SchemaForm
+from core.gate import GateReadRecord
 
 
 class ComposeScreen(ModalScreen[None]):
@@ -65,7 +66,10 @@ class ComposeScreen(ModalScreen[None]):
     def _show(self, text: Text) -> None:
         self.query_one("#compose-verdict", Static).update(text)
 
-    def action_dry_run(self) -> bool:
+    async def action_dry_run(self) -> bool:
+        """Show what sending the composed call now would get: the verdict exactly as the send would judge it
+        (the session's executor, its evidence mode, the reads the gate would make itself, listed), recorded
+        nowhere. False when there is no valid call to judge."""
         form = self.form
         if form is None:
             self._show(Text("Choose a tool first.", palette_of(self).text("error", "bold")))
@@ -74,20 +78,22 @@ class ComposeScreen(ModalScreen[None]):
         if problems:
             self._show(Text("; ".join(problems), palette_of(self).text("error", "bold")))
             return False
-        summary, decision = self.live.dry_run(form.spec.name, arguments)
+        summary, decision = await self.live.dry_run(form.spec.name, arguments)
         if decision is None:
             self._show(Text(summary, palette_of(self).text("error", "bold") if summary.startswith("invalid") else ""))
             return not summary.startswith("invalid")
         text = Text.assemble(("dry-run: ", "bold"), (f" {summary} ", palette_of(self).badge(summary)))
         text.append("\n" + (decision.feedback or "All rules passed: it would run."))
+        if decision.gate_reads:
+            text.append("\nreads the gate would make: " + "; ".join(_read_text(r) for r in decision.gate_reads))
         if decision.evidence:
             text.append("\nevidence: " + ", ".join(decision.evidence), "dim")
         self._show(text)
         return True
 
-    def action_send_call(self) -> None:
+    async def action_send_call(self) -> None:
         form = self.form
-        if form is None or not self.action_dry_run():
+        if form is None or not await self.action_dry_run():
             return
         agent = self.live.operator_agent
         assert agent is not None
@@ -103,10 +109,19 @@ class ComposeScreen(ModalScreen[None]):
             self.dismiss()
 
     @on(Button.Pressed)
-    def _button(self, event: Button.Pressed) -> None:
+    async def _button(self, event: Button.Pressed) -> None:
         if event.button.id == "dry-run":
-            self.action_dry_run()
+            await self.action_dry_run()
         elif event.button.id == "send-call":
-            self.action_send_call()
+            await self.action_send_call()
         elif event.button.id == "close":
             self.dismiss()
+
+
+def _read_text(read: GateReadRecord) -> str:
+    """A read the gate would make, as the dry-run lists it: the call, and what became of it unless absorbed."""
+    if read.outcome == "ok":
+        return read.text
+    if read.outcome == "gate_only":
+        return f"{read.text} (not the customer's: for the gate only, not shown to the model)"
+    return f"{read.text} (would fail: {read.detail})"

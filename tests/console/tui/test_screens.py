@@ -208,7 +208,7 @@ async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., 
 
         async def send(name: str, arguments: dict[str, Any]) -> None:
             screen = await compose_call(name, arguments)
-            screen.action_send_call()
+            await screen.action_send_call()
             await wait_for(pilot, lambda: app.live.operator_agent.waiting and not isinstance(  # type: ignore[union-attr]
                 app.screen, ComposeScreen))
 
@@ -217,16 +217,58 @@ async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., 
         await send("get_order_details", {"order_id": "#W4821001"})
         screen = await compose_call("return_delivered_order_items", {
             "order_id": "#W4821001", "item_ids": "2000000011", "payment_method_id": "credit_card_4821002"})
-        assert screen.action_dry_run()
+        assert await screen.action_dry_run()
         shown = str(screen.query_one("#compose-verdict").render())
         assert "REVISE" in shown and "retail.refund_to_original_or_gift_card" in shown
         assert not any(e.type == "gate_decision" for e in app.live.bus.history)  # dry-run recorded nothing
         screen.form.set_values({"payment_method_id": "gift_card_4821001"})  # type: ignore[union-attr]
-        assert screen.action_dry_run() and "ALLOW" in str(screen.query_one("#compose-verdict").render())
-        screen.action_send_call()
+        assert await screen.action_dry_run() and "ALLOW" in str(screen.query_one("#compose-verdict").render())
+        await screen.action_send_call()
         await wait_for(pilot, lambda: any(e.type == "gate_decision" for e in app.live.bus.history))  # type: ignore
         decision = next(e for e in app.live.bus.history if e.type == "gate_decision")
         assert decision.verdict == "ALLOW"
+
+
+async def test_the_agent_seats_dry_run_judges_as_the_send_does_with_the_gates_own_reads(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    """The session runs in evidence assist (the default): the operator, as the agent, cancels an order never read.
+    The dry-run answers what the send will get, the ALLOW after the gate reads the order itself, and lists that
+    read, yet records nothing; the send then gets that very verdict, with that read."""
+    app = console_app(model="operator")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        assert app.live is not None and app.live.operator_agent is not None
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting)  # type: ignore[union-attr]
+
+        async def compose_call(name: str, arguments: dict[str, Any]) -> ComposeScreen:
+            await pilot.press("c")
+            screen = await wait_for_screen(pilot, app, ComposeScreen)
+            screen.query_one("#compose-tool", Select).value = name
+            await wait_for(pilot, lambda: screen.form is not None and screen.form.spec.name == name)
+            await pilot.pause()
+            assert screen.form is not None
+            screen.form.set_values(arguments)
+            return screen
+
+        await compose_call("find_user_id_by_name_zip", {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting and not isinstance(  # type: ignore[union-attr]
+            app.screen, ComposeScreen))
+        screen = await compose_call("cancel_pending_order", {"order_id": "#W4821002", "reason": "no longer needed"})
+        before = len(app.live.bus.history)
+        await pilot.press("ctrl+d")
+        verdict = screen.query_one("#compose-verdict")
+        await wait_for(pilot, lambda: "dry-run" in str(verdict.render()))
+        shown = str(verdict.render())
+        assert "ALLOW" in shown and "REVISE" not in shown, shown
+        assert 'reads the gate would make: get_order_details(order_id="#W4821002")' in shown
+        assert len(app.live.bus.history) == before  # nothing on the trace: no gate read, no verdict
+        assert app.live.agent.ledger.entry("orders.#W4821002") is None  # nothing in the session's ledger
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any(e.type == "gate_decision" for e in app.live.bus.history))  # type: ignore
+        decision = next(e for e in app.live.bus.history if e.type == "gate_decision")
+        assert decision.verdict == "ALLOW"
+        assert [r.text for r in decision.gate_reads] == ['get_order_details(order_id="#W4821002")']
 
 
 async def test_compose_rejects_bad_field_values(console_app: Callable[..., OperatorConsole]) -> None:
@@ -236,17 +278,17 @@ async def test_compose_rejects_bad_field_values(console_app: Callable[..., Opera
         await wait_for(pilot, lambda: app.live.operator_agent.waiting)  # type: ignore[union-attr]
         await pilot.press("c")
         screen = await wait_for_screen(pilot, app, ComposeScreen)
-        assert not screen.action_dry_run()
+        assert not await screen.action_dry_run()
         assert "Choose a tool first" in str(screen.query_one("#compose-verdict").render())
         screen.query_one("#compose-tool", Select).value = "return_delivered_order_items"
         await wait_for(pilot, lambda: screen.form is not None)
         await pilot.pause()
         screen.form.set_values({"order_id": "#W4821001", "payment_method_id": "x"})  # type: ignore[union-attr]
         screen.query_one("#arg-item_ids", Input).value = '["2000000011", '
-        assert not screen.action_dry_run()
+        assert not await screen.action_dry_run()
         assert "item_ids: not a JSON array" in str(screen.query_one("#compose-verdict").render())
         screen.query_one("#arg-item_ids", Input).value = "2000000011, 2000000012"
-        assert screen.action_dry_run()  # a valid call: the gate answers (not authenticated yet)
+        assert await screen.action_dry_run()  # a valid call: the gate answers (not authenticated yet)
         assert "retail.authenticated" in str(screen.query_one("#compose-verdict").render())
 
 

@@ -520,6 +520,11 @@ def test_a_delay_certificate_needs_an_executed_change_not_just_a_different_recor
     """A re-read that shows other flights, with no change run by this session, does not resolve the delay."""
     session = lena(lena_delayed(), "HAT150", "2024-05-15", "delayed")()
     session.read_reservation(lena_delayed(flights=[leg("HAT151", "ATL", "DFW", "2024-05-16", 200)]))
+    first = _result(propose(session, certificate(LENA, 100)), "airline.compensation_delay_after_change")
+    # a cancelled flight elsewhere would be compensable at once: the new flight's status is asked first
+    assert (first.status, first.missing, first.one_at_a_time) == (Status.MISSING, ("flights.HAT151.2024-05-16.status",),
+                                                                  12)
+    session.read("get_flight_status", "available", flight_number="HAT151", date="2024-05-16")
     decision = propose(session, certificate(LENA, 100))
     assert decision.verdict is Verdict.REVISE
     assert "effects.update_reservation_flights" in _result(decision, "airline.compensation_delay_after_change").reason
@@ -639,4 +644,49 @@ def test_an_unsearched_flight_dated_today_asks_for_its_status_before_any_search(
     session.status("HAT119", "2024-05-15", "available")
     later = _result(propose(session, book([segment("HAT119", "2024-05-15")], [pay(THEO_CARD, 214)])),
                     "airline.flight_observed_available")
-    assert later.status is Status.MISSING and "Search its route and date with search_direct_flight" in later.reason
+    assert later.status is Status.MISSING and 'search it with search_direct_flight(origin="BOS", destination="DEN", ' \
+        'date="2024-05-15")' in later.reason, later.reason
+
+
+# ---------------------------------------------------------------------------------------------------
+# What was observed decides: a flight's status and a search of its leg are answers, never "search it" again.
+
+
+def test_a_flight_seen_on_another_date_shows_where_it_goes() -> None:
+    """HAT119 was seen flying BOS -> DEN on 2024-05-20: on 2024-05-24 it flies the same route, so it cannot bring
+    Theo back, whether or not anyone searched that date."""
+    call = book([segment("HAT119", "2024-05-20"), segment("HAT119", "2024-05-24")], [pay(THEO_CARD, 428)],
+                flight_type="round_trip")
+    result = _result(propose(theo_searched(), call), "airline.itinerary_connected")
+    assert result.status is Status.VIOLATION, result.reason
+    assert "HAT119 on 2024-05-24 BOS->DEN leaves from BOS" in result.reason
+
+
+def test_a_flight_read_as_not_available_breaks_the_rule_with_its_status() -> None:
+    session = theo()
+    session.status("HAT119", "2024-05-20", "cancelled")
+    result = _result(propose(session, book(EVENING_BOOKING, [pay(THEO_CARD, 214)])),
+                     "airline.flight_observed_available")
+    assert result.status is Status.VIOLATION
+    assert result.reason.startswith("HAT119 on 2024-05-20 is cancelled (flights.HAT119.2024-05-20.status); only a "
+                                    "flight whose status is available can be booked")
+
+
+def test_a_flight_missing_from_the_search_of_its_own_route_breaks_the_rule() -> None:
+    """HAT119 flies BOS -> DEN (seen on the 20th); the search of that route on the 21st does not list it."""
+    session = theo_searched()
+    session.search("BOS", "DEN", "2024-05-21", [{**offer("HAT117", "2024-05-20")}])
+    result = _result(propose(session, book([segment("HAT119", "2024-05-21")], [pay(THEO_CARD, 214)])),
+                     "airline.flight_observed_available")
+    assert result.status is Status.VIOLATION, result.reason
+    assert ('HAT119 on 2024-05-21 is not among the flights search_direct_flight(origin="BOS", destination="DEN", '
+            'date="2024-05-21") shows (flight_search.BOS.DEN.2024-05-21: HAT117)') in result.reason
+    # the gate's read of it would be the search already made: nothing left to read, nothing to loop on
+    assert result.missing == ()
+
+
+def test_an_unsearched_flight_is_asked_for_with_the_search_that_shows_it() -> None:
+    result = _result(propose(theo(), book([segment("HAT119", "2024-05-20")], [pay(THEO_CARD, 214)])),
+                     "airline.flight_observed_available")
+    assert (result.status, result.missing) == (Status.MISSING, ("flights.HAT119.2024-05-20",))
+    assert 'search it with search_direct_flight(origin="BOS", destination="DEN", date="2024-05-20")' in result.reason

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from core.gate import GateDecision, PolicyGate, PredicateResult, Status, Verdict
+from core.gate import GateDecision, PolicyGate, PredicateResult, RefusalKind, Status, Verdict
 from core.tools import ToolCall
 from domains.telehealth import DOMAIN, PREDICATES
 from tests.support.telehealth_records import (
@@ -290,16 +290,17 @@ REJECTED: list[Rejected] = [
     Rejected("a price nobody listed", "telehealth.supplier_observed", Verdict.REVISE, marcus_supplier_session,
              change_supplier(price=3.49),
              ("price 3.49 was not observed", "Kaveri Generics (India) / Atorvika at 3.95",
-              "suppliers.Atorvastatin.suppliers[0].price_usd"), ("suppliers.Atorvastatin",)),
+              "suppliers.Atorvastatin.suppliers[0].price_usd"), ("records.REC003", "suppliers.Atorvastatin")),
     Rejected("a supplier outside the listing that was read", "telehealth.supplier_observed", Verdict.REVISE,
              marcus_supplier_session, change_supplier(company="Northwind Generics", brand="StatinOne", price=6.4),
              ("'Northwind Generics' / 'StatinOne' is not an offer in the latest Atorvastatin listing",
-              "Deccan Pharma (India) / Lipidax at 4.20"), ("suppliers.Atorvastatin",)),
+              "Deccan Pharma (India) / Lipidax at 4.20"), ("records.REC003", "suppliers.Atorvastatin")),
     Rejected("a brand of another company", "telehealth.supplier_observed", Verdict.REVISE, marcus_supplier_session,
              change_supplier(company="Deccan Pharma", brand="Atorvika"), ("'Deccan Pharma' / 'Atorvika'",),
-             ("suppliers.Atorvastatin",)),
+             ("records.REC003", "suppliers.Atorvastatin")),
     Rejected("a price in another currency", "telehealth.supplier_observed", Verdict.REVISE, marcus_supplier_session,
-             change_supplier(currency="EUR"), ("currency 'EUR'", "in USD"), ("suppliers.Atorvastatin",)),
+             change_supplier(currency="EUR"), ("currency 'EUR'", "in USD"),
+             ("records.REC003", "suppliers.Atorvastatin")),
 ]
 
 REJECTED.append(
@@ -533,27 +534,31 @@ def test_the_listing_is_found_whatever_the_case_of_the_medication() -> None:
     assert "suppliers.Atorvastatin" in result_of(decision, "telehealth.supplier_observed").evidence
 
 
-def test_someone_elses_appointment_is_blocked_without_asking_to_read_their_data() -> None:
-    """A BLOCK at once, and no hint to read the other patient's record, before or after."""
+def test_someone_elses_appointment_needs_their_record_then_is_blocked_on_what_it_shows() -> None:
+    """Whose dependant a patient is shows only in their own record: before it is read, a read to make (needs a
+    read, never a BLOCK on absent evidence); once read and naming someone else, a BLOCK citing it."""
     session = priya_appointments()
     session.read_appointment(appointment("APPT004"))
     decision = propose(session, cancel("APPT004"))
-    assert decision.verdict is Verdict.BLOCK
+    assert (decision.verdict, decision.refusal) == (Verdict.REVISE, RefusalKind.NEEDS_READ), decision.feedback
     result = result_of(decision, "telehealth.appointment_belongs_to_patient")
-    assert result.status is Status.VIOLATION and "no record read in this conversation" in result.reason
-    assert "get_patient_details" not in decision.feedback and "tomas_herrera_3391\")" not in decision.feedback
+    assert result.status is Status.MISSING and result.missing == (f"patients.{TOMAS}",)
+    assert "shows only in" in result.reason and "share nothing from another patient's record" in result.reason
     session.read_patient(patient(TOMAS))
     again = propose(session, cancel("APPT004"))
-    assert again.verdict is Verdict.BLOCK and "get_patient_details" not in again.feedback
+    assert again.verdict is Verdict.BLOCK, again.feedback
+    blocked = result_of(again, "telehealth.appointment_belongs_to_patient")
+    assert blocked.status is Status.VIOLATION and f"patients.{TOMAS}.emergency_contact" in blocked.reason
 
 
-def test_another_patients_record_is_blocked_without_asking_to_read_their_data() -> None:
+def test_another_patients_record_needs_their_profile_then_is_blocked() -> None:
     session = priya_appointments()
     session.read_record(record("REC003"))  # Marcus Feld's
     decision = propose(session, add_note("REC003"))
-    assert decision.verdict is Verdict.BLOCK, decision.feedback
+    assert (decision.verdict, decision.refusal) == (Verdict.REVISE, RefusalKind.NEEDS_READ), decision.feedback
     assert failed_ids(decision) == {"telehealth.record_belongs_to_patient"}
-    assert "get_patient_details" not in decision.feedback
+    session.read_patient(patient(MARCUS))
+    assert propose(session, add_note("REC003")).verdict is Verdict.BLOCK
 
 
 # ---------------------------------------------------------------------------------------------------
