@@ -76,6 +76,12 @@ def call_text(finding: WriteFinding) -> str:
     return f"{finding.name}({shown})"
 
 
+def kind_words(finding: WriteFinding) -> str:
+    """Why the write was refused, beside its category where that adds something ("policy", "house rule",
+    "crashed"); "" where the category says it already."""
+    return "" if finding.kind == finding.category else finding.kind
+
+
 def conversation_words(report: AuditReport, finding: WriteFinding) -> str:
     at = finding.at
     reward = "no reward recorded" if at.reward is None else f"reward {at.reward:g}"
@@ -189,8 +195,8 @@ def _table(report: AuditReport, findings: list[WriteFinding], replay: Replay, *,
         rows.append(f"<tr><td>{h(file_of(report, f))}<br>{h(conversation_words(report, f))}<br>"
                     f'<span class="muted">{h(f.where)}</span></td><td>{h(f.model)}<br>{h(f.domain)}</td>'
                     f"<td><code>{h(call_text(f), 600)}</code></td><td>{badge(f.category)}<br>"
-                    f'<span class="muted">{h(f.kind)}</span></td><td>{detail}</td><td><code>{h(replay(f))}</code>'
-                    "</td></tr>")
+                    f'<span class="muted">{h(kind_words(f))}</span></td><td>{detail}</td>'
+                    f"<td><code>{h(replay(f))}</code></td></tr>")
     return f"<table>{head}{''.join(rows)}</table>{_cut_note(len(findings))}"
 
 
