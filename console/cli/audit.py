@@ -108,12 +108,14 @@ def _first_line(path: Path) -> bytes:
 
 
 def _is_recording(path: Path) -> bool:
-    """Whether a file named without `--out` is plainly not a desk's audit log: gzipped, or its first line is
-    JSON that is no desk record. A line that does not parse is left to the desk log's reader (it skips it)."""
+    """Whether a file named without `--out` is plainly not a desk's audit log (whose lines are whole JSON
+    objects, one record each): gzipped, a document that opens over several lines (a pretty-printed tau2 file),
+    or a first line that is JSON but no desk record. A line that does not parse is left to the desk log's reader,
+    which skips it (a log's last line can be torn)."""
     import json
 
     head = _first_line(path)
-    if head.startswith(GZIP_MAGIC):
+    if head.startswith(GZIP_MAGIC) or head.strip() in (b"{", b"["):
         return True
     try:
         value = json.loads(head)
