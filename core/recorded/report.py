@@ -370,7 +370,8 @@ class AuditReport:
         (the command line is the console's business, not this module's)."""
 
         def finding(f: WriteFinding) -> dict[str, Any]:
-            return f.to_json() | ({} if replay is None else {"replay": replay(f)})
+            return {"file": self.files[f.at.file].path, **f.to_json(),
+                    **({} if replay is None else {"replay": replay(f)})}
 
         return {
             "conversations": self.conversations, "writes": self.writes, "categories": self.totals(),
