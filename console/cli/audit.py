@@ -307,8 +307,12 @@ class Run:
                 self.err.print(f"[bold red]error:[/] {escape(one_line(line))}")
             index += 1
             progress.update(bar, advance=step, description=f"{self.report.conversations} conversations · "
-                                                           f"{escape(Path(path).name)}")
+                                                           f"{escape(_shortened(Path(path).name))}")
         recording.conversations = []  # let the file's conversations go before the next file is read
+
+
+def _shortened(name: str, limit: int = 40) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 @contextlib.contextmanager

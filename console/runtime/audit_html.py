@@ -76,6 +76,15 @@ def call_text(finding: WriteFinding) -> str:
     return f"{finding.name}({shown})"
 
 
+RECORDED_WORDS = {"ok": "ran in the recording", "error": "failed in the recording (the tool refused it)",
+                  "not run": "not run in the recording", "no result": "no result recorded",
+                  "unreadable": "ran in the recording (its result unreadable)", "database": "ran on the database"}
+
+
+def recorded_words(finding: WriteFinding) -> str:
+    return RECORDED_WORDS.get(finding.recorded, f"recorded: {finding.recorded}")
+
+
 def kind_words(finding: WriteFinding) -> str:
     """Why the write was refused, beside its category where that adds something ("policy", "house rule",
     "crashed"); "" where the category says it already."""
@@ -175,7 +184,7 @@ def _finding(report: AuditReport, f: WriteFinding, replay: Replay) -> str:
                      f"<blockquote>{h(r.policy)}</blockquote>{h(r.reason)}</div>")
     return (f'<article class="finding {h(f.category)}"><header>{badge(f.category)} <code>{h(f.name)}</code> · '
             f"{h(conversation_words(report, f))} · {h(f.model)} · {h(f.domain)}</header>"
-            f'<div class="muted">{h(file_of(report, f))} · {h(f.where)} · recorded: {h(f.recorded)}</div>'
+            f'<div class="muted">{h(file_of(report, f))} · {h(f.where)} · {h(recorded_words(f))}</div>'
             f"<pre>{h(call_text(f))}</pre>{''.join(rules)}"
             f'<div class="muted">open it in the console:</div><pre>{h(replay(f))}</pre></article>')
 
@@ -193,7 +202,8 @@ def _table(report: AuditReport, findings: list[WriteFinding], replay: Replay, *,
         detail = h(f.reason) if reason else "<br>".join(
             f"<code>{h(r.id)}</code> {source_label(r.source)}" for r in f.rules)
         rows.append(f"<tr><td>{h(file_of(report, f))}<br>{h(conversation_words(report, f))}<br>"
-                    f'<span class="muted">{h(f.where)}</span></td><td>{h(f.model)}<br>{h(f.domain)}</td>'
+                    f'<span class="muted">{h(f.where)} · {h(recorded_words(f))}</span></td>'
+                    f"<td>{h(f.model)}<br>{h(f.domain)}</td>"
                     f"<td><code>{h(call_text(f), 600)}</code></td><td>{badge(f.category)}<br>"
                     f'<span class="muted">{h(kind_words(f))}</span></td><td>{detail}</td>'
                     f"<td><code>{h(replay(f))}</code></td></tr>")
@@ -249,12 +259,13 @@ def render_html(report: AuditReport, replay: Replay, *, title: str = "Audit of r
         "<h2>Charts</h2>", _charts(report),
         "<h2>Explicit confirmation</h2>", _confirmation(report),
         f"<h2>Written-policy violations the benchmark rewarded ({len(violations)})</h2>",
-        '<p class="note">Conversations with reward 1 in which a write breaks a rule that cites the written policy: '
-        "the benchmark accepted the end state, the policy forbids the write.</p>",
+        '<p class="note">Conversations with reward 1 in which a write that took effect breaks a rule citing the '
+        "written policy: the benchmark accepted the end state, the policy forbids the write.</p>",
         listed or '<p class="note">None.</p>', _cut_note(len(violations)),
         f"<h2>Other refused writes ({len(others)})</h2>",
-        '<p class="note">In conversations the benchmark did not reward (or that record no reward), and rewarded '
-        "ones refused only for a read or by a house rule.</p>",
+        '<p class="note">In conversations the benchmark did not reward (or that record no reward); in rewarded ones, '
+        "writes refused only for a read, by a house rule or by a rule that crashed, and attempts the recorded tool "
+        "refused too (failed in the recording).</p>",
         _table(report, others, replay, reason=False) if others else '<p class="note">None.</p>',
         f"<h2>Writes that could not be judged ({len(report.not_judged())})</h2>", _not_judged(report, replay),
         f"<h2>Problems of the input ({len(report.problems)})</h2>", _problems(report),

@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from console.runtime.audit_escape import md_code, md_text
-from console.runtime.audit_html import MAX_LISTED, Replay, call_text, conversation_words, file_of, kind_words
+from console.runtime.audit_html import (
+    MAX_LISTED,
+    Replay,
+    call_text,
+    conversation_words,
+    file_of,
+    kind_words,
+    recorded_words,
+)
 from core.recorded.report import KINDS, NOT_JUDGED, REFUSED, AuditReport, WriteFinding
 
 
@@ -38,7 +46,7 @@ def _groups(report: AuditReport) -> list[str]:
 def _finding(report: AuditReport, f: WriteFinding, replay: Replay) -> list[str]:
     lines = [f"### {md_text(f.category)}: {md_text(f.name)} · {md_text(conversation_words(report, f))}", "",
              f"- file: {md_text(file_of(report, f))} ({md_text(f.where)}), model {md_text(f.model)}, domain "
-             f"{md_text(f.domain)}, recorded: {md_text(f.recorded)}",
+             f"{md_text(f.domain)}, {md_text(recorded_words(f))}",
              f"- call: {md_code(call_text(f))}"]
     for r in f.rules:
         lines.append(f"- rule {md_code(r.id)} ({md_text(r.source)}, {md_text(r.status)}): {md_text(r.reason)}")
@@ -48,7 +56,8 @@ def _finding(report: AuditReport, f: WriteFinding, replay: Replay) -> list[str]:
 
 
 def _listing(report: AuditReport, findings: list[WriteFinding], replay: Replay, *, reason: bool) -> list[str]:
-    rows = [[f"{md_text(file_of(report, f))} · {md_text(conversation_words(report, f))} ({md_text(f.where)})",
+    rows = [[f"{md_text(file_of(report, f))} · {md_text(conversation_words(report, f))} ({md_text(f.where)}; "
+             f"{md_text(recorded_words(f))})",
              f"{md_text(f.model)} · {md_text(f.domain)}", md_text(call_text(f), 600),
              f"{md_text(f.category)}" + (f" ({md_text(kind_words(f))})" if kind_words(f) else ""),
              md_text(f.reason) if reason else ", ".join(f"{md_text(r.id)} ({md_text(r.source)})" for r in f.rules),

@@ -17,7 +17,8 @@ A finding's `kind` says why the write was refused, in the order a reader weighs 
 a sentence of the written policy found a conflict), `house rule` (only rules our policy adds objected),
 `crashed` (only a rule that raised: the gate fails closed, which says nothing of the write), `needs a read`,
 `BLOCK`'s rule is always a policy one. A benchmark's reward of 1 (it accepted the end state) with a `policy`
-finding is the report's headline: a write the written policy forbids that the benchmark rewarded.
+finding that took effect in the recording is the report's headline: a write the written policy forbids that the
+benchmark rewarded (an attempt the recorded tool refused is listed with the other refusals).
 
 Domain-free: the rules' sentences and sources come from the `Domain` each conversation was audited in.
 """
@@ -130,18 +131,20 @@ class WriteFinding:
     rules: tuple[RuleResult, ...]
     reason: str  # the gate's whole reason, or why the write could not be judged
     recorded: str  # what the recording says became of it (ok, error, not run, ...)
+    ran: bool = True  # it took effect in the recording (a write its tool refused there, or that never ran, did not)
 
     @property
     def rewarded_violation(self) -> bool:
-        """A write the written policy forbids in a conversation the benchmark rewarded."""
-        return self.at.rewarded and self.kind in ("policy", "BLOCK")
+        """A write the written policy forbids, that took effect, in a conversation the benchmark rewarded (an
+        attempt the recorded tool refused changed nothing the benchmark could have accepted)."""
+        return self.at.rewarded and self.ran and self.kind in ("policy", "BLOCK")
 
     def to_json(self) -> dict[str, Any]:
         return {"conversation": self.at.to_json(), "model": self.model, "domain": self.domain,
                 "call": {"index": self.call, "where": self.where, "name": self.name,
                          "arguments": dict(self.arguments), "raw_arguments": self.raw_arguments},
                 "category": self.category, "kind": self.kind, "rules": [r.to_json() for r in self.rules],
-                "reason": self.reason, "recorded": self.recorded}
+                "reason": self.reason, "recorded": self.recorded, "ran": self.ran}
 
 
 @dataclass
@@ -317,7 +320,8 @@ class AuditReport:
                 at=at, model=model, domain=domain.name, call=call.index, where=call.where.short(),
                 name=call.call.name, arguments=dict(call.call.arguments), raw_arguments=call.call.raw_arguments,
                 category=category, kind=finding_kind(category, objecting), rules=objecting,
-                reason=not_judged_reason(call) if category == NOT_JUDGED else call.reason, recorded=call.recorded))
+                reason=not_judged_reason(call) if category == NOT_JUDGED else call.reason, recorded=call.recorded,
+                ran=call.taken))
 
     @staticmethod
     def _objecting(call: AuditedCall, rules: Mapping[str, Predicate]) -> tuple[RuleResult, ...]:
