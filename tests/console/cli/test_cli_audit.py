@@ -257,3 +257,26 @@ def test_audit_without_out_is_the_desk_log_and_refuses_a_recording(home: Path, r
     code, out, err = audit(capsys, str(log), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["operator"] == "alice"
+
+
+def test_a_forbidden_attempt_the_recorded_tool_refused_is_no_rewarded_violation(
+        home: Path, recordings: Recordings, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The benchmark rewarded the end state; a write that failed in the recording changed nothing it accepted, so
+    it is listed with the other refusals (still refused, and saying it failed there), not as a rewarded one."""
+    from dataclasses import replace
+
+    from tests.support.audit_recordings import AIRLINE_OUTSIDE_WINDOW, tau2_file
+
+    (exchanges,) = asyncio.run(recorded("airline", tmp_path, [AIRLINE_OUTSIDE_WINDOW]))
+    refused_there = [*exchanges[:-1], replace(exchanges[-1], content="Error: the reservation cannot be cancelled",
+                                              error=True)]
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps(tau2_file("airline", [refused_there], [1.0], "m")), encoding="utf-8")
+    code, _, err = audit(capsys, str(path), "--db", str(recordings.airline_db), "--out", str(tmp_path / "r"))
+    assert (code, err) == (0, "")
+    report = facts(tmp_path / "r")
+    assert report["rewarded_violations"] == []
+    (other,) = report["other_refusals"]
+    assert (other["call"]["name"], other["category"], other["recorded"], other["ran"]) == (
+        "cancel_reservation", "BLOCK", "error", False)
+    assert "failed in the recording (the tool refused it)" in (tmp_path / "r" / "index.html").read_text()
