@@ -33,9 +33,13 @@ h2{font-size:19px;margin:36px 0 10px;padding-bottom:4px;border-bottom:1px solid 
 h3{font-size:15px;margin:18px 0 6px}
 p.lede,p.note,.muted{color:var(--muted)}
 table{border-collapse:collapse;width:100%;margin:8px 0 4px;font-size:13px}
-th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top;
+overflow-wrap:break-word}
+td.path{overflow-wrap:anywhere}
 th{font-weight:600;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 tr.total td{font-weight:600;border-top:2px solid var(--line)}
+tr.finding td{border-bottom:none;padding-bottom:2px}tr.open td{padding-top:0}
+td:nth-child(1){min-width:220px}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
 code{background:var(--code);padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}
 pre{background:var(--code);padding:8px 10px;border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}
@@ -195,18 +199,22 @@ def _cut_note(total: int) -> str:
 
 
 def _table(report: AuditReport, findings: list[WriteFinding], replay: Replay, *, reason: bool) -> str:
-    head = ("<tr><th>conversation</th><th>model · domain</th><th>call</th><th>verdict</th>"
-            + ("<th>why not judged</th>" if reason else "<th>rules</th>") + "<th>open it</th></tr>")
+    """One finding per pair of rows: where it is, the call, the verdict with its rules (or why it was not
+    judged); then, the width of the table, the command that opens it."""
+    head = ("<tr><th>conversation</th><th>call</th><th>verdict</th>"
+            + ("<th>why not judged</th>" if reason else "<th>rules</th>") + "</tr>")
     rows = []
     for f in findings[:MAX_LISTED]:
         detail = h(f.reason) if reason else "<br>".join(
             f"<code>{h(r.id)}</code> {source_label(r.source)}" for r in f.rules)
-        rows.append(f"<tr><td>{h(file_of(report, f))}<br>{h(conversation_words(report, f))}<br>"
+        rows.append(f'<tr class="finding"><td class="path">{h(file_of(report, f))}<br>'
+                    f"{h(conversation_words(report, f))} · "
+                    f"{h(f.model)} · {h(f.domain)}<br>"
                     f'<span class="muted">{h(f.where)} · {h(recorded_words(f))}</span></td>'
-                    f"<td>{h(f.model)}<br>{h(f.domain)}</td>"
                     f"<td><code>{h(call_text(f), 600)}</code></td><td>{badge(f.category)}<br>"
-                    f'<span class="muted">{h(kind_words(f))}</span></td><td>{detail}</td>'
-                    f"<td><code>{h(replay(f))}</code></td></tr>")
+                    f'<span class="muted">{h(kind_words(f))}</span></td><td>{detail}</td></tr>'
+                    f'<tr class="open"><td colspan="4"><span class="muted">open it:</span> '
+                    f"<code>{h(replay(f))}</code></td></tr>")
     return f"<table>{head}{''.join(rows)}</table>{_cut_note(len(findings))}"
 
 
@@ -214,10 +222,12 @@ def _files(report: AuditReport) -> str:
     rows = []
     for f in report.files:
         model = "" if f.model is None else f"{h(f.model)} <span class=muted>({h(f.model_source)})</span>"
-        database = h(f.database) if f.database else '<span class="muted">none: the recorded results only</span>'
+        database = h(f.database) if f.database else (
+            "" if f.unusable else '<span class="muted">none: the recorded results only</span>')
         state = h(f.unusable) if f.unusable else f"{f.conversations}"
-        rows.append(f"<tr><td>{h(f.path)}</td><td>{h(f.format or '')}</td><td>{h(f.domain or '')}</td><td>{model}"
-                    f'</td><td>{database}</td><td class="n">{state}</td><td class="n">{f.problems}</td></tr>')
+        rows.append(f'<tr><td class="path">{h(f.path)}</td><td>{h(f.format or "")}</td><td>{h(f.domain or "")}'
+                    f'</td><td>{model}</td><td class="path">{database}</td><td class="n">{state}</td>'
+                    f'<td class="n">{f.problems}</td></tr>')
     return ("<table><tr><th>file</th><th>format</th><th>domain</th><th>model (named by)</th><th>database</th>"
             f"<th class=n>conversations</th><th class=n>problems</th></tr>{''.join(rows)}</table>")
 

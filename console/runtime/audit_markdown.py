@@ -110,6 +110,6 @@ def render_markdown(report: AuditReport, replay: Replay, *, title: str = "Audit 
     lines += _table(["file", "format", "domain", "model (named by)", "database", "conversations", "problems"],
                     [[md_text(f.path), md_text(f.format or ""), md_text(f.domain or ""),
                       "" if f.model is None else f"{md_text(f.model)} ({md_text(f.model_source)})",
-                      md_text(f.database or "none: the recorded results only"),
+                      md_text(f.database or ("" if f.unusable else "none: the recorded results only")),
                       md_text(f.unusable) if f.unusable else f.conversations, f.problems] for f in report.files], 5)
     return "\n".join(lines).rstrip() + "\n"
