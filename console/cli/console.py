@@ -47,8 +47,12 @@ def _recorded(args: argparse.Namespace) -> RecordedRequest | None:
     database = Path(args.db) if args.db else None
     if database is not None and not database.exists():
         raise CliError(f"no such database file: {database}")
+    from console.tui.screens.recorded import check_at
+
     try:
         at = None if args.at is None else parse_at(args.at)
+        if at is not None:
+            check_at(path, at)  # a conversation or call the file does not have: one line, before the console opens
     except ValueError as exc:
         raise CliError(str(exc)) from None
     return RecordedRequest(path, database, at)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -100,6 +101,16 @@ def audit_recording(path: Path, database: Path | None = None, at: At | None = No
     return audited
 
 
+def check_at(path: Path, at: At) -> None:
+    """That `at` names a call of the recording in `path` (read, not audited: the command line checks it before
+    the console opens); ValueError with one line otherwise."""
+    try:
+        recording = read_auditable(path)
+    except RecordingError as exc:
+        raise ValueError(str(exc)) from None
+    _check_at(recording, at)
+
+
 def _check_at(recording: Recording, at: At) -> None:
     count = len(recording.conversations)
     if at.conversation >= count:
@@ -174,8 +185,8 @@ class RecordedConversationsScreen(Screen[None]):
         table.add_columns("conversation", "writes", *CATEGORIES, "problems")
         for index, audit in enumerate(self.audited.audits):
             counts = audit.counts()
-            table.add_row(audit.label, str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
-                          str(len(audit.problems)), key=str(index))
+            table.add_row(Text(audit.label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
+                          str(len(audit.problems)), key=str(index))  # Text: a recorded label is never markup
         yield table
         yield Static("", id="recorded-writes-title", classes="screen-title", markup=False)
         writes: DataTable[Any] = DataTable(id="recorded-writes", cursor_type="row", zebra_stripes=True)
@@ -199,8 +210,8 @@ class RecordedConversationsScreen(Screen[None]):
         writes.clear()
         for call in _write_rows(audit):
             rules = ", ".join(r.predicate_id for r in call.decision.failed) if call.decision is not None else ""
-            writes.add_row(str(call.index), call.where.short(), call.call.name, call.category or "not judged",
-                           rules, key=str(call.index))
+            writes.add_row(str(call.index), Text(call.where.short()), Text(call.call.name),
+                           call.category or "not judged", rules, key=str(call.index))
         self.query_one("#recorded-writes-title", Static).update(
             f"writes of {audit.label or 'the conversation'}: {len(_write_rows(audit))} · o opens the highlighted "
             "one in its conversation")

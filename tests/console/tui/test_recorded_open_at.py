@@ -52,7 +52,7 @@ async def test_o_opens_the_highlighted_write_in_its_conversation(console_app: Ca
         assert ("o", "Open at the write") in screen_keys(listing)  # what `?` lists
         writes = listing.query_one("#recorded-writes", DataTable)
         # conversation 0: the swap, then the address change after it (each with its verdict and rules)
-        assert [writes.get_row_at(i)[:3] for i in range(writes.row_count)] == [
+        assert [[str(cell) for cell in writes.get_row_at(i)[:3]] for i in range(writes.row_count)] == [
             ["3", "simulations[0].messages[9].tool_calls[0]", "modify_pending_order_items"],
             ["4", "simulations[0].messages[15].tool_calls[0]", "modify_pending_order_address"]]
         conversations = listing.query_one("#recorded-table", DataTable)
@@ -109,3 +109,45 @@ async def test_the_reports_command_opens_the_console_at_its_write(tmp_path: Path
         await pilot.press("escape")  # under it, the file's conversations, the one opened highlighted
         listing: RecordedConversationsScreen = await wait_for_screen(pilot, app, RecordedConversationsScreen)
         assert listing.query_one("#recorded-table", DataTable).cursor_row == finding["conversation"]["index"]
+
+
+def test_an_at_the_recording_does_not_have_is_one_line_before_the_console_opens(
+        tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
+    recordings: Recordings = asyncio.run(write_recordings(tmp_path / "recordings"))
+    cases = [("5:0", f"--at 5:0: {recordings.retail} has 2 conversation(s), numbered from 0"),
+             ("1:99", f"--at 1:99: conversation 1 of {recordings.retail} has "),
+             ("one", "--at takes CONVERSATION:CALL, two whole numbers from 0 (e.g. 3:12), not 'one'")]
+    for at, message in cases:
+        assert main(["console", "--recorded", str(recordings.retail), "--at", at]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith(f"error: {message}"), err
+    assert main(["console", "--at", "0:1"]) == 2
+    assert "--at names a write of a recording: give the file with --recorded FILE" in capsys.readouterr().err
+
+
+async def test_a_label_with_brackets_is_listed_whole(console_app: Callable[..., OperatorConsole],
+                                                     tmp_path: Path) -> None:
+    """tau2's telecom task ids start with `[service_issue]`: a recorded label is text, never Rich markup (which
+    took the bracketed part for a style and dropped it)."""
+    recordings = await write_recordings(tmp_path / "recordings")
+    document = json.loads(recordings.retail.read_text(encoding="utf-8"))
+    document["simulations"][0]["task_id"] = "[service_issue]airplane_mode_on[PERSONA:Easy]"
+    path = tmp_path / "brackets.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_file(pilot, app, path)
+        listing: RecordedConversationsScreen = await wait_for_screen(pilot, app, RecordedConversationsScreen)
+        table = listing.query_one("#recorded-table", DataTable)
+        cell = table.get_row_at(0)[0]
+        shown = cell.plain if hasattr(cell, "plain") else default_plain(cell)
+        assert shown == "simulations[0] (task [service_issue]airplane_mode_on[PERSONA:Easy], trial 0)"
+
+
+def default_plain(cell: object) -> str:
+    """What DataTable draws for a cell given as a string: Rich markup, parsed."""
+    from textual.widgets._data_table import default_cell_formatter
+
+    rendered = default_cell_formatter(cell)
+    return str(getattr(rendered, "plain", rendered))
