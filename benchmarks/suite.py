@@ -24,6 +24,7 @@ from pathlib import Path
 from benchmarks.airline import AirlineData, bench_store, load_airline_data
 from benchmarks.airline import bench_gate as bench_airline_gate
 from benchmarks.assist import bench_assist
+from benchmarks.audit import bench_audit
 from benchmarks.check_memory import CALLS, bench_check_memory
 from benchmarks.console import bench_console
 from benchmarks.data import RETURN, TAU2_DB, LedgerSetup, RetailData, build_ledger, load_retail_data
@@ -120,6 +121,8 @@ GROUPS: tuple[Group, ...] = (
     Group("mcp_churn", lambda i: [bench_mcp_churn()], "ledgeragent mcp: memory left by ended HTTP sessions"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
+    Group("audit", lambda i: bench_audit(), "ledgeragent audit of 100 and 1,000 recorded conversations: wall time, "
+          "peak RSS"),
     Group("replay_open", lambda i: bench_replay_open(), "replay of a 50k-event trace: first step, peak RSS"),
     Group("second_writer", lambda i: bench_second_writer(), "a second writer of a session folder refused"),
 )

@@ -1,7 +1,7 @@
 """`ledgeragent`: the operator console, and headless runs, trajectory checks, predicate and scenario lists.
 
 The parser and the dispatch only: each sub-command is its own module here (`console`, `run`, `check`,
-`predicates`, `scenarios`, `eval`, `supervise`, `serve`, `mcp`), registered on one parser."""
+`predicates`, `scenarios`, `eval`, `supervise`, `audit`, `serve`, `mcp`), registered on one parser."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from console.cli import check, predicates, run, scenarios
+from console.cli import audit, check, predicates, run, scenarios
 from console.cli import console as console_command
 from console.cli.errors import OneLineParser, run_handler
 from console.cli.eval_options import register as register_eval
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_eval(sub)
     register_serve(sub)
     register_supervise(sub)
+    audit.register(sub)
     register_mcp(sub)
     return parser
 

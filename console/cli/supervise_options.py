@@ -1,4 +1,5 @@
-"""`ledgeragent supervise` and `ledgeragent audit`: their command lines only.
+"""`ledgeragent supervise`: its command line only (and the filters of a desk's audit log, which `ledgeragent audit`
+prints: console.cli.audit).
 
 Declared here, apart from the work (`console.cli.supervise`, imported when one of the two runs), so
 `ledgeragent --help` and the console's cold start never import the desk, Textual screens or pydantic models
@@ -27,7 +28,8 @@ DEFAULT_MODE = "approve non-ALLOW"
 
 
 def register(subparsers: Any) -> None:
-    """Add `supervise` and `audit` (with their handlers) to an argparse subparsers object."""
+    """Add `supervise` (with its handler) to an argparse subparsers object; `audit` is console.cli.audit's (a desk's
+    audit log is one of its two forms, with the options declared here: AUDIT_DECISIONS, AUDIT_VERDICTS)."""
     sup: argparse.ArgumentParser = subparsers.add_parser(
         "supervise", help=SUPERVISE_HELP, description=SUPERVISE_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -38,15 +40,6 @@ def register(subparsers: Any) -> None:
     add_model_arguments(sup)
     add_hosting_arguments(sup)
     sup.set_defaults(handler=_cmd_supervise)
-
-    audit: argparse.ArgumentParser = subparsers.add_parser(
-        "audit", help="print a supervision desk's audit log (decisions with their outcomes), filtered")
-    audit.add_argument("file", metavar="FILE", help="the desk's audit.jsonl")
-    audit.add_argument("--operator", help="only this operator's decisions")
-    audit.add_argument("--verdict", choices=AUDIT_VERDICTS, help="only decisions on calls the gate gave this verdict")
-    audit.add_argument("--decision", choices=AUDIT_DECISIONS, help="only this kind of decision")
-    audit.add_argument("--json", action="store_true", help="one JSON object per decision, with its outcome")
-    audit.set_defaults(handler=_cmd_audit)
 
 
 def add_session_arguments(parser: argparse._ActionsContainer, *, serving: bool = False) -> None:
@@ -134,9 +127,3 @@ def _cmd_supervise(args: argparse.Namespace) -> int:
     from console.cli.supervise import cmd_supervise  # the desk and its screens: only when `supervise` runs
 
     return cmd_supervise(args)
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from console.cli.supervise import cmd_audit
-
-    return cmd_audit(args)

@@ -8,14 +8,16 @@ The properties below reach into that screen for callers (tests, the web server) 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from console.runtime.audit_replay import At
 from console.runtime.live import LiveSession, SessionSpec, SupervisionMode
 from console.runtime.rules import LiveRules
 from console.tui.app_keys import ThemeAndHelpKeys
@@ -26,6 +28,15 @@ from console.tui.widgets.ledger_tree import LedgerPane
 from console.tui.widgets.review_notice import TAKE_KEY
 from console.tui.widgets.transcript import TranscriptPane
 from core.llm.base import ChatModel
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """`ledgeragent console --recorded FILE [--db DB] [--at C:I]`: a recording to audit and show at start-up."""
+
+    path: Path
+    database: Path | None = None
+    at: At | None = None
 
 
 class OperatorConsole(ThemeAndHelpKeys):
@@ -42,8 +53,10 @@ class OperatorConsole(ThemeAndHelpKeys):
     ]
 
     def __init__(self, spec: SessionSpec | None = None, *, operator: str = "operator", root: Path | None = None,
-                 autostart: bool = False, model_factory: Callable[[SessionSpec], ChatModel] | None = None) -> None:
+                 autostart: bool = False, model_factory: Callable[[SessionSpec], ChatModel] | None = None,
+                 recorded: RecordedRequest | None = None) -> None:
         super().__init__()
+        self.recorded = recorded
         self.spec = spec or SessionSpec()
         self.operator = operator
         self.root = root
@@ -55,6 +68,34 @@ class OperatorConsole(ThemeAndHelpKeys):
 
     def get_default_screen(self) -> Screen[Any]:
         return self.main
+
+    def on_mount(self) -> None:
+        if self.recorded is not None:
+            self.notify(f"auditing {self.recorded.path} …", markup=False)
+            self._audit_recorded(self.recorded)
+
+    @work(thread=True, exclusive=True, group="recorded", exit_on_error=False)
+    def _audit_recorded(self, request: RecordedRequest) -> None:
+        """The recording audited in a thread (a file of many conversations re-executed on a database takes
+        seconds), its screens pushed when it is done; a file that cannot be audited is one error notice."""
+        from console.tui.screens.recorded import audit_recording
+
+        try:
+            audited = audit_recording(request.path, request.database, request.at)
+        except (OSError, ValueError) as exc:
+            self.call_from_thread(self.notify, f"cannot open {request.path}: {exc}", severity="error",
+                                  timeout=30, markup=False)
+            return
+        self.call_from_thread(self._show_recorded, audited)
+
+    def _show_recorded(self, audited: Any) -> None:
+        from console.tui.screens.recorded import screens_for
+
+        if audited.problems:
+            self.notify(f"{len(audited.problems)} problem(s) in the recording: {audited.problems[0]}",
+                        severity="warning", markup=False)
+        for screen in screens_for(audited):
+            self.push_screen(screen)
 
     # ------------------------------------------------------------------------ the main screen's session
 
@@ -156,8 +197,9 @@ def make_app(domain: str = "retail", scenario: str | None = "refund-to-original-
              model: str = "scripted", base_url: str | None = None, seat: str = "watch",
              mode: SupervisionMode = SupervisionMode.AUTOPILOT, operator: str = "operator",
              root: Path | None = None, autostart: bool = False, db: Path | None = None,
-             pace: float = 0.0, evidence: str | None = None) -> OperatorConsole:
+             pace: float = 0.0, evidence: str | None = None,
+             recorded: RecordedRequest | None = None) -> OperatorConsole:
     """The one factory used by the CLI, the tests and the web server."""
     spec = replace(SessionSpec(), domain=domain, scenario=scenario, agent=agent, model=model, base_url=base_url,
                    seat=seat, mode=mode, db=db, pace=pace, evidence=evidence)
-    return OperatorConsole(spec, operator=operator, root=root, autostart=autostart)
+    return OperatorConsole(spec, operator=operator, root=root, autostart=autostart, recorded=recorded)

@@ -5,7 +5,12 @@ repository root, with the project's virtualenv `bin` first on `PATH` (where `led
 `expect="TEXT"` after the marker names text the block's standard output must contain, so a page can say what
 its example shows and a test holds it to that. As a safety net the runner points `LEDGERAGENT_HOME` at a
 scratch folder, so a block that forgets to cannot write sessions into the user's data dir, and forbids pip
-its index, so a block that runs `make` on a stale virtualenv fails instead of reaching the network. Markdown
+its index, so a block that runs `make` on a stale virtualenv fails instead of reaching the network.
+
+`needs=recordings` declares that a block runs on the development set of real model recordings (kept outside the
+repository, tests/support/upstream.py's RECORDINGS): the runner decompresses every recording into the block's
+scratch folder and gives the block `$RECORDINGS` (that folder, its `*.json`) and `$SHARED` (the folder holding
+the tau2 and tau-Trait databases); where the set is absent (CI) the block is skipped, with the reason. Markdown
 is parsed with markdown-it-py (the parser rich renders Markdown with), so fences inside lists or quotes and
 longer fences are found the way a renderer finds them.
 """
@@ -26,6 +31,8 @@ DOCS = REPO / "docs"
 README = REPO / "README.md"
 RUNNABLE_INFO = ("sh", "test")
 EXPECT = "expect="
+NEEDS = "needs="
+RECORDINGS_NEED = "recordings"
 TIMEOUT_S = 120.0  # a block that hangs (a server never stopped) fails instead of stalling the suite
 
 
@@ -44,6 +51,11 @@ class Block:
     def expects(self) -> tuple[str, ...]:
         """The texts a runnable block's output must contain, from its `expect="..."` attributes."""
         return tuple(word.removeprefix(EXPECT) for word in self.info[2:] if word.startswith(EXPECT))
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """What a runnable block needs beyond the repository, from its `needs=...` attributes (`recordings`)."""
+        return tuple(word.removeprefix(NEEDS) for word in self.info[2:] if word.startswith(NEEDS))
 
     @property
     def where(self) -> str:
@@ -76,8 +88,38 @@ def runnable_blocks(pages: list[Path] | None = None) -> list[Block]:
             if block.runnable]
 
 
+def unmet_need(block: Block) -> str | None:
+    """Why the block cannot run here (a need that is absent or unknown), None when it can."""
+    from tests.support.upstream import RECORDINGS, recording_names
+
+    for need in block.needs:
+        if need != RECORDINGS_NEED:
+            return f"{block.where}: unknown need {need!r} (known: {RECORDINGS_NEED})"
+        if not recording_names():
+            return f"{block.where} runs on the development recordings, not found at {RECORDINGS}"
+    return None
+
+
+def _recordings(scratch: Path) -> Path:
+    """The development set decompressed into `scratch/recordings` (one `*.json` per recording)."""
+    from tests.support.upstream import decompressed_recording, recording_names
+
+    folder = scratch / "recordings"
+    folder.mkdir(exist_ok=True)
+    for name in recording_names():
+        decompressed_recording(name, folder)
+    return folder
+
+
 def run_block(block: Block, scratch: Path, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run a runnable block (see the module docstring); a block with needs must be checked with `unmet_need`
+    first."""
     env = dict(os.environ)
+    if RECORDINGS_NEED in block.needs:
+        from tests.support.upstream import REFERENCE
+
+        env["RECORDINGS"] = str(_recordings(scratch))
+        env["SHARED"] = str(REFERENCE)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["LEDGERAGENT_HOME"] = str(scratch / "ledgeragent-home")
     env["PIP_NO_INDEX"] = "1"

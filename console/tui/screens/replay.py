@@ -26,7 +26,7 @@ from console.tui.widgets.session_panes import SessionPanes, apply_filter
 from core import strict_json
 from core.domain import Domain
 from core.evaluation.analysis import ending_failure
-from core.events import EVENT_ADAPTER, Event, SessionEnded, SessionStarted
+from core.events import EVENT_ADAPTER, Event, GateDecided, SessionEnded, SessionStarted
 from core.recorded.audit import HYPOTHETICAL
 from core.timeline import StepView, TraceTimeline
 from core.trace import TraceProblem, iter_trace
@@ -169,7 +169,9 @@ class ReplayScreen(Screen[None]):
                 Binding("slash", "filter", "Filter")]
 
     def __init__(self, events: Sequence[Event] | TraceTimeline, domain: Domain, source: Path,
-                 outcome: str | None = None, *, hypothetical: str | None = None) -> None:
+                 outcome: str | None = None, *, hypothetical: str | None = None, focus_call: str | None = None) -> None:
+        """`focus_call`: open at the step of that call's gate decision, its row highlighted in the gate pane (an
+        audit report's finding opened in the console)."""
         super().__init__()
         # Set for an as-recorded audit (console/tui/screens/recorded.py): the verdicts are the gate's hypothetical ones,
         # the outcomes the recording's; the banner says so and the gate pane's title repeats it.
@@ -188,6 +190,15 @@ class ReplayScreen(Screen[None]):
         self.shown_step: int | None = None
         at_end = len(self.timeline.index) <= OPEN_AT_END_EVENTS
         self.wanted_step = (self.steps[-1] if at_end else self.steps[0]) if self.steps else 0
+        self.focus_call = focus_call
+        decided = self._decision_step(focus_call) if focus_call is not None else None
+        if decided is not None:
+            self.wanted_step = decided
+
+    def _decision_step(self, call_id: str) -> int | None:
+        decisions = self.events if self.events is not None else self.timeline.of_type("gate_decision")
+        steps = [e.step for e in decisions if isinstance(e, GateDecided) and e.call.id == call_id]
+        return steps[-1] if steps else None
 
     @property
     def outcome(self) -> str | None:
@@ -288,6 +299,8 @@ class ReplayScreen(Screen[None]):
 
     def _shown(self, view: StepView) -> None:
         self.shown_step = view.step
+        if self.focus_call is not None and self.panes.gate.select_call(self.focus_call):
+            self.focus_call = None  # once: moving the slider afterwards keeps the operator's own row
         if view.problems:
             self.app.notify(f"{len(view.problems)} unreadable line(s) skipped: {view.problems[0]}",
                             severity="warning", markup=False)

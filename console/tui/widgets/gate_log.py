@@ -323,6 +323,16 @@ class GatePane(Vertical):
             text.append("\nevidence: " + ", ".join(row.evidence), "dim")
         return text
 
+    def select_call(self, call_id: str) -> bool:
+        """Highlight the latest verdict on `call_id` and show its detail; False when the pane has no row for it
+        (not decided yet at this step, or filtered out)."""
+        key = self._by_call.get(call_id)
+        if key is None or key not in self.table.rows:
+            return False
+        self.table.move_cursor(row=self.table.get_row_index(key))
+        self.show(key)
+        return True
+
     def show(self, key: str) -> None:
         if key not in self.rows:
             return

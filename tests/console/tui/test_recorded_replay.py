@@ -76,7 +76,7 @@ async def test_a_file_of_several_conversations_lists_them_and_replays_the_one_ch
         await open_file(pilot, app, path)
         listing: RecordedConversationsScreen = await wait_for_screen(pilot, app, RecordedConversationsScreen)
         table = listing.query_one("#recorded-table", DataTable)
-        assert [table.get_row_at(i)[:2] for i in range(table.row_count)] == [
+        assert [[str(cell) for cell in table.get_row_at(i)[:2]] for i in range(table.row_count)] == [
             ["simulations[0] (task 0, trial 0)", "1"], ["simulations[1] (task 1, trial 0)", "2"]]
         table.focus()
         await pilot.press("down", "enter")
