@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -43,7 +44,7 @@ from typing import Any
 
 from console.runtime.desk.desk import Desk, check_operator
 from console.runtime.desk.view import DeskListener, DeskRefused, DeskSnapshot, ItemView
-from console.runtime.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators
+from console.runtime.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators, TokenChecks, TooManyTries
 from core import strict_json
 
 log = logging.getLogger("ledgeragent.desk")
@@ -174,6 +175,9 @@ def _line(message: Mapping[str, Any]) -> bytes:
 # -------------------------------------------------------------------------------------------------- host
 
 
+_CONNECTION_NUMBERS = itertools.count(1)
+
+
 class _Connection:
     """One operator process at the host: its writer, its operator (after hello), its pending push."""
 
@@ -183,6 +187,7 @@ class _Connection:
         self.operator: str | None = None
         self.dirty = asyncio.Event()
         self.pushed = -1  # the desk version this connection last got
+        self.name = f"connection {next(_CONNECTION_NUMBERS)}"  # whose wrong hellos are counted (TokenChecks)
 
     def write(self, message: Mapping[str, Any]) -> None:
         if not self.writer.is_closing():
@@ -215,6 +220,9 @@ class DeskHost:
         # Who may say hello as whom: with operators, a connection is the operator whose token it presents;
         # without, the name it states (the socket's permissions, this user's processes only, are the lock).
         self.operators = operators
+        # Tokens checked at a bounded cost (a couple of scrypt checks at a time, a connection's wrong hellos
+        # slowed down), a known one at none: a flood of bad hellos cannot stall the operators' own.
+        self._checks = TokenChecks(operators) if operators is not None else None
         self.max_connections = max_connections
         self.max_request = max_request
         self.log = log or (lambda _line: None)
@@ -271,7 +279,7 @@ class DeskHost:
             if connection.operator is not None:
                 connection.dirty.set()
 
-    async def _who(self, fields: Mapping[str, Any]) -> str:
+    async def _who(self, fields: Mapping[str, Any], client: str) -> str:
         """The operator a hello makes this connection: its token's, at a desk that knows its operators (the
         name it states, if any, must be that one); else the name it states."""
         named = fields.get("operator")
@@ -280,8 +288,12 @@ class DeskHost:
         token = _text(fields, "token", MAX_TOKEN_LENGTH, optional=True)
         if not token:
             raise DeskRefused(f"this desk knows its operators: say hello with your token (${DESK_TOKEN_ENV})")
-        operators = self.operators
-        who = await asyncio.to_thread(operators.identify, token) if operators.slow else operators.identify(token)
+        assert self._checks is not None
+        try:
+            who = await self._checks.identify(token, client)
+        except TooManyTries as exc:
+            self.log(f"desk: refused a hello: {exc.message}")
+            raise DeskRefused(exc.message) from None
         if who is None:
             self.log("desk: refused a hello: a token this desk does not know")
             raise DeskRefused("this desk does not know that token")
@@ -392,7 +404,7 @@ class DeskHost:
         if op == "hello":
             if connection.operator is not None:
                 raise DeskRefused(f"this connection is {connection.operator}'s already")
-            connection.operator = await self._who(fields)
+            connection.operator = await self._who(fields, connection.name)
             connection.dirty.set()
             how = " (by token)" if self.operators is not None else ""
             self.log(f"desk: {connection.operator} connected{how} ({len(self.connected)} connection(s))")
