@@ -19,8 +19,9 @@ and the socket's permissions (this user's processes only) are the whole lock. Ho
 answer `{"id": <id>, "ok": true, "result": ...}` or `{"id": <id>, "ok": false, "error": "<one line>"}`
 (the text of the `DeskRefused` the desk raised), and pushes `{"push": "snapshot", "snapshot": {...}}`
 (`DeskSnapshot.to_json`). Pushes are coalesced per connection: at most one is being written at a time and
-the next one is built from the desk as it is then (the latest wins, a slow reader never queues a backlog).
-A change an operator's request made is pushed to that operator before the answer, so when `await
+the next one is built from the desk as it is then (the latest wins, a slow reader never queues a backlog);
+with nothing to push for BEAT_S seconds the host sends `{"push": "beat"}`, so a client tells a quiet desk
+from a hung one. A change an operator's request made is pushed to that operator before the answer, so when `await
 remote.decide(...)` returns, `remote.snapshot()` already shows its effect.
 
 When a connection closes (a browser tab closed, its process killed), the claims its operator holds are
@@ -55,6 +56,14 @@ MAX_CONNECTIONS = 64  # operator processes at once (one per browser tab)
 EVENTS_PAGE = 500  # events in one `session_events` answer; the client asks again for the rest
 MAX_SOCKET_PATH = 107  # bytes of an AF_UNIX path on Linux (108 with the terminating NUL)
 GONE = "the desk is gone"
+# The host says it is alive at least every BEAT_S seconds (a snapshot, an answer, or a beat line when there is
+# nothing else to say); a client that has heard nothing for SILENT_S seconds says the desk is not answering.
+# A host that dies is noticed at once: its socket closes. So a screen says either within SILENT_S + BEAT_S / 2.
+BEAT_S = 0.5
+SILENT_S = 1.5
+GONE_SAID = ("the desk is gone: its host closed the connection (it stopped or was killed). Nothing can be decided "
+             "here; the sessions' traces and the audit log are on disk")
+BEAT_LINE = b'{"push":"beat"}\n'
 OPS = ("hello", "claim", "release", "release_all", "decide", "bulk_approve", "step", "resume", "session_events")
 
 
@@ -202,9 +211,16 @@ class _Connection:
         self.writer.write(self.host.snapshot_line())
 
     async def pusher(self) -> None:
-        """Coalesced pushes: wait for a change, write the latest snapshot, wait until it left, again."""
+        """Coalesced pushes: wait for a change, write the latest snapshot, wait until it left, again; a beat
+        line when BEAT_S passed without a change (so the client can tell a quiet desk from a dead one)."""
         while not self.writer.is_closing():
-            await self.dirty.wait()
+            try:
+                await asyncio.wait_for(self.dirty.wait(), BEAT_S)
+            except TimeoutError:
+                if self.operator is not None:
+                    self.writer.write(BEAT_LINE)
+                    await self.writer.drain()
+                continue
             self.push_now()
             await self.writer.drain()
 
@@ -454,6 +470,7 @@ def snapshot_json(snapshot: DeskSnapshot) -> dict[str, Any]:
         "amber_s": snapshot.amber_s,
         "red_s": snapshot.red_s,
         "audit_path": snapshot.audit_path,
+        "lost": snapshot.lost,
     }
 
 
@@ -480,7 +497,10 @@ class RemoteDesk:
     `snapshot()` is the latest pushed snapshot, with `now` moved on by the local time since it arrived (so
     waits and service levels keep counting between pushes) and claims that ran out by then shown as free.
     Listeners are called on each push, and once more when the host is lost; from then on every method raises
-    `DeskRefused("the desk is gone")`. Open with `await RemoteDesk.connect(path, operator)`.
+    `DeskRefused("the desk is gone")`. The host beats every BEAT_S seconds when it has nothing else to send:
+    after SILENT_S seconds without a line the desk is `silent` (listeners are told, and told again when a line
+    comes). Gone or silent, `snapshot()` stands still and its `lost` says so in plain words, for the screens.
+    Open with `await RemoteDesk.connect(path, operator)`.
     """
 
     def __init__(self, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
@@ -498,7 +518,13 @@ class RemoteDesk:
         self._answers: dict[int, asyncio.Future[Any]] = {}
         self._ids = 0
         self._task: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._first = asyncio.Event()
+        # When the host was last heard from (any line), on the real monotonic clock: `clock` may be a test's,
+        # moved by hand, and silence is real time passing.
+        self._heard = time.monotonic()
+        self.silent = False  # nothing heard for SILENT_S seconds (the host may be hung, or gone)
+        self._stopped_at: float | None = None  # `clock()` when the link was lost or went silent: waits stop there
 
     @classmethod
     async def connect(cls, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
@@ -530,6 +556,7 @@ class RemoteDesk:
         except OSError as exc:
             raise DeskRefused(f"cannot reach the desk at {path}: {exc.strerror or exc}") from None
         self._task = asyncio.create_task(self._read(), name="remote desk")
+        self._watch = asyncio.create_task(self._watch_silence(), name="remote desk heartbeat")
         try:
             hello = {"operator": self.operator} | ({"token": self.token} if self.token else {})
             answer = await asyncio.wait_for(self._request("hello", **hello), timeout)
@@ -549,10 +576,11 @@ class RemoteDesk:
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        for task in (self._task, self._watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         self._lost()
 
     # ------------------------------------------------------------------------------------------ reading
@@ -562,6 +590,11 @@ class RemoteDesk:
         lines = _Lines(self._reader, MAX_PUSH)
         try:
             while (line := await lines.next()) is not None:
+                self._heard = time.monotonic()
+                if self.silent:  # heard again: the desk can be worked again
+                    self.silent = False
+                    self._stopped_at = None
+                    self._tell()
                 message = strict_json.loads(line)
                 if not isinstance(message, dict):
                     break
@@ -587,10 +620,24 @@ class RemoteDesk:
         finally:
             self._lost()
 
+    async def _watch_silence(self) -> None:
+        """Say when the host has been silent for SILENT_S seconds (it beats every BEAT_S): checked every
+        BEAT_S / 2, so a hung host is said within SILENT_S + BEAT_S / 2 of its last line."""
+        while not self.gone:
+            await asyncio.sleep(BEAT_S / 2)
+            if not self.silent and not self.gone and time.monotonic() - self._heard > SILENT_S:
+                self.silent = True
+                self._stopped_at = self.clock()
+                self._tell()
+
     def _lost(self) -> None:
         if self.gone:
             return
         self.gone = True
+        if self._stopped_at is None:
+            self._stopped_at = self.clock()
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
         for answer in self._answers.values():
             if not answer.done():
                 answer.set_exception(DeskRefused(GONE))
@@ -630,12 +677,18 @@ class RemoteDesk:
     # ------------------------------------------------------------------------------------------ DeskAPI
 
     def snapshot(self) -> DeskSnapshot:
+        """The latest pushed snapshot, its `now` moved on by the local time since it arrived; once the host is
+        gone or silent, `now` stands at that moment (waits stop counting) and `lost` says what happened."""
         snap = self._snapshot
         if snap is None:
             raise DeskRefused(GONE)
-        now = snap.now + max(0.0, self.clock() - self._received)
+        until = self.clock() if self._stopped_at is None else self._stopped_at
+        now = snap.now + max(0.0, until - self._received)
         items = tuple(_expire(item, now) for item in snap.items)
-        return replace(snap, now=now, items=items)
+        lost = GONE_SAID if self.gone else (
+            f"the desk is not answering (nothing from its host for over {SILENT_S:g} s; it may be stuck or "
+            "gone): nothing can be decided until it answers again" if self.silent else "")
+        return replace(snap, now=now, items=items, lost=lost)
 
     def subscribe(self, listener: DeskListener) -> None:
         self._listeners.append(listener)

@@ -1,5 +1,6 @@
 """The desk's one status line: sessions running / waiting / ended / failed, inbox size, time-to-decision,
-the audit log; and, once every session has ended, that it has.
+the audit log; once every session has ended, that it has; and first of all, when a remote desk's host is
+gone or not answering, that (`DeskSnapshot.lost`).
 
 A plain Widget that renders stored text (as console/tui/widgets/status_bar.py): it changes on every tick, and a
 Static.update would re-lay out the whole screen each time.
@@ -46,6 +47,8 @@ class DeskStatus(Widget):
         colours = palette_of(self)
         n = counts(snapshot)
         text = Text(no_wrap=True, overflow="ellipsis")
+        if snapshot.lost:  # first, so that it shows at any width: nothing on this screen moves any more
+            text.append(f" {snapshot.lost[:1].upper()}{snapshot.lost[1:]}. ", colours.text("error", "bold reverse"))
         if snapshot.done:
             text.append(f" every session has ended ({n['ended']} ended, {n['failed']} failed) ",
                         colours.text("success", "bold"))
