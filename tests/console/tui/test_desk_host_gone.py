@@ -23,7 +23,8 @@ from console.runtime.desk.audit import read_audit
 from console.runtime.desk.remote import RemoteDesk
 from console.tui.desk_app import SupervisorApp
 from console.tui.screens.desk import DeskScreen
-from tests.support.desk import until
+from console.tui.screens.desk_session import SessionViewScreen
+from tests.support.desk import until, until_screen
 from tests.support.desk_remote import SCENARIO, Clock, socket_folder
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,6 +84,12 @@ async def test_a_killed_host_is_said_at_once_its_waits_stop_and_no_key_decides(
         await pilot.pause()
         assert isinstance(app.screen, DeskScreen)  # no review dialog opened
         assert not screen.ticking  # the clock tick has stopped: nothing on the screen moves any more
+        screen.open_session(remote.snapshot().rows[0].id)  # a session's own view says it too, its keys off
+        view = await until_screen(pilot, app, SessionViewScreen)
+        await until(pilot, lambda: str(view.title_bar.render()).startswith("The desk is gone"))
+        assert view.check_action("approve", ()) is None and view.check_action("force", ()) is None
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         await pilot.press("q")  # quitting a gone desk is clean: its claim is nobody's to release
     assert read_audit(audit).decisions == []  # nothing was decided
 
