@@ -80,13 +80,18 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
 
 def new_desk_dir(root: Path | None = None) -> Path:
     """A fresh folder for one desk's audit log: `mkdir` is the claim, as for session folders."""
-    base = (root or data_root()) / "desks"
-    base.mkdir(parents=True, exist_ok=True)
+    from core.private_files import close_to_others, make_dir, make_dirs
+
+    home = root or data_root()
+    base = home / "desks"
+    make_dirs(base)  # 0700: an audit log says who decided what on whose data
+    for folder in (home, base):
+        close_to_others(folder)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1, 1000):
         folder = base / (stamp if n == 1 else f"{stamp}-{n}")
         try:
-            folder.mkdir()
+            make_dir(folder)
         except FileExistsError:
             continue
         return folder

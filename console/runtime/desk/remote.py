@@ -47,6 +47,7 @@ from console.runtime.desk.desk import Desk, check_operator
 from console.runtime.desk.view import DeskListener, DeskRefused, DeskSnapshot, ItemView
 from console.runtime.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators, TokenChecks, TooManyTries
 from core import strict_json
+from core.private_files import make_dirs
 
 log = logging.getLogger("ledgeragent.desk")
 
@@ -81,7 +82,7 @@ def private_folder(folder: Path) -> Path:
     system, a folder's are. Raises SocketPathError.
     """
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(folder)  # each folder made here 0700, whatever the umask
         info = folder.stat()
     except OSError as exc:
         raise SocketPathError(f"cannot use folder {folder}: {exc.strerror or exc}") from None

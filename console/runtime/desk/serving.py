@@ -66,7 +66,8 @@ class DeskProcess:
         argv = list(self.argv_for(self.socket))
         if self.operators is not None:
             known = self.folder / OPERATORS_NAME
-            descriptor = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            descriptor = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            os.fchmod(descriptor, 0o600)  # exactly 0600, whatever the umask
             with os.fdopen(descriptor, "w", encoding="utf-8") as out:
                 out.write(self.operators)
             argv += ["--operators-file", str(known)]

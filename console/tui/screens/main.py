@@ -39,6 +39,7 @@ from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.transcript import TranscriptPane
 from core.events import Event
 from core.llm.base import ChatModel, ModelError
+from core.private_files import write_text
 from core.supervisor import Resolution
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -500,7 +501,7 @@ class MainScreen(Screen[None]):
         if live is None or live.folder is None:
             return
         path = live.folder / "transcript.md"
-        path.write_text(transcript_markdown(live.bus.history, title=self.sub_title or ""), encoding="utf-8")
+        write_text(path, transcript_markdown(live.bus.history, title=self.sub_title or ""))  # 0600, as the trace
         if self.app.is_web:
             self.app.deliver_text(path.open(encoding="utf-8"), save_filename="transcript.md")
         self.notify(f"Transcript written to {path}", timeout=6)
