@@ -23,11 +23,12 @@ from console.cli.errors import CliError, print_error
 from console.runtime.lookup import recording_domain as recording_domain  # re-exported
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
+from console.runtime.textview import shown as inert_view
 from core.evidence import EvidenceMode
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
-from core.strict_json import printable
+from core.strict_json import inert, inert_json, printable
 from core.tools import Requestor
 from mock_backends.registry import open_backend
 
@@ -60,6 +61,7 @@ def _verdict(call: AuditedCall) -> str:
 def print_call(out: Console, call: AuditedCall) -> None:
     """One call as a block: position, tool, verdict and what the recording says became of it; then each objecting
     rule with its reason, the evidence, and how the database's result differs. Lines wrap at any width."""
+    call = inert_view(call)  # a recording's text, printed: inert
     staled = f" (stale: {', '.join(call.staled)})" if call.staled else ""
     out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}  "
               f"{escape(_recorded(call) + staled)}")
@@ -99,7 +101,7 @@ def summary_table(report: AuditReport, *, database: bool) -> Table:
                   title_justify="left")
     rows = report.rows if len(report.rows) > 1 else []
     for label, counts, differ, problems in rows:
-        table.add_row(escape(label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
+        table.add_row(escape(inert(label)), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
                       *([str(differ)] if database else []), str(problems))
     differ_total = sum(r[2] for r in report.rows)
     table.add_row("total", str(sum(report.totals.values())), *(str(report.totals[c]) for c in CATEGORIES),
@@ -117,7 +119,7 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
     report.problems += len(recording.problems)
     if not json_lines:
         where = f"; every call re-executed on {database}" if database else ""
-        out.print(f"[bold]{escape(source)}[/]: {FORMAT_WORDS[recording.format]}, {len(recording.conversations)} "
+        out.print(f"[bold]{escape(inert(source))}[/]: {FORMAT_WORDS[recording.format]}, {len(recording.conversations)} "
                   f"conversation(s), domain {audit.domain.name}{escape(where)}. Verdicts are {HYPOTHETICAL}: each "
                   "write judged in the context the recording gave it, then applied as recorded.")
     async for conversation in audit.run(recording):
@@ -127,10 +129,11 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
         shown = [c for c in conversation.calls if show_all or _agent_write(c) or c.difference is not None]
         if json_lines:
             for call in shown:
-                print(printable(json.dumps(call.to_json(source), ensure_ascii=False, allow_nan=False)), flush=True)
+                print(inert_json(printable(json.dumps(call.to_json(source), ensure_ascii=False, allow_nan=False))),
+                      flush=True)
             continue
         if conversation.label and shown:
-            out.print(f"[bold]{escape(conversation.label)}[/]")
+            out.print(f"[bold]{escape(inert(conversation.label))}[/]")
         for call in shown:
             print_call(out, call)
     if not json_lines:

@@ -25,6 +25,7 @@ from console.runtime.facts import verdict_words
 from console.runtime.live import SessionSpec, SupervisionMode
 from console.runtime.storage import data_root
 from core.llm.settings import ModelSettings
+from core.strict_json import inert, inert_json
 from domains.registry import DOMAINS, tasks_file
 
 
@@ -180,13 +181,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if regate is not None:
                 line["regated"] = {"gate_verdict": regate.get("gate_verdict"), "failing_rules": regate.get(
                     "failing_rules", []), "arguments": regate.get("arguments"), "item": regate.get("regated_item")}
-            print(json.dumps(line, ensure_ascii=False, sort_keys=True))
+            print(inert_json(json.dumps(line, ensure_ascii=False, sort_keys=True)))  # \u escapes for what a
+            # terminal would act on: the same JSON
     else:
         table = Table("when", "operator", "session", "tool", "verdict", "failing rules", "decision", "reason",
                       "waited", "outcome", title=f"{path}: {len(read.decisions)} decision(s)")
         for record in read.decisions:
             waited = record.get("waited_s")
-            table.add_row(*(escape(str(v)) for v in (
+            table.add_row(*(escape(inert(str(v))) for v in (  # an audit log's text, printed: inert
                 record.get("when", ""), record.get("operator", ""), record.get("session", ""),
                 record.get("tool", ""), verdict_words(record.get("gate_verdict"), record.get("gate_refusal")),
                 ", ".join(record.get("failing_rules") or []),

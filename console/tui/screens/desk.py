@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
+from console.runtime.textview import shown
 from console.tui.screens.desk_decide import DeskDecisions
 from console.tui.widgets.desk_detail import ItemDetail
 from console.tui.widgets.desk_grid import RowTable
@@ -115,11 +116,13 @@ class DeskScreen(Screen[None]):
     def redraw(self) -> None:
         snapshot = self.snapshot = self.api.snapshot()
         self.redraws += 1
+        drawn = shown(snapshot)  # what is drawn: its text inert (the decisions use the snapshot as the desk sent it)
+        item = self.selected_item
         with self.app.batch_update():
-            self.status.show(snapshot)
-            self.sessions.show(snapshot)
-            self.inbox.show(snapshot)
-            self.detail.show(self.selected_item, snapshot, self.operator)
+            self.status.show(drawn)
+            self.sessions.show(drawn)
+            self.inbox.show(drawn)
+            self.detail.show(shown(item), drawn, self.operator)
         if snapshot.lost != self._lost:
             self._link_changed(snapshot.lost)
         self.call_later(self._follow_cursor)
@@ -187,7 +190,7 @@ class DeskScreen(Screen[None]):
     @on(RowTable.RowHighlighted, "#desk-inbox")
     async def _inbox_moved(self) -> None:
         if self._mounted:
-            self.detail.show(self.selected_item, self.snapshot, self.operator)
+            self.detail.show(shown(self.selected_item), shown(self.snapshot), self.operator)
             await self._follow_cursor()
 
     @on(RowTable.RowSelected, "#desk-sessions")

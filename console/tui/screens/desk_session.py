@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
+from console.runtime.textview import shown
 from console.tui.screens.desk_decide import DeskDecisions, domain_of
 from console.tui.theme import palette_of
 from console.tui.widgets.desk_detail import keys_line
@@ -127,7 +128,8 @@ class SessionViewScreen(Screen[None]):
         self._show_title()
 
     def _show_title(self) -> None:
-        row = self.snapshot.row(self.session_id)
+        snapshot = shown(self.snapshot)  # drawn: its text inert
+        row = snapshot.row(self.session_id)
         colours = palette_of(self)
         lost = self.snapshot.lost  # a remote desk whose host is gone or not answering: said first, keys off
         if lost != self._lost:
@@ -150,7 +152,7 @@ class SessionViewScreen(Screen[None]):
         item = self.pending_item
         if item is not None:
             text.append(f"   waits {duration(item.waited(self.snapshot.now))} on {item.id}: ", "bold")
-            text.append(keys_line(item), "dim")
+            text.append(keys_line(shown(item)), "dim")
         self.title_bar.update(text)
         self.panes.gate.set_waiting(item.call_id or None if item is not None else None)
 
