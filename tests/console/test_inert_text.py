@@ -31,6 +31,7 @@ from mcp.types import Implementation
 from console.runtime.desk.remote import RemoteDesk
 from console.tui.app import OperatorConsole
 from console.tui.desk_app import SupervisorApp
+from console.tui.screens.desk_decide import DeskReviewScreen
 from console.tui.screens.desk_session import SessionViewScreen
 from console.tui.screens.replay import ReplayScreen, load_replay
 from mock_backends.retail import load_seed
@@ -126,6 +127,16 @@ async def test_the_desk_and_a_session_view_show_an_mcp_clients_text_inert(tmp_pa
             seen = terminal_sees(app)
             assert SEEN in seen and "[red]styled[/red]" in seen  # the argument in the item's detail, markup shown
             assert "\\x9b31m" in seen and "\\u202eevil␡" in seen  # C1, the bidi override and DEL, named
+            await pilot.press("v")  # the review dialog on the item: its title, the gate's reasons, the arguments
+            await wait_for_screen(pilot, app, DeskReviewScreen)
+            seen = terminal_sees(app)
+            assert "\\u001b]0;pwned" in seen or SEEN in seen
+            for _ in range(3):  # escape leaves the reason box, then the dialog (undecided)
+                if app.screen is screen:
+                    break
+                await pilot.press("escape")
+                await pilot.pause()
+            await wait_for(pilot, lambda: app.screen is screen)
             screen.open_session(remote.snapshot().rows[0].id)
             view = await wait_for_screen(pilot, app, SessionViewScreen)
             await wait_for(pilot, lambda: "Customer:" in view.panes.transcript.text())
@@ -178,3 +189,20 @@ async def test_a_replayed_trace_and_the_commands_show_it_inert(
         if "--json" in argv:  # still JSON (the escapes are JSON's own), the text in it escaped
             assert "u001b]0;pwned" in out or "x1b]0;pwned" in out
             assert all(json.loads(line) for line in out.splitlines() if line)
+
+
+async def test_the_console_shows_a_customer_record_inert(tmp_path: Path,
+                                                        console_app: Callable[..., OperatorConsole]) -> None:
+    """The one-session console over a database whose customer record holds the text: the transcript's tool
+    results unfolded, the ledger entry's detail, the status bar and header, the whole frame."""
+    app = console_app(db=hostile_db(tmp_path))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
+        app.transcript.action_toggle_results()
+        lines = app.transcript.text().splitlines()
+        app.transcript.scroll_to(y=next(n for n, line in enumerate(lines) if "address1" in line), animate=False,
+                                 immediate=True)  # the customer's profile, unfolded, on screen
+        await pilot.pause()
+        seen = terminal_sees(app)
+        assert "[red]styled[/red]" in seen and "\\x9b31m" in seen and "\\u202eevil␡" in seen
