@@ -35,39 +35,55 @@ def shown(value: T) -> T:
     return _shown(value, 0)  # type: ignore[no-any-return]
 
 
+_LEAF, _SEQUENCE, _MODEL, _MAPPING, _DATACLASS = range(5)
+_KINDS: dict[type, tuple[int, tuple[str, ...]]] = {}  # a type's walk, decided once (isinstance on an ABC is slow)
+
+
+def _kind_of(kind: type) -> tuple[int, tuple[str, ...]]:
+    """How `_shown` walks values of this type, and (models, dataclasses) the names of the fields it reads."""
+    known = _KINDS.get(kind)
+    if known is None:
+        if kind is list or kind is tuple:
+            known = (_SEQUENCE, ())
+        elif issubclass(kind, BaseModel):
+            known = (_MODEL, tuple(kind.model_fields))
+        elif issubclass(kind, Mapping):
+            known = (_MAPPING, ())
+        elif dataclasses.is_dataclass(kind):
+            known = (_DATACLASS, tuple(f.name for f in dataclasses.fields(kind) if f.init))
+        else:
+            known = (_LEAF, ())
+        _KINDS[kind] = known
+    return known
+
+
 def _shown(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str:
         return inert(value, lines=True)
-    if depth > _MAX_DEPTH or kind in (int, float, bool) or value is None:
+    if kind is int or kind is float or kind is bool or value is None or depth > _MAX_DEPTH:
         return value
-    if kind is list or kind is tuple:
+    walk, names = _kind_of(kind)
+    if walk == _LEAF:
+        return value
+    if walk == _SEQUENCE:
         items = [_shown(item, depth + 1) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
-    if isinstance(value, BaseModel):
-        changes = {}
-        for name in type(value).model_fields:
-            old = getattr(value, name)
-            new = _shown(old, depth + 1)
-            if new is not old:
-                changes[name] = new
-        return value.model_copy(update=changes) if changes else value
-    if isinstance(value, Mapping):
+    if walk == _MAPPING:
         pairs = [(_shown(k, depth + 1), _shown(v, depth + 1)) for k, v in value.items()]
         if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
             return value
         return dict(pairs)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {}
-        for field in dataclasses.fields(value):
-            if not field.init:
-                continue
-            old = getattr(value, field.name)
-            new = _shown(old, depth + 1)
-            if new is not old:
-                changes[field.name] = new
-        return dataclasses.replace(value, **changes) if changes else value
-    return value
+    changes = {}
+    for name in names:
+        old = getattr(value, name)
+        new = _shown(old, depth + 1)
+        if new is not old:
+            changes[name] = new
+    if not changes:
+        return value
+    return value.model_copy(update=changes) if walk == _MODEL else dataclasses.replace(value, **changes)
+
 
 VERDICT_STYLE = {"ALLOW": "bold green", "REVISE": "bold yellow", "BLOCK": "bold red", "ERROR": "bold magenta"}
 

@@ -116,13 +116,11 @@ class DeskScreen(Screen[None]):
     def redraw(self) -> None:
         snapshot = self.snapshot = self.api.snapshot()
         self.redraws += 1
-        drawn = shown(snapshot)  # what is drawn: its text inert (the decisions use the snapshot as the desk sent it)
-        item = self.selected_item
-        with self.app.batch_update():
-            self.status.show(drawn)
-            self.sessions.show(drawn)
-            self.inbox.show(drawn)
-            self.detail.show(shown(item), drawn, self.operator)
+        with self.app.batch_update():  # what is drawn is inert: the tables' cells (desk_grid.cell), the item shown
+            self.status.show(snapshot)
+            self.sessions.show(snapshot)
+            self.inbox.show(snapshot)
+            self.detail.show(shown(self.selected_item), snapshot, self.operator)
         if snapshot.lost != self._lost:
             self._link_changed(snapshot.lost)
         self.call_later(self._follow_cursor)
@@ -190,7 +188,7 @@ class DeskScreen(Screen[None]):
     @on(RowTable.RowHighlighted, "#desk-inbox")
     async def _inbox_moved(self) -> None:
         if self._mounted:
-            self.detail.show(shown(self.selected_item), shown(self.snapshot), self.operator)
+            self.detail.show(shown(self.selected_item), self.snapshot, self.operator)
             await self._follow_cursor()
 
     @on(RowTable.RowSelected, "#desk-sessions")

@@ -128,8 +128,7 @@ class SessionViewScreen(Screen[None]):
         self._show_title()
 
     def _show_title(self) -> None:
-        snapshot = shown(self.snapshot)  # drawn: its text inert
-        row = snapshot.row(self.session_id)
+        row = shown(self.snapshot.row(self.session_id))  # drawn: its text inert
         colours = palette_of(self)
         lost = self.snapshot.lost  # a remote desk whose host is gone or not answering: said first, keys off
         if lost != self._lost:

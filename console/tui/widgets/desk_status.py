@@ -17,6 +17,7 @@ from console.runtime.desk.view import DeskSnapshot, RowPhase, Service
 from console.runtime.facts import returned_for_read
 from console.tui.theme import OPERATOR, palette_of
 from console.tui.widgets.desk_format import duration
+from core.strict_json import inert
 
 
 def counts(snapshot: DeskSnapshot) -> Counter[str]:
@@ -76,7 +77,7 @@ class DeskStatus(Widget):
         text.append(f"  amber {duration(snapshot.amber_s)} red {duration(snapshot.red_s)}", "dim")
         if snapshot.audit_path:
             text.append("  audit ", "dim")
-            text.append(snapshot.audit_path)
+            text.append(inert(snapshot.audit_path))
         if text != self._text:
             self._text = text
             self.refresh()
