@@ -485,7 +485,8 @@ def _text(fields: Mapping[str, Any], name: str, limit: int = 200, *, optional: b
 
 
 def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(strict_json.printable(text).split())
+    """One line for an answer or the host's log: it may quote what a client sent, so its text is inert."""
+    text = strict_json.inert(" ".join(strict_json.printable(text).split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

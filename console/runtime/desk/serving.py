@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from console.runtime.errors import CliError
+from core.strict_json import inert
 
 START_TIMEOUT = 60.0  # seconds the host gets to say where it serves (importing the domains on a loaded machine)
 STOP_GRACE = 10.0  # seconds it gets to end its sessions after SIGTERM, before it is killed
@@ -99,7 +100,7 @@ class DeskProcess:
     async def _relay(self, stream: asyncio.StreamReader, keep: list[str]) -> None:
         logged = 0
         while raw := await stream.readline():
-            text = raw.decode("utf-8", "replace").rstrip()
+            text = inert(raw.decode("utf-8", "replace").rstrip())  # into the server's log, on a terminal
             if not text:
                 continue
             keep[:] = [text[:LOG_LINE_CHARS]]
