@@ -42,6 +42,7 @@ from benchmarks.step import bench_step
 from benchmarks.telecom import bench_telecom_gate
 from benchmarks.telehealth import bench_telehealth_gate
 from benchmarks.timing import Result
+from benchmarks.token_flood import bench_token_flood
 from benchmarks.token_ratio import bench_token_ratio
 from benchmarks.tools import bench_tools
 
@@ -114,6 +115,8 @@ GROUPS: tuple[Group, ...] = (
           "airline gate decision for book_reservation, 10,000-record ledger"),
     Group("serve", lambda i: bench_serve(), "browser: page load, key latency, soak"),
     Group("desk_remote", lambda i: bench_desk_remote(), "desk over its socket: item visible, decide, push size"),
+    Group("token_flood", lambda i: bench_token_flood(), "serve --supervise: a known operator's request during a "
+          "flood of wrong tokens"),
     Group("mcp_stdio", lambda i: bench_mcp_stdio(), "ledgeragent mcp: stdio round trip of a read and a gated write "
           "vs check"),
     Group("mcp_http", lambda i: bench_mcp_concurrent(), "ledgeragent mcp: 50 concurrent HTTP sessions, p95, "

@@ -26,6 +26,7 @@ from core.events import Event, GateDecided, SessionStarted, SupervisorDecided, T
 from core.evidence import PrivateOverlay
 from core.gate import GateDecision, PolicyGate, Predicate
 from core.ledger import Ledger, LedgerEntry
+from core.private_files import make_dirs, write_text
 from core.timeline import apply_event, failed_ids, failed_reason
 
 
@@ -352,6 +353,6 @@ def to_jsonl(lines: Iterable[Mapping[str, Any]]) -> str:
 
 def write_trajectory(path: Path, lines: Iterable[Mapping[str, Any]]) -> Path:
     """Write `lines` as a JSONL trajectory `ledgeragent check` reads; creates parent folders."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_jsonl(lines), encoding="utf-8")
+    make_dirs(path.parent)
+    write_text(path, to_jsonl(lines))  # a new file 0600: it holds the session's calls (core.private_files)
     return path

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_DEPTH = 64  # tool arguments and trajectory lines are shallow; tau2's deepest are 4 levels
@@ -194,3 +195,47 @@ def safe_dumps(value: JSON, limit: int = 2000) -> str:
 def printable(text: str) -> str:
     """`text` with lone surrogates written as `\\udxxx`, so it can be shown, logged and stored as UTF-8."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# Characters a terminal acts on instead of showing: C0 controls, DEL, C1 controls (U+0080-U+009F, among them
+# CSI and OSC: a UTF-8 terminal may honour them as the ESC sequences they stand for) and the bidirectional
+# formatting characters (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069), which reorder what is shown around
+# them. Newline and tab are kept where the text is shown on several lines (`lines=True`).
+_UNSAFE_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown_as(match: re.Match[str]) -> str:
+    """How a control character is shown: C0 and DEL as their Unicode Control Pictures (`␛` for ESC, `␊` for a
+    newline), the others as `\\x9b` / `\\u202e`, so that what was there is visible, and does nothing."""
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def inert(text: str, *, lines: bool = False) -> str:
+    """`text` as it may be shown on a terminal, a screen or a log whatever it holds: every control character
+    (C0, DEL, C1, ESC and so every escape sequence, the bidi overrides) replaced by a visible stand-in
+    (`␛`, `\\x9b`, `\\u202e`), lone surrogates escaped (`printable`). With `lines=True` newlines and tabs stay
+    (a widget that shows text over several lines). Text with none of them comes back as it is.
+
+    Why one function: text from outside (a customer's message, an MCP client's log, a tool result, a model
+    endpoint's error, a trace file someone handed over) reaches the operator's terminal through every pane
+    and every command's output; each place that turns such text into something drawn passes it through here,
+    so an ESC in it cannot set the window title, move the cursor or wipe the screen, and the operator sees
+    that it was there."""
+    if text.isprintable():
+        return text
+    shown = (_UNSAFE_LINES if lines else _UNSAFE_LINE).sub(_shown_as, text)  # the same object if nothing matched
+    return shown if _lone_surrogate(shown) is None else printable(shown)
+
+
+def inert_json(text: str) -> str:
+    """JSON text (`json.dumps(..., ensure_ascii=False)`) with what `inert` guards against written as `\\u`
+    escapes: the same JSON value, safe on a terminal (C0 controls are escaped by `json` itself, and a JSON
+    document has these characters only inside its strings, where any character may be an escape)."""
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -23,14 +23,15 @@ from pydantic import ValidationError
 from core import strict_json
 from core.disk_full import DiskFull, is_disk_full, write_all
 from core.events import EVENT_ADAPTER, Event, SessionStarted
+from core.private_files import make_dirs, open_fd
 
 
 class TraceWriter:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         self.path = path
-        try:
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:  # a new trace is 0600 (its user's alone: it holds the customers' data), whatever the umask
+            self._fd: int | None = open_fd(path, os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
             if is_disk_full(exc):
                 raise DiskFull(path, exc.errno or 0) from exc

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.private_files import sqlite_file
 from mock_backends.base import SQLiteToolBackend
 from mock_backends.store import StoreError, disk_full_error
 
@@ -45,6 +46,7 @@ def _copy_sqlite(source: Path, target: Path) -> None:
     except sqlite3.Error as exc:
         raise BackendSourceError(f"{source}: cannot open it as SQLite ({exc})") from exc
     try:
+        sqlite_file(target)  # 0600 before SQLite opens it: its -wal and -shm files take its mode
         dest = sqlite3.connect(str(target))
         try:
             src.backup(dest)

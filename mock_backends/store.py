@@ -49,7 +49,8 @@ from typing import Any
 
 import aiosqlite
 
-from core.disk_full import DiskFull, disk_cause
+from core.disk_full import DiskFull, disk_cause, is_disk_full
+from core.private_files import sqlite_file
 
 JSON = Any
 Doc = dict[str, Any]
@@ -119,6 +120,21 @@ def _naming_the_disk(path: Path | str) -> Iterator[None]:
         if full is None:
             raise
         raise full from exc
+
+
+def _private_file(path: Path | str) -> None:
+    """A new database file made 0600 before SQLite opens it (SQLite would make it 0644 less the umask, and its
+    -wal, -shm and -journal files take its mode): a session's data is its user's alone. Not for `:memory:`
+    or a `file:` URI."""
+    text = str(path)
+    if text == ":memory:" or text.startswith("file:"):
+        return
+    try:
+        sqlite_file(Path(path))
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(path, exc.errno or 0) from exc
+        raise
 
 
 class StoreError(ValueError):
@@ -301,6 +317,8 @@ class DocumentStore:
                 raise ValueError(f"invalid collection name {spec.name!r}")
         if len({s.name for s in specs}) != len(specs):
             raise ValueError("duplicate collection names")
+        if not existing:
+            _private_file(path)
         with _naming_the_disk(path):
             db = await aiosqlite.connect(str(path), isolation_level=None)
         try:
@@ -620,6 +638,7 @@ class DocumentStore:
         target = Path(path)
         if target.exists():
             raise FileExistsError(str(target))
+        _private_file(target)
         with _naming_the_disk(target):
             dest = sqlite3.connect(str(target), check_same_thread=False)
             try:

@@ -30,8 +30,9 @@ from rich.text import Text
 from console.cli.errors import CliError, print_error
 from console.cli.session_decisions import SessionDecision, session_decisions, session_words
 from console.runtime.facts import verdict_words
-from console.runtime.textview import VERDICT_STYLE
+from console.runtime.textview import VERDICT_STYLE, shown
 from core.replay import Checker, CheckResult, TrajectoryCall, TrajectoryProblem, iter_session_calls, iter_trajectory
+from core.strict_json import inert_json
 
 CHUNK = 1 << 20
 TABLE_CHUNK = 500  # rows per printed table: small files look exactly as one table
@@ -263,9 +264,10 @@ async def run_check(path: Path, checker: Checker, *, json_lines: bool, show_all:
                 continue
             result = await checker.check(item)
             report.add(result, path)
-            if json_lines:
-                print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+            if json_lines:  # the same JSON, with what a terminal would act on written as \u escapes
+                print(inert_json(json.dumps(result.to_json(), ensure_ascii=False)), flush=True)
                 continue
+            result = shown(result)  # printed: its text (the line's tool name, a rule's reason) inert
             if result.kind == "write" or result.verdict != "ALLOW" or show_all:
                 printer.add(result, decided.get((item.line, item.call_id or "")))
             if report.calls % PROGRESS_EVERY == 0:

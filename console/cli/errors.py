@@ -33,7 +33,7 @@ from console.runtime.errors import CliError as CliError  # the runtime raises it
 from console.runtime.storage import StorageError, data_root
 from core.disk_full import REASONS, DiskFull, write_all
 from core.folder_lock import FolderBusy
-from core.strict_json import printable
+from core.strict_json import inert, printable
 from mock_backends.registry import BackendSourceError
 from mock_backends.store import StoreError
 
@@ -47,8 +47,9 @@ USER_ERRORS: tuple[type[BaseException], ...] = (CliError, StorageError, FolderBu
 
 
 def one_line(message: str, limit: int = 1000) -> str:
-    """`message` as one printable line: newlines folded, lone surrogates escaped, bounded length."""
-    text = " ".join(printable(str(message)).split())
+    """`message` as one printable line: newlines folded, control characters shown inert (`␛`), lone surrogates
+    escaped, bounded length (an error often quotes the input that caused it)."""
+    text = inert(" ".join(printable(str(message)).split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

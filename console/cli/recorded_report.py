@@ -31,6 +31,7 @@ from console.runtime.facts import verdict_words
 from console.runtime.lookup import recording_domain as recording_domain  # re-exported
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
+from console.runtime.textview import shown as inert_view
 from core.evidence import EvidenceMode
 from core.recorded.audit import (
     CATEGORIES,
@@ -42,7 +43,7 @@ from core.recorded.audit import (
 )
 from core.recorded.formats import is_gzip, read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
-from core.strict_json import printable
+from core.strict_json import inert, inert_json, printable
 from mock_backends.registry import open_backend
 
 RECORDED_WORDS = {"ok": "ran", "error": "ran: error", "not run": "not run", "no result": "no result",
@@ -87,6 +88,7 @@ def print_call(out: Console, call: AuditedCall, decided: SessionDecision | None 
     """One call as a block: position, tool, verdict, what the session's operator decided (a trace) and what the
     recording says became of it; then each objecting rule with its whole reason, the evidence, and how the
     database's result differs."""
+    call = inert_view(call)  # a recording's text, printed: inert
     staled = f" (stale: {', '.join(call.staled)})" if call.staled else ""
     operator = f", {escape(_operator(call, decided))}; " if decided is not None else "  "
     out.print(f"{escape(call.where.short())}  [bold]{escape(call.call.name)}[/]  {_verdict(call)}{operator}"
@@ -139,7 +141,7 @@ def summary_table(report: AuditReport, *, database: bool) -> Table:
         table.add_column(column, overflow="fold")  # wrapped at words, never cut with an ellipsis
     rows = report.rows if len(report.rows) > 1 else []
     for label, counts, differ, problems in rows:
-        table.add_row(escape(label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
+        table.add_row(escape(inert(label)), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
                       *([str(differ)] if database else []), str(problems))
     differ_total = sum(r[2] for r in report.rows)
     table.add_row("total", str(sum(report.totals.values())), *(str(report.totals[c]) for c in CATEGORIES),
@@ -151,7 +153,7 @@ def summary_lines(report: AuditReport, *, database: bool) -> list[str]:
     """The summary table's rows as lines, for a terminal too narrow for its columns without splitting words."""
     rows = report.rows if len(report.rows) > 1 else []
     totals = ("total", report.totals, sum(r[2] for r in report.rows), report.problems)
-    return [f"{label}: {sum(counts.values())} write(s): " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
+    return [f"{inert(label)}: {sum(counts.values())} write(s): " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
             + (f"; {differ} differ from the database" if database else "") + f"; {problems} problem(s)"
             for label, counts, differ, problems in [*rows, totals]]
 
@@ -177,7 +179,7 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
     report.problems += len(recording.problems)
     if not json_lines:
         where = f"; every call re-executed on {database}" if database else ""
-        out.print(f"[bold]{escape(source)}[/]: {FORMAT_WORDS[recording.format]}, {len(recording.conversations)} "
+        out.print(f"[bold]{escape(inert(source))}[/]: {FORMAT_WORDS[recording.format]}, {len(recording.conversations)} "
                   f"conversation(s), domain {audit.domain.name}{escape(where)}. Verdicts are {HYPOTHETICAL}: each "
                   "write judged in the context the recording gave it, then applied as recorded.")
     async for conversation in audit.run(recording):
@@ -187,10 +189,11 @@ async def _report(recording: Recording, audit: RecordedAudit, *, json_lines: boo
         shown = [c for c in conversation.calls if show_all or _agent_write(c) or c.difference is not None]
         if json_lines:
             for call in shown:
-                print(printable(json.dumps(call.to_json(source), ensure_ascii=False, allow_nan=False)), flush=True)
+                print(inert_json(printable(json.dumps(call.to_json(source), ensure_ascii=False, allow_nan=False))),
+                      flush=True)
             continue
         if conversation.label and shown:
-            out.print(f"[bold]{escape(conversation.label)}[/]")
+            out.print(f"[bold]{escape(inert(conversation.label))}[/]")
         for call in shown:
             print_call(out, call, decided.get(call.where.line) if call.where.line is not None else None)
     if not json_lines:

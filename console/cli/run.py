@@ -19,6 +19,7 @@ from core.events import EventBus, GateDecided
 from core.llm.base import ChatModel
 from core.scenario import Scenario
 from core.session import Session
+from core.strict_json import inert_json
 from domains.registry import DOMAINS, load_offline_reader
 
 _err = print_error
@@ -71,7 +72,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
                               max_steps=args.max_steps)
             claimed.started()
             if args.json:
-                bus.subscribe(lambda event: print(event.model_dump_json(), flush=True))
+                bus.subscribe(lambda event: print(inert_json(event.model_dump_json()), flush=True))
             else:
                 bus.subscribe(TranscriptPrinter())
             result = await session.run()

@@ -25,6 +25,7 @@ from console.runtime.facts import verdict_words
 from console.runtime.live import SessionSpec, SupervisionMode
 from console.runtime.storage import data_root
 from core.llm.settings import ModelSettings
+from core.strict_json import inert, inert_json
 from domains.registry import DOMAINS, tasks_file
 
 
@@ -80,13 +81,18 @@ def _task_specs(args: argparse.Namespace, mode: SupervisionMode) -> list[Session
 
 def new_desk_dir(root: Path | None = None) -> Path:
     """A fresh folder for one desk's audit log: `mkdir` is the claim, as for session folders."""
-    base = (root or data_root()) / "desks"
-    base.mkdir(parents=True, exist_ok=True)
+    from core.private_files import close_to_others, make_dir, make_dirs
+
+    home = root or data_root()
+    base = home / "desks"
+    make_dirs(base)  # 0700: an audit log says who decided what on whose data
+    for folder in (home, base):
+        close_to_others(folder)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1, 1000):
         folder = base / (stamp if n == 1 else f"{stamp}-{n}")
         try:
-            folder.mkdir()
+            make_dir(folder)
         except FileExistsError:
             continue
         return folder
@@ -175,13 +181,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if regate is not None:
                 line["regated"] = {"gate_verdict": regate.get("gate_verdict"), "failing_rules": regate.get(
                     "failing_rules", []), "arguments": regate.get("arguments"), "item": regate.get("regated_item")}
-            print(json.dumps(line, ensure_ascii=False, sort_keys=True))
+            print(inert_json(json.dumps(line, ensure_ascii=False, sort_keys=True)))  # \u escapes for what a
+            # terminal would act on: the same JSON
     else:
         table = Table("when", "operator", "session", "tool", "verdict", "failing rules", "decision", "reason",
                       "waited", "outcome", title=f"{path}: {len(read.decisions)} decision(s)")
         for record in read.decisions:
             waited = record.get("waited_s")
-            table.add_row(*(escape(str(v)) for v in (
+            table.add_row(*(escape(inert(str(v))) for v in (  # an audit log's text, printed: inert
                 record.get("when", ""), record.get("operator", ""), record.get("session", ""),
                 record.get("tool", ""), verdict_words(record.get("gate_verdict"), record.get("gate_refusal")),
                 ", ".join(record.get("failing_rules") or []),

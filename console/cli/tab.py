@@ -100,17 +100,18 @@ class _Capture(threading.Thread):
 def file_log(text: str, status: int) -> str:
     """Write a non-empty stderr log next to the session's trace; the one line for the server ("" if empty)."""
     from console.runtime.storage import data_root, latest_session_dir
+    from core.private_files import append_text, make_dirs
 
     if not text.strip():
         return ""
     folder = latest_session_dir()
     if folder is None or not folder.is_dir():
         folder = data_root() / "logs"
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder)
         target = folder / f"console-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
     else:
         target = folder / LOG_NAME
-    with target.open("a", encoding="utf-8") as out:
+    with append_text(target) as out:  # 0600: a traceback holds the session's data
         out.write(text)
     crashed = "Traceback (most recent call last)" in text
     what = f"crashed (exit {status})" if crashed or status not in (0, 130) else "wrote to stderr"

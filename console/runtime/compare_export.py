@@ -17,6 +17,7 @@ from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePai
 from console.runtime.export import event_lines
 from core.db_diff import DbDiff
 from core.events import MessageSent
+from core.private_files import write_text
 
 
 def turns(events: Sequence[Any]) -> list[list[Any]]:
@@ -106,6 +107,6 @@ def write_exports(pair: ComparePair) -> list[Path]:
     if folder is None:
         return []
     written = [folder / "compare.md", folder / "compare.html"]
-    written[0].write_text(compare_markdown(pair), encoding="utf-8")
-    written[1].write_text(compare_html(pair), encoding="utf-8")
+    write_text(written[0], compare_markdown(pair))  # 0600, as the traces they are made of
+    write_text(written[1], compare_html(pair))
     return written

@@ -10,17 +10,39 @@ File format (`--operators-file`): one operator a line, `NAME HASH`; blank lines 
 A HASH is `sha256:<hex>` (enough for a random token: nothing to guess) or
 `scrypt:<n>:<r>:<p>:<salt hex>:<hex>` (for a secret a person chose); `python -m console.runtime.operators NAME…`
 makes a token and its line for each name. Nothing here imports aiohttp or the desk.
+
+What a wrong token costs. A scrypt check is deliberately slow (tens of milliseconds of CPU and 16 MiB), so a
+server that checks every scrypt hash for every token it is shown can be made to spend all its CPU on a flood
+of wrong ones, and a real operator then waits seconds. So, as a careful auth layer does:
+
+- a token made for a scrypt hash starts with its **selector** (`<8 hex digits>.`, the first 8 digits of that
+  hash's salt: public, like the salt): it is checked against that hash alone, and a token whose selector
+  names no hash costs no scrypt at all. A token without one (a secret a person chose, or made before
+  selectors) is checked against every scrypt hash, as before;
+- a token that matched is remembered by a keyed hash (HMAC with a key made per process), so an operator's
+  later requests cost no scrypt; one that matched nothing is remembered too (the last `MAX_REFUSED`);
+- `TokenChecks` (for the servers) runs at most `HASHING_AT_ONCE` scrypt checks at a time, refuses more than
+  `HASHING_WAITING` waiting at once, and lets a client fail only `FAILURES` times, then one more each
+  `REFILL_S` seconds: past either it raises `TooManyTries` (a 429 with `Retry-After`). A remembered token
+  is never throttled.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import math
 import re
 import secrets
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 # An operator's name lands on a command line, in the audit log and on every screen: nothing else is let through.
 OPERATOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
@@ -31,6 +53,15 @@ MAX_OPERATORS = 1000
 MAX_FILE = 1024 * 1024  # bytes of an operators file
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # hashlib.scrypt's cost: about 16 MiB and a few tens of ms a check
 SCRYPT_LIMITS = {"n": 2**20, "r": 32, "p": 16}  # a file asking for more is refused (it would stall every check)
+# A scrypt token's selector: the first 8 hex digits of its hash's salt, then a dot (see the module docstring).
+SELECTOR = re.compile(r"([0-9a-f]{8})\.")
+SELECTOR_DIGITS = 8
+MAX_REFUSED = 4096  # wrong tokens remembered (by keyed hash): the same wrong token twice costs one check
+FAILURES = 10  # wrong tokens a client may present before it is slowed down...
+REFILL_S = 6.0  # ...then one more every this many seconds (10 a minute)
+HASHING_AT_ONCE = 2  # scrypt checks running at once (the machine's cores are for the sessions)
+HASHING_WAITING = 16  # scrypt checks waiting for one of those; more at once are refused (429) at once
+MAX_CLIENTS = 10_000  # clients whose failures are counted; the longest-forgiven are forgotten first
 
 
 class OperatorError(ValueError):
@@ -50,13 +81,21 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def hash_token(token: str, scheme: str = "sha256") -> str:
-    """What an operators file keeps of `token`: `sha256:…` or, with a random salt, `scrypt:…`."""
+def new_scrypt_token() -> tuple[str, str]:
+    """A fresh token for a scrypt hash and that hash: the token starts with its selector (the salt's first
+    8 hex digits and a dot), so a server checks it against this one hash only."""
+    salt = secrets.token_bytes(16)
+    token = f"{salt.hex()[:SELECTOR_DIGITS]}.{new_token()}"
+    return token, hash_token(token, "scrypt", salt=salt)
+
+
+def hash_token(token: str, scheme: str = "sha256", *, salt: bytes | None = None) -> str:
+    """What an operators file keeps of `token`: `sha256:…` or, with a random salt (or `salt`), `scrypt:…`."""
     data = token.encode("utf-8")
     if scheme == "sha256":
         return "sha256:" + hashlib.sha256(data).hexdigest()
     if scheme == "scrypt":
-        salt = secrets.token_bytes(16)
+        salt = secrets.token_bytes(16) if salt is None else salt
         digest = hashlib.scrypt(data, salt=salt, dklen=32, maxmem=2**26, **SCRYPT)
         return f"scrypt:{SCRYPT['n']}:{SCRYPT['r']}:{SCRYPT['p']}:{salt.hex()}:{digest.hex()}"
     raise OperatorError(f"unknown hash scheme {scheme!r} (sha256 or scrypt)")
@@ -95,15 +134,26 @@ def matches(token: str, stored: str) -> bool:
 class Operators:
     """The operators a server knows: name -> the hash of their token. `identify(token)` says whose it is.
 
-    A token that matched once is remembered by its SHA-256 (so a slow scrypt hash is checked once per
-    operator, not on every request); a token that matched nothing is checked again each time.
+    Which hashes a token is checked against (`candidates`): every sha256 one (a microsecond each), and the
+    scrypt one its selector names, or every scrypt one for a token without a selector. A token that matched
+    is remembered by a keyed hash, so a slow hash is checked once per operator, not on every request; one
+    that matched nothing is remembered too (the last MAX_REFUSED), so the same wrong token is not checked twice.
     """
 
     def __init__(self, hashes: Mapping[str, str]) -> None:
         if not hashes:
             raise OperatorError("no operator given")
         self.hashes = {check_name(name): _check_hash(stored) for name, stored in hashes.items()}
-        self._known: dict[str, str] = {}
+        self._cheap = tuple(name for name, stored in self.hashes.items() if not stored.startswith("scrypt:"))
+        self._slow = tuple(name for name, stored in self.hashes.items() if stored.startswith("scrypt:"))
+        self._by_selector: dict[str, list[str]] = {}
+        for name in self._slow:
+            salt = self.hashes[name].split(":")[4]
+            self._by_selector.setdefault(salt[:SELECTOR_DIGITS], []).append(name)
+        self._key = secrets.token_bytes(32)  # this process's: a remembered token's fingerprint means nothing elsewhere
+        self._known: dict[bytes, str] = {}  # at most one entry per operator: only their token matches their hash
+        self._refused: OrderedDict[bytes, None] = OrderedDict()
+        self._lock = threading.Lock()  # checks run in threads (TokenChecks): the two memories change under it
 
     @classmethod
     def from_tokens(cls, tokens: Mapping[str, str]) -> Operators:
@@ -116,25 +166,158 @@ class Operators:
     @property
     def slow(self) -> bool:
         """Some hash is scrypt: a check can take tens of milliseconds (run it off an event loop)."""
-        return any(stored.startswith("scrypt:") for stored in self.hashes.values())
+        return bool(self._slow)
 
-    def identify(self, token: str) -> str | None:
-        """The operator whose token this is, or None. Every operator's hash is checked, whatever matched."""
+    def _fingerprint(self, token: str) -> bytes:
+        return hmac.new(self._key, token.encode("utf-8", "surrogateescape"), hashlib.sha256).digest()
+
+    def candidates(self, token: str) -> tuple[str, ...]:
+        """The operators whose hash `token` is checked against: every sha256 one, and the scrypt one(s) its
+        selector names (every scrypt one when it has none)."""
+        found = SELECTOR.match(token)
+        slow = tuple(self._by_selector.get(found.group(1), ())) if found else self._slow
+        return self._cheap + slow
+
+    def remembered(self, token: str) -> str | Literal[False] | None:
+        """What is known of `token` without a check: the operator's name, False for a wrong token seen
+        lately, None when it must be checked."""
         if not MIN_TOKEN_LENGTH <= len(token) <= MAX_TOKEN_LENGTH:
-            return None
-        key = hashlib.sha256(token.encode("utf-8")).hexdigest()
+            return False
+        key = self._fingerprint(token)
         known = self._known.get(key)
         if known is not None:
             return known
-        found = [name for name, stored in self.hashes.items() if matches(token, stored)]
-        if len(found) != 1:
-            return None  # none, or two operators holding one token: nobody in particular
-        self._known[key] = found[0]
+        return False if key in self._refused else None
+
+    def cost(self, token: str) -> int:
+        """How many scrypt checks `identify(token)` would run now: 0 for a remembered token."""
+        if self.remembered(token) is not None:
+            return 0
+        return sum(1 for name in self.candidates(token) if self.hashes[name].startswith("scrypt:"))
+
+    def identify(self, token: str) -> str | None:
+        """The operator whose token this is, or None. Every candidate's hash is checked, whatever matched."""
+        seen = self.remembered(token)
+        if seen is not None:
+            return seen if isinstance(seen, str) else None
+        key = self._fingerprint(token)
+        found = [name for name in self.candidates(token) if matches(token, self.hashes[name])]
+        with self._lock:
+            if len(found) != 1:  # none, or two operators holding one token: nobody in particular
+                self._refused[key] = None
+                while len(self._refused) > MAX_REFUSED:
+                    self._refused.popitem(last=False)
+                return None
+            self._known[key] = found[0]
         return found[0]
 
     def text(self) -> str:
         """The operators as an `--operators-file`."""
         return "".join(f"{name} {stored}\n" for name, stored in self.hashes.items())
+
+
+class TooManyTries(Exception):
+    """A token not checked now: its client failed too often, or too many checks wait already. `retry_after`:
+    seconds until a check would be taken (for a `Retry-After` header)."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def seconds(self) -> int:
+        """`retry_after` as whole seconds, at least 1 (what `Retry-After` carries)."""
+        return max(1, math.ceil(self.retry_after))
+
+
+@dataclass
+class _Budget:
+    left: float
+    at: float
+
+
+class TokenChecks:
+    """Who presents a token, at a bounded cost however many wrong ones arrive (the servers' way in).
+
+    A remembered token (`Operators.remembered`) is answered at once and never throttled: an operator already
+    known keeps working through a flood. Any other costs its client one try of `failures` (refilled one per
+    `refill_s` seconds); a client with none left gets `TooManyTries` before anything is hashed. A check that
+    needs scrypt runs in a thread, at most `at_once` at a time; with `waiting` checks queued already, the next
+    is refused at once rather than queued (its client may try again in a second).
+    """
+
+    def __init__(self, operators: Operators, *, clock: Callable[[], float] = time.monotonic,
+                 failures: int = FAILURES, refill_s: float = REFILL_S, at_once: int = HASHING_AT_ONCE,
+                 waiting: int = HASHING_WAITING) -> None:
+        self.operators = operators
+        self.clock = clock
+        self.failures = failures
+        self.refill_s = refill_s
+        self.waiting = waiting
+        self._hashing = asyncio.Semaphore(at_once)
+        self._queued = 0
+        self._budgets: OrderedDict[str, _Budget] = OrderedDict()
+
+    def _left(self, client: str) -> _Budget | None:
+        """The client's tries left now (None: all of them, nothing is counted for it)."""
+        budget = self._budgets.get(client)
+        if budget is None:
+            return None
+        now = self.clock()
+        budget.left = min(float(self.failures), budget.left + max(0.0, now - budget.at) / self.refill_s)
+        budget.at = now
+        if budget.left >= self.failures:
+            del self._budgets[client]
+            return None
+        return budget
+
+    def _spend(self, client: str) -> None:
+        budget = self._left(client) or _Budget(float(self.failures), self.clock())
+        budget.left -= 1
+        self._budgets[client] = budget
+        self._budgets.move_to_end(client)
+        while len(self._budgets) > MAX_CLIENTS:
+            self._budgets.popitem(last=False)
+
+    def _refund(self, client: str) -> None:
+        """A try spent on a token that turned out right is given back: only wrong tokens count."""
+        budget = self._left(client)
+        if budget is not None:
+            budget.left = min(float(self.failures), budget.left + 1)
+
+    async def identify(self, token: str, client: str) -> str | None:
+        """The operator whose token this is, or None (a failure counted against `client`); TooManyTries when
+        the client has no try left or the checks are busy."""
+        operators = self.operators
+        seen = operators.remembered(token)
+        if isinstance(seen, str):
+            return seen
+        budget = self._left(client)
+        if budget is not None and budget.left < 1:
+            wait = (1 - budget.left) * self.refill_s
+            raise TooManyTries(f"too many wrong tokens from {client or 'this client'}: try again in "
+                               f"{math.ceil(wait)} s", wait)
+        if seen is False:
+            self._spend(client)
+            return None
+        if operators.cost(token) == 0:
+            who = operators.identify(token)
+            if who is None:
+                self._spend(client)
+            return who
+        if self._queued >= self.waiting:
+            raise TooManyTries("too many tokens are being checked at once: try again in a second", 1.0)
+        self._spend(client)  # before the check: the client's other tokens, arriving meanwhile, see it spent
+        self._queued += 1
+        try:
+            async with self._hashing:
+                who = await asyncio.to_thread(operators.identify, token)
+        finally:
+            self._queued -= 1
+        if who is not None:
+            self._refund(client)
+        return who
 
 
 def parse_names(text: str) -> list[str]:
@@ -212,9 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for name in checked:
-        token = new_token()
+        token, stored = new_scrypt_token() if scheme == "scrypt" else (new_token(), "")
         print(f"token for {name}: {token}", file=sys.stderr)
-        print(f"{name} {hash_token(token, scheme)}")
+        print(f"{name} {stored or hash_token(token)}")
     return 0
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import platformdirs
 
 from core.folder_lock import LOCK_NAME, FolderBusy, FolderLock
+from core.private_files import close_to_others, make_dir, make_dirs
 
 
 class StorageError(OSError):
@@ -54,8 +55,9 @@ def _reason(exc: OSError) -> str:
 
 
 def _make_dirs(path: Path, what: str) -> None:
+    """`path` and the folders above it, each made 0700 (`core.private_files`: session data is its user's)."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
     except OSError as exc:
         hint = " (check LEDGERAGENT_HOME)" if os.environ.get("LEDGERAGENT_HOME") else ""
         raise StorageError(f"cannot create {what} {path}: {_reason(exc)}{hint}") from exc
@@ -119,8 +121,11 @@ def new_session_folder(domain: str, label: str | None = None, root: Path | None 
     console per browser tab, and two tabs opened in the same second race for the same name), and the lock is
     taken at once (a name another process locked between our mkdir and our lock is left to it)."""
     global _latest
-    base = (root or data_root()) / "sessions"
+    home = root or data_root()
+    base = home / "sessions"
     _make_dirs(base, "the sessions folder")
+    for folder in (home, base):  # made 0755 by an earlier version: nobody else's to enter
+        close_to_others(folder)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{domain}-{label or 'chat'}")
     n = 1
@@ -128,7 +133,7 @@ def new_session_folder(domain: str, label: str | None = None, root: Path | None 
         candidate = base / (f"{stamp}-{slug}" if n == 1 else f"{stamp}-{slug}-{n}")
         n += 1
         try:
-            candidate.mkdir()
+            make_dir(candidate)  # 0700, whatever the umask
         except FileExistsError:
             continue
         except OSError as exc:

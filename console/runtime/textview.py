@@ -1,15 +1,89 @@
-"""A readable, colourful transcript of session events for the terminal (headless runs, CI logs)."""
+"""A readable, colourful transcript of session events for the terminal (headless runs, CI logs), and `shown`:
+any value with its text made inert, before it is drawn anywhere.
+
+Untrusted text (a customer's message, a tool result, an MCP client's log, a model endpoint's error, a trace
+someone handed over) is drawn by every pane, the desk, the browser console and the commands' output. Each of
+them takes what it shows through `shown` (events, desk snapshots: every string in them, however deep) or
+`core.strict_json.inert` (one string) where the text enters what it draws, and builds `rich.text.Text` from it,
+never markup: an ESC sequence in it is shown as `␛…` and does nothing, and `[red]` is shown as `[red]`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
 from core.gate import RefusalKind
+from core.strict_json import inert
+
+T = TypeVar("T")
+_MAX_DEPTH = 80  # deeper than any event or snapshot (strict JSON stops at 64 levels)
+
+
+def shown(value: T) -> T:
+    """`value` with every string in it (in lists, tuples, mappings' keys and values, pydantic models, dataclasses)
+    passed through `inert(..., lines=True)`; the same object when nothing in it needed it, else a copy where
+    something did. Enum members and other types are kept: only text that came from outside can hold a control
+    character. What a session records is never changed: this is for what is drawn."""
+    return _shown(value, 0)  # type: ignore[no-any-return]
+
+
+_LEAF, _SEQUENCE, _MODEL, _MAPPING, _DATACLASS = range(5)
+_KINDS: dict[type, tuple[int, tuple[str, ...]]] = {}  # a type's walk, decided once (isinstance on an ABC is slow)
+
+
+def _kind_of(kind: type) -> tuple[int, tuple[str, ...]]:
+    """How `_shown` walks values of this type, and (models, dataclasses) the names of the fields it reads."""
+    known = _KINDS.get(kind)
+    if known is None:
+        if kind is list or kind is tuple:
+            known = (_SEQUENCE, ())
+        elif issubclass(kind, BaseModel):
+            known = (_MODEL, tuple(kind.model_fields))
+        elif issubclass(kind, Mapping):
+            known = (_MAPPING, ())
+        elif dataclasses.is_dataclass(kind):
+            known = (_DATACLASS, tuple(f.name for f in dataclasses.fields(kind) if f.init))
+        else:
+            known = (_LEAF, ())
+        _KINDS[kind] = known
+    return known
+
+
+def _shown(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        return inert(value, lines=True)
+    if kind is int or kind is float or kind is bool or value is None or depth > _MAX_DEPTH:
+        return value
+    walk, names = _kind_of(kind)
+    if walk == _LEAF:
+        return value
+    if walk == _SEQUENCE:
+        items = [_shown(item, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else kind(items)
+    if walk == _MAPPING:
+        pairs = [(_shown(k, depth + 1), _shown(v, depth + 1)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    changes = {}
+    for name in names:
+        old = getattr(value, name)
+        new = _shown(old, depth + 1)
+        if new is not old:
+            changes[name] = new
+    if not changes:
+        return value
+    return value.model_copy(update=changes) if walk == _MODEL else dataclasses.replace(value, **changes)
+
 
 VERDICT_STYLE = {"ALLOW": "bold green", "REVISE": "bold yellow", "BLOCK": "bold red", "ERROR": "bold magenta"}
 
@@ -35,7 +109,7 @@ class TranscriptPrinter:
     def __call__(self, event: Any) -> None:
         handler = getattr(self, f"_on_{event.type}", None)
         if handler is not None:
-            handler(event)
+            handler(shown(event))  # its text inert: printed to a terminal
 
     def _print(self, text: str | Text) -> None:
         self.console.print(text, soft_wrap=False, overflow="fold")

@@ -48,7 +48,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from console.runtime.desk.serving import DeskProcess
-from console.runtime.operators import DESK_TOKEN_ENV, Operators
+from console.runtime.operators import DESK_TOKEN_ENV, FAILURES, REFILL_S, Operators, TokenChecks, TooManyTries
 from console.web import driver as web_driver
 from console.web.policy import (
     TOKEN_ENV,
@@ -411,6 +411,9 @@ class ConsoleServer(Server):
         # At a desk: the token each operator presented (theirs, or the shared one), which their tabs present to
         # the desk's socket in turn: the desk host knows the same operators (`_desk_operators`).
         self._tokens: dict[str, str] = {}
+        # Operators' tokens are checked at a bounded cost: a flood of wrong ones is slowed down per client (429)
+        # and never runs more than a couple of scrypt checks at once, and a known token costs no check.
+        self._checks = TokenChecks(config.operators) if config.operators is not None else None
 
     # ------------------------------------------------------------------------------------------- life
 
@@ -524,21 +527,26 @@ class ConsoleServer(Server):
         public = config.public_url
         proxied = public is not None and not is_loopback(urlsplit(public).hostname or "")
         lines = []
-        if config.token is None:
+        # What a request must present: the shared token, or (--operators / --operators-file) an operator's own.
+        lock = "an operator's own token" if config.operators is not None else "the token in the URL above"
+        if not config.authenticated:
             lines.append("[yellow]no token (--no-token): every user and program on this machine can open a "
                          "console; web pages cannot (their Origin is refused)[/]")
         elif proxied:
             lines.append(f"reachable through your proxy at {escape(str(public))}: anyone who can reach it gets "
-                         "an access-token page; the token is the lock")
+                         f"an access-token page; {lock} is the lock")
         elif is_loopback(self.host):
-            lines.append("only this machine can connect (loopback), and only with the token in the URL above")
+            lines.append(f"only this machine can connect (loopback), and only with {lock}")
         else:
             lines.append(f"[yellow]reachable from the network on {escape(self.host)}: anyone who can reach "
-                         "this address gets an access-token page; the token is the lock[/]")
+                         f"this address gets an access-token page; {lock} is the lock[/]")
+        if config.operators is not None:
+            lines.append(f"wrong tokens: {FAILURES} tries per address, then one every {REFILL_S:g} s (429 with "
+                         "Retry-After); a known operator is never slowed down")
         if config.token_source == "generated":
             lines.append(f"the token was made for this run: set ${TOKEN_ENV} to keep one across restarts")
         scheme = urlsplit(public).scheme if public else "http"
-        if config.token is not None and scheme != "https" and (proxied or not is_loopback(self.host)):
+        if config.authenticated and scheme != "https" and (proxied or not is_loopback(self.host)):
             lines.append("[yellow]plain HTTP: the token and every keystroke cross the network unencrypted; put a "
                          "TLS proxy in front (docs/browser.md)[/]")
         return lines
@@ -651,10 +659,15 @@ class ConsoleServer(Server):
             return config.operator
         presented = request.query.get("token") or request.cookies.get(self.cookie_name) or _bearer(request)
         who: str | None = None
-        if presented is not None and config.operators is not None:
-            operators = config.operators
-            who = await asyncio.to_thread(operators.identify, presented) if operators.slow else \
-                operators.identify(presented)
+        if presented is not None and self._checks is not None:
+            try:
+                who = await self._checks.identify(presented, request.remote or "")
+            except TooManyTries as exc:
+                refused = self._refuse(request, 429, "Too many tries",
+                                       f"{html.escape(exc.message[:1].upper() + exc.message[1:])}. The tabs already "
+                                       "open keep working.", detail=exc.message)
+                refused.headers["Retry-After"] = str(exc.seconds)
+                return refused
         elif presented is not None and config.token is not None:
             who = config.operator if token_matches(presented, config.token) else None
         if who is not None and presented is not None and config.desk is not None:

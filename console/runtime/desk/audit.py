@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from core import strict_json
+from core.private_files import append_text, make_dirs
 
 MAX_LINE = 1_000_000  # bytes: a longer line is not an audit record this desk wrote
 
@@ -34,8 +35,8 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+        make_dirs(path.parent)  # new folders 0700, a new log 0600 (core.private_files)
+        self._file: IO[str] | None = append_text(path)
 
     def write(self, record: Mapping[str, Any]) -> None:
         if self._file is None:

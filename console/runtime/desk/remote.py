@@ -19,8 +19,9 @@ and the socket's permissions (this user's processes only) are the whole lock. Ho
 answer `{"id": <id>, "ok": true, "result": ...}` or `{"id": <id>, "ok": false, "error": "<one line>"}`
 (the text of the `DeskRefused` the desk raised), and pushes `{"push": "snapshot", "snapshot": {...}}`
 (`DeskSnapshot.to_json`). Pushes are coalesced per connection: at most one is being written at a time and
-the next one is built from the desk as it is then (the latest wins, a slow reader never queues a backlog).
-A change an operator's request made is pushed to that operator before the answer, so when `await
+the next one is built from the desk as it is then (the latest wins, a slow reader never queues a backlog);
+with nothing to push for BEAT_S seconds the host sends `{"push": "beat"}`, so a client tells a quiet desk
+from a hung one. A change an operator's request made is pushed to that operator before the answer, so when `await
 remote.decide(...)` returns, `remote.snapshot()` already shows its effect.
 
 When a connection closes (a browser tab closed, its process killed), the claims its operator holds are
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -43,8 +45,9 @@ from typing import Any
 
 from console.runtime.desk.desk import Desk, check_operator
 from console.runtime.desk.view import DeskListener, DeskRefused, DeskSnapshot, ItemView
-from console.runtime.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators
+from console.runtime.operators import DESK_TOKEN_ENV, MAX_TOKEN_LENGTH, Operators, TokenChecks, TooManyTries
 from core import strict_json
+from core.private_files import make_dirs
 
 log = logging.getLogger("ledgeragent.desk")
 
@@ -54,6 +57,14 @@ MAX_CONNECTIONS = 64  # operator processes at once (one per browser tab)
 EVENTS_PAGE = 500  # events in one `session_events` answer; the client asks again for the rest
 MAX_SOCKET_PATH = 107  # bytes of an AF_UNIX path on Linux (108 with the terminating NUL)
 GONE = "the desk is gone"
+# The host says it is alive at least every BEAT_S seconds (a snapshot, an answer, or a beat line when there is
+# nothing else to say); a client that has heard nothing for SILENT_S seconds says the desk is not answering.
+# A host that dies is noticed at once: its socket closes. So a screen says either within SILENT_S + BEAT_S / 2.
+BEAT_S = 0.5
+SILENT_S = 1.5
+GONE_SAID = ("the desk is gone: its host closed the connection (it stopped or was killed). Nothing can be decided "
+             "here; the sessions' traces and the audit log are on disk")
+BEAT_LINE = b'{"push":"beat"}\n'
 OPS = ("hello", "claim", "release", "release_all", "decide", "bulk_approve", "step", "resume", "session_events")
 
 
@@ -71,7 +82,7 @@ def private_folder(folder: Path) -> Path:
     system, a folder's are. Raises SocketPathError.
     """
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_dirs(folder)  # each folder made here 0700, whatever the umask
         info = folder.stat()
     except OSError as exc:
         raise SocketPathError(f"cannot use folder {folder}: {exc.strerror or exc}") from None
@@ -174,6 +185,9 @@ def _line(message: Mapping[str, Any]) -> bytes:
 # -------------------------------------------------------------------------------------------------- host
 
 
+_CONNECTION_NUMBERS = itertools.count(1)
+
+
 class _Connection:
     """One operator process at the host: its writer, its operator (after hello), its pending push."""
 
@@ -183,6 +197,7 @@ class _Connection:
         self.operator: str | None = None
         self.dirty = asyncio.Event()
         self.pushed = -1  # the desk version this connection last got
+        self.name = f"connection {next(_CONNECTION_NUMBERS)}"  # whose wrong hellos are counted (TokenChecks)
 
     def write(self, message: Mapping[str, Any]) -> None:
         if not self.writer.is_closing():
@@ -197,9 +212,16 @@ class _Connection:
         self.writer.write(self.host.snapshot_line())
 
     async def pusher(self) -> None:
-        """Coalesced pushes: wait for a change, write the latest snapshot, wait until it left, again."""
+        """Coalesced pushes: wait for a change, write the latest snapshot, wait until it left, again; a beat
+        line when BEAT_S passed without a change (so the client can tell a quiet desk from a dead one)."""
         while not self.writer.is_closing():
-            await self.dirty.wait()
+            try:
+                await asyncio.wait_for(self.dirty.wait(), BEAT_S)
+            except TimeoutError:
+                if self.operator is not None:
+                    self.writer.write(BEAT_LINE)
+                    await self.writer.drain()
+                continue
             self.push_now()
             await self.writer.drain()
 
@@ -215,6 +237,9 @@ class DeskHost:
         # Who may say hello as whom: with operators, a connection is the operator whose token it presents;
         # without, the name it states (the socket's permissions, this user's processes only, are the lock).
         self.operators = operators
+        # Tokens checked at a bounded cost (a couple of scrypt checks at a time, a connection's wrong hellos
+        # slowed down), a known one at none: a flood of bad hellos cannot stall the operators' own.
+        self._checks = TokenChecks(operators) if operators is not None else None
         self.max_connections = max_connections
         self.max_request = max_request
         self.log = log or (lambda _line: None)
@@ -271,7 +296,7 @@ class DeskHost:
             if connection.operator is not None:
                 connection.dirty.set()
 
-    async def _who(self, fields: Mapping[str, Any]) -> str:
+    async def _who(self, fields: Mapping[str, Any], client: str) -> str:
         """The operator a hello makes this connection: its token's, at a desk that knows its operators (the
         name it states, if any, must be that one); else the name it states."""
         named = fields.get("operator")
@@ -280,8 +305,12 @@ class DeskHost:
         token = _text(fields, "token", MAX_TOKEN_LENGTH, optional=True)
         if not token:
             raise DeskRefused(f"this desk knows its operators: say hello with your token (${DESK_TOKEN_ENV})")
-        operators = self.operators
-        who = await asyncio.to_thread(operators.identify, token) if operators.slow else operators.identify(token)
+        assert self._checks is not None
+        try:
+            who = await self._checks.identify(token, client)
+        except TooManyTries as exc:
+            self.log(f"desk: refused a hello: {exc.message}")
+            raise DeskRefused(exc.message) from None
         if who is None:
             self.log("desk: refused a hello: a token this desk does not know")
             raise DeskRefused("this desk does not know that token")
@@ -392,7 +421,7 @@ class DeskHost:
         if op == "hello":
             if connection.operator is not None:
                 raise DeskRefused(f"this connection is {connection.operator}'s already")
-            connection.operator = await self._who(fields)
+            connection.operator = await self._who(fields, connection.name)
             connection.dirty.set()
             how = " (by token)" if self.operators is not None else ""
             self.log(f"desk: {connection.operator} connected{how} ({len(self.connected)} connection(s))")
@@ -442,6 +471,7 @@ def snapshot_json(snapshot: DeskSnapshot) -> dict[str, Any]:
         "amber_s": snapshot.amber_s,
         "red_s": snapshot.red_s,
         "audit_path": snapshot.audit_path,
+        "lost": snapshot.lost,
     }
 
 
@@ -455,7 +485,8 @@ def _text(fields: Mapping[str, Any], name: str, limit: int = 200, *, optional: b
 
 
 def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(strict_json.printable(text).split())
+    """One line for an answer or the host's log: it may quote what a client sent, so its text is inert."""
+    text = strict_json.inert(" ".join(strict_json.printable(text).split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -468,7 +499,10 @@ class RemoteDesk:
     `snapshot()` is the latest pushed snapshot, with `now` moved on by the local time since it arrived (so
     waits and service levels keep counting between pushes) and claims that ran out by then shown as free.
     Listeners are called on each push, and once more when the host is lost; from then on every method raises
-    `DeskRefused("the desk is gone")`. Open with `await RemoteDesk.connect(path, operator)`.
+    `DeskRefused("the desk is gone")`. The host beats every BEAT_S seconds when it has nothing else to send:
+    after SILENT_S seconds without a line the desk is `silent` (listeners are told, and told again when a line
+    comes). Gone or silent, `snapshot()` stands still and its `lost` says so in plain words, for the screens.
+    Open with `await RemoteDesk.connect(path, operator)`.
     """
 
     def __init__(self, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
@@ -486,7 +520,13 @@ class RemoteDesk:
         self._answers: dict[int, asyncio.Future[Any]] = {}
         self._ids = 0
         self._task: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
         self._first = asyncio.Event()
+        # When the host was last heard from (any line), on the real monotonic clock: `clock` may be a test's,
+        # moved by hand, and silence is real time passing.
+        self._heard = time.monotonic()
+        self.silent = False  # nothing heard for SILENT_S seconds (the host may be hung, or gone)
+        self._stopped_at: float | None = None  # `clock()` when the link was lost or went silent: waits stop there
 
     @classmethod
     async def connect(cls, path: Path, operator: str, *, clock: Callable[[], float] = time.monotonic,
@@ -518,6 +558,7 @@ class RemoteDesk:
         except OSError as exc:
             raise DeskRefused(f"cannot reach the desk at {path}: {exc.strerror or exc}") from None
         self._task = asyncio.create_task(self._read(), name="remote desk")
+        self._watch = asyncio.create_task(self._watch_silence(), name="remote desk heartbeat")
         try:
             hello = {"operator": self.operator} | ({"token": self.token} if self.token else {})
             answer = await asyncio.wait_for(self._request("hello", **hello), timeout)
@@ -537,10 +578,11 @@ class RemoteDesk:
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        for task in (self._task, self._watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         self._lost()
 
     # ------------------------------------------------------------------------------------------ reading
@@ -550,6 +592,11 @@ class RemoteDesk:
         lines = _Lines(self._reader, MAX_PUSH)
         try:
             while (line := await lines.next()) is not None:
+                self._heard = time.monotonic()
+                if self.silent:  # heard again: the desk can be worked again
+                    self.silent = False
+                    self._stopped_at = None
+                    self._tell()
                 message = strict_json.loads(line)
                 if not isinstance(message, dict):
                     break
@@ -575,10 +622,24 @@ class RemoteDesk:
         finally:
             self._lost()
 
+    async def _watch_silence(self) -> None:
+        """Say when the host has been silent for SILENT_S seconds (it beats every BEAT_S): checked every
+        BEAT_S / 2, so a hung host is said within SILENT_S + BEAT_S / 2 of its last line."""
+        while not self.gone:
+            await asyncio.sleep(BEAT_S / 2)
+            if not self.silent and not self.gone and time.monotonic() - self._heard > SILENT_S:
+                self.silent = True
+                self._stopped_at = self.clock()
+                self._tell()
+
     def _lost(self) -> None:
         if self.gone:
             return
         self.gone = True
+        if self._stopped_at is None:
+            self._stopped_at = self.clock()
+        if self._watch is not None and self._watch is not asyncio.current_task():
+            self._watch.cancel()
         for answer in self._answers.values():
             if not answer.done():
                 answer.set_exception(DeskRefused(GONE))
@@ -618,12 +679,18 @@ class RemoteDesk:
     # ------------------------------------------------------------------------------------------ DeskAPI
 
     def snapshot(self) -> DeskSnapshot:
+        """The latest pushed snapshot, its `now` moved on by the local time since it arrived; once the host is
+        gone or silent, `now` stands at that moment (waits stop counting) and `lost` says what happened."""
         snap = self._snapshot
         if snap is None:
             raise DeskRefused(GONE)
-        now = snap.now + max(0.0, self.clock() - self._received)
+        until = self.clock() if self._stopped_at is None else self._stopped_at
+        now = snap.now + max(0.0, until - self._received)
         items = tuple(_expire(item, now) for item in snap.items)
-        return replace(snap, now=now, items=items)
+        lost = GONE_SAID if self.gone else (
+            f"the desk is not answering (nothing from its host for over {SILENT_S:g} s; it may be stuck or "
+            "gone): nothing can be decided until it answers again" if self.silent else "")
+        return replace(snap, now=now, items=items, lost=lost)
 
     def subscribe(self, listener: DeskListener) -> None:
         self._listeners.append(listener)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from console.runtime.errors import CliError
+from core.strict_json import inert
 
 START_TIMEOUT = 60.0  # seconds the host gets to say where it serves (importing the domains on a loaded machine)
 STOP_GRACE = 10.0  # seconds it gets to end its sessions after SIGTERM, before it is killed
@@ -66,7 +67,8 @@ class DeskProcess:
         argv = list(self.argv_for(self.socket))
         if self.operators is not None:
             known = self.folder / OPERATORS_NAME
-            descriptor = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            descriptor = os.open(known, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            os.fchmod(descriptor, 0o600)  # exactly 0600, whatever the umask
             with os.fdopen(descriptor, "w", encoding="utf-8") as out:
                 out.write(self.operators)
             argv += ["--operators-file", str(known)]
@@ -98,7 +100,7 @@ class DeskProcess:
     async def _relay(self, stream: asyncio.StreamReader, keep: list[str]) -> None:
         logged = 0
         while raw := await stream.readline():
-            text = raw.decode("utf-8", "replace").rstrip()
+            text = inert(raw.decode("utf-8", "replace").rstrip())  # into the server's log, on a terminal
             if not text:
                 continue
             keep[:] = [text[:LOG_LINE_CHARS]]

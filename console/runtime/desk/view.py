@@ -142,6 +142,10 @@ class DeskSnapshot:
     amber_s: float
     red_s: float
     audit_path: str = ""
+    # Why this desk cannot be worked right now, in plain words ("" while it can): set by a remote desk that lost
+    # its host (or has not heard from it for a while), never by the desk itself. Then its clock stands still
+    # (waits stop counting) and the screens take no decision.
+    lost: str = ""
 
     def service(self, item: ItemView) -> Service:
         waited = item.waited(self.now)
@@ -181,7 +185,8 @@ class DeskSnapshot:
             for i in data["items"])
         rows = tuple(RowView(**{**r, "phase": RowPhase(r["phase"])}) for r in data["rows"])
         return cls(now=data["now"], rows=rows, items=items, stats=DeskStats(**data["stats"]),
-                   amber_s=data["amber_s"], red_s=data["red_s"], audit_path=data.get("audit_path", ""))
+                   amber_s=data["amber_s"], red_s=data["red_s"], audit_path=data.get("audit_path", ""),
+                   lost=data.get("lost", ""))
 
 
 class DeskRefused(Exception):

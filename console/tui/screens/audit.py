@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.runtime.facts import DECISION_WORDS, verdict_words
-from console.runtime.textview import shorten
+from console.runtime.textview import shorten, shown
 from console.tui.theme import palette_of
 from console.tui.widgets.filter_bar import FilterBar
 
@@ -29,7 +29,7 @@ class AuditScreen(Screen[None]):
 
     def __init__(self, events: Sequence[Any]) -> None:
         super().__init__()
-        self.decisions = [e for e in events if e.type == "supervisor_decision"]
+        self.decisions = [shown(e) for e in events if e.type == "supervisor_decision"]  # drawn: text inert
 
     def compose(self) -> ComposeResult:
         yield Static(f"Audit: {len(self.decisions)} operator decision(s) in this session (also in trace.jsonl)",
@@ -49,9 +49,10 @@ class AuditScreen(Screen[None]):
         if e.edited_arguments is not None:
             call = f"edited to {call}"
         verdict = e.gate_verdict or "—"
-        return [e.when, e.who, e.call.name, Text(f" {verdict_words(verdict, getattr(e, 'gate_refusal', None))} ",
-                                                 palette_of(self).badge(verdict)),
-                DECISION_WORDS.get(e.decision, e.decision), e.reason or "—", call]
+        badge = Text(f" {verdict_words(verdict, getattr(e, 'gate_refusal', None))} ", palette_of(self).badge(verdict))
+        # Text, not str: a DataTable parses a str cell as markup ("[red]" in a reason would style the row)
+        return [Text(e.when), Text(e.who), Text(e.call.name), badge, Text(DECISION_WORDS.get(e.decision, e.decision)),
+                Text(e.reason or "—"), Text(call)]
 
     def show_rows(self, text: str) -> None:
         """Show the decisions whose row contains `text` (case-insensitive)."""

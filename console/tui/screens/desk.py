@@ -6,10 +6,13 @@ desk served to browser tabs draws the same. The desk calls its listeners on ever
 the screen coalesces them into one redraw after the messages already queued (`_schedule`: not after the next
 refresh, which kept a new inbox item off screen for one frame more), and a one-second clock tick redraws so
 waits and their amber / red move. Highlighting an inbox item claims it for this operator; moving away
-releases it.
+releases it. A remote desk whose host is gone (or not answering) says so in the status line and a
+notification at once; its waits stand still, the decision keys are off, and a gone desk's clock tick stops.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
+from console.runtime.textview import shown
 from console.tui.screens.desk_decide import DeskDecisions
 from console.tui.widgets.desk_detail import ItemDetail
 from console.tui.widgets.desk_grid import RowTable
@@ -56,6 +60,8 @@ class DeskScreen(Screen[None]):
         self.ticks = 0
         self._pending = False
         self._mounted = False
+        self._lost = ""  # what this screen last said of a lost desk ("" while the desk can be worked)
+        self.ticking = True  # the one-second clock tick runs (it stops for good once the desk is gone)
 
     def compose(self) -> ComposeResult:
         yield DeskStatus(id="desk-status")
@@ -77,7 +83,7 @@ class DeskScreen(Screen[None]):
         self._mounted = True
         self.api.subscribe(self._schedule)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._schedule())  # recolour what is shown
-        self.set_interval(TICK_S, self._tick)
+        self._ticker = self.set_interval(TICK_S, self._tick)
         self.redraw()
         self.inbox.focus()
 
@@ -110,17 +116,42 @@ class DeskScreen(Screen[None]):
     def redraw(self) -> None:
         snapshot = self.snapshot = self.api.snapshot()
         self.redraws += 1
-        with self.app.batch_update():
+        with self.app.batch_update():  # what is drawn is inert: the tables' cells (desk_grid.cell), the item shown
             self.status.show(snapshot)
             self.sessions.show(snapshot)
             self.inbox.show(snapshot)
-            self.detail.show(self.selected_item, snapshot, self.operator)
+            self.detail.show(shown(self.selected_item), snapshot, self.operator)
+        if snapshot.lost != self._lost:
+            self._link_changed(snapshot.lost)
         self.call_later(self._follow_cursor)
+
+    def _link_changed(self, lost: str) -> None:
+        """The desk went (or came back from not answering): say it at once, in plain words, and take or give
+        back the decision keys. A desk that is gone stays gone: the clock tick stops too (nothing moves)."""
+        self._lost = lost
+        self.refresh_bindings()
+        if lost:
+            self.decisions.say(lost[:1].upper() + lost[1:] + ".", error=True)
+        else:
+            self.decisions.say("The desk answers again: decisions can be taken.")
+        if lost and getattr(self.api, "gone", False):
+            self._ticker.stop()
+            self.ticking = False
+
+    DECIDING = frozenset({"approve", "veto", "edit", "force", "step", "resume", "bulk"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The decision keys are off (shown dimmed) while the desk is gone or not answering."""
+        if action in self.DECIDING and self._lost:
+            return None
+        return True
 
     async def _tick(self) -> None:
         self.ticks += 1
         self.redraw()
         item = self.selected_item
+        if self._lost:
+            return  # no claim can be renewed on a desk that does not answer
         if item is not None and item.id == self.claimed and (
                 item.claim_until is None or item.claim_until - self.snapshot.now < RENEW_BEFORE_S):
             await self._claim(item.id, quiet=True)
@@ -135,8 +166,8 @@ class DeskScreen(Screen[None]):
     async def _follow_cursor(self) -> None:
         """Hold a claim on the highlighted item only (inbox rows come and go under the cursor)."""
         wanted = self.inbox.selected_id if self._mounted else None
-        if wanted == self.claimed:
-            return
+        if wanted == self.claimed or self._lost:
+            return  # (a desk that does not answer takes no claim; the host drops a lost connection's own)
         if self.claimed is not None:
             await self.api.release(self.claimed, self.operator)
             self.claimed = None
@@ -157,7 +188,7 @@ class DeskScreen(Screen[None]):
     @on(RowTable.RowHighlighted, "#desk-inbox")
     async def _inbox_moved(self) -> None:
         if self._mounted:
-            self.detail.show(self.selected_item, self.snapshot, self.operator)
+            self.detail.show(shown(self.selected_item), self.snapshot, self.operator)
             await self._follow_cursor()
 
     @on(RowTable.RowSelected, "#desk-sessions")
@@ -171,8 +202,9 @@ class DeskScreen(Screen[None]):
 
     async def release_claim(self) -> None:
         if self.claimed is not None:
-            await self.api.release(self.claimed, self.operator)
-            self.claimed = None
+            claimed, self.claimed = self.claimed, None
+            with contextlib.suppress(DeskRefused):  # a desk that is gone holds no claim of ours any more
+                await self.api.release(claimed, self.operator)
 
     # ------------------------------------------------------------------------------------------ actions
 

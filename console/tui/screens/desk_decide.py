@@ -19,6 +19,7 @@ from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemKi
 from console.tui.screens.review import ReviewScreen
 from core.domain import Domain
 from core.gate import GateDecision, PredicateResult, Status, Verdict
+from core.strict_json import inert
 from core.supervisor import Decision, Resolution
 from core.tools import ToolCall
 from domains.registry import load_domain
@@ -84,7 +85,8 @@ class DeskDecisions:
 
     def say(self, message: str, *, error: bool = False) -> None:
         self.said.append(message)
-        self.screen.notify(message, severity="error" if error else "information", timeout=6 if error else 3)
+        self.screen.notify(inert(message), severity="error" if error else "information", timeout=6 if error else 3,
+                           markup=False)  # a refusal quotes what the desk was sent: shown as it is, inert
 
     def selected(self, item: ItemView | None) -> ItemView | None:
         """The item, or None (said) when nothing is selected. A one-key decision goes to the desk even when this

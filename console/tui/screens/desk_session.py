@@ -8,6 +8,8 @@ here with the desk's keys; Esc returns to the desk.
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
+from console.runtime.textview import shown
 from console.tui.screens.desk_decide import DeskDecisions, domain_of
 from console.tui.theme import palette_of
 from console.tui.widgets.desk_detail import keys_line
@@ -56,6 +59,7 @@ class SessionViewScreen(Screen[None]):
         self._again = False
         self._mounted = False
         self.claimed: str | None = None  # the pending item this view claimed (released when it closes)
+        self._lost = ""  # what the title last said of a lost desk
 
     def compose(self) -> ComposeResult:
         yield Static("", id="session-title", classes="screen-title")
@@ -80,7 +84,8 @@ class SessionViewScreen(Screen[None]):
         self._mounted = False
         self.api.unsubscribe(self._schedule)
         if self.claimed is not None:  # the desk screen claims again whatever its own cursor is on
-            await self.api.release(self.claimed, self.operator)
+            with contextlib.suppress(DeskRefused):  # a desk that is gone holds no claim of ours any more
+                await self.api.release(self.claimed, self.operator)
 
     def _schedule(self) -> None:
         if self._pending or not self._mounted:
@@ -123,9 +128,16 @@ class SessionViewScreen(Screen[None]):
         self._show_title()
 
     def _show_title(self) -> None:
-        row = self.snapshot.row(self.session_id)
+        row = shown(self.snapshot.row(self.session_id))  # drawn: its text inert
         colours = palette_of(self)
-        text = Text.assemble(("session ", "bold"), (self.session_id, "bold"))
+        lost = self.snapshot.lost  # a remote desk whose host is gone or not answering: said first, keys off
+        if lost != self._lost:
+            self._lost = lost
+            self.refresh_bindings()
+        text = Text()
+        if lost:
+            text.append(f"{lost[:1].upper()}{lost[1:]}.  ", colours.text("error", "bold reverse"))
+        text.append_text(Text.assemble(("session ", "bold"), (self.session_id, "bold")))
         if row is None:
             text.append("  not at this desk")
         else:
@@ -139,7 +151,7 @@ class SessionViewScreen(Screen[None]):
         item = self.pending_item
         if item is not None:
             text.append(f"   waits {duration(item.waited(self.snapshot.now))} on {item.id}: ", "bold")
-            text.append(keys_line(item), "dim")
+            text.append(keys_line(shown(item)), "dim")
         self.title_bar.update(text)
         self.panes.gate.set_waiting(item.call_id or None if item is not None else None)
 
@@ -200,6 +212,8 @@ class SessionViewScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cycle_pane":
             return self.panes.narrow if self._mounted else False
+        if action in ("approve", "veto", "edit", "force", "step", "resume") and self._lost:
+            return None  # off (dimmed) while the desk is gone or not answering
         return True
 
     @on(GatePane.EvidenceSelected)

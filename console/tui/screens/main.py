@@ -39,6 +39,8 @@ from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.transcript import TranscriptPane
 from core.events import Event
 from core.llm.base import ChatModel, ModelError
+from core.private_files import write_text
+from core.strict_json import inert
 from core.supervisor import Resolution
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -317,8 +319,8 @@ class MainScreen(Screen[None]):
         self.query_one(ReviewNotice).announce(review.call.name, verdict)
         self.refresh_bindings()
         if self.app.screen is not self:
-            self.app.notify(f"A write waits for your review ({review.call.name}): press {TAKE_KEY.upper()}.",
-                            title="review", timeout=8)
+            self.app.notify(inert(f"A write waits for your review ({review.call.name}): press {TAKE_KEY.upper()}."),
+                            title="review", timeout=8, markup=False)
 
     def action_take_review(self) -> None:
         self.take_review()
@@ -350,8 +352,9 @@ class MainScreen(Screen[None]):
     def _model_failed(self, message: RetryOffered) -> None:
         if self._gone():
             return
-        self.notify(f"The model failed: {message.error.message}. Press r to retry, or q to quit.",
-                    title=f"model {message.error.kind}", severity="error", timeout=10)
+        self.notify(inert(f"The model failed: {message.error.message}. Press r to retry, or q to quit."),
+                    title=f"model {message.error.kind}", severity="error", timeout=10, markup=False)  # the
+        # endpoint's words: untrusted text
         self.refresh_bindings()
 
     @on(GatePane.EvidenceSelected)
@@ -444,7 +447,7 @@ class MainScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker(self, event: Worker.StateChanged) -> None:
         if event.worker.name == "session" and event.state is WorkerState.ERROR:
-            self.notify(stopped_words(event.worker.error), severity="error", timeout=15)
+            self.notify(inert(stopped_words(event.worker.error)), severity="error", timeout=15, markup=False)
 
     def action_cycle_mode(self) -> None:
         if self.live is not None:
@@ -493,14 +496,14 @@ class MainScreen(Screen[None]):
         text = node.data if what == "path" or entry is None else json.dumps(entry.value, ensure_ascii=False,
                                                                               sort_keys=True)
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied {what}: {text[:60]}", timeout=3)
+        self.notify(inert(f"Copied {what}: {text[:60]}"), timeout=3, markup=False)
 
     def action_export_markdown(self) -> None:
         live = self.live
         if live is None or live.folder is None:
             return
         path = live.folder / "transcript.md"
-        path.write_text(transcript_markdown(live.bus.history, title=self.sub_title or ""), encoding="utf-8")
+        write_text(path, transcript_markdown(live.bus.history, title=self.sub_title or ""))  # 0600, as the trace
         if self.app.is_web:
             self.app.deliver_text(path.open(encoding="utf-8"), save_filename="transcript.md")
         self.notify(f"Transcript written to {path}", timeout=6)

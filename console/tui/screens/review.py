@@ -33,6 +33,7 @@ from console.tui.theme import palette_of
 from console.tui.widgets.dialog import DialogActions, DialogFrame
 from core.domain import Domain
 from core.gate import GateDecision
+from core.strict_json import inert, inert_json
 from core.supervisor import Decision, Resolution
 from core.tools import ToolCall, validate_arguments
 
@@ -109,7 +110,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
     def compose(self) -> ComposeResult:
         verdict = self.verdict
         with DialogFrame(id="review-dialog"):
-            title = Text.assemble(("Review write  ", "bold"), (self.call.name, "bold"))
+            title = Text.assemble(("Review write  ", "bold"), (inert(self.call.name), "bold"))
             if verdict is not None:
                 title.append("   gate: ")
                 title.append(f" {verdict} ", palette_of(self).badge(verdict))
@@ -119,7 +120,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
             yield Static(title, id="review-title", classes="dialog-top")
             yield Static(self._feedback(), id="review-feedback")
             yield Label("Arguments (edit them, then escape and e to re-gate):")
-            yield TextArea(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False),
+            yield TextArea(inert_json(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False)),
                            language="json", id="review-arguments", soft_wrap=True)
             with DialogActions(id="review-actions"):
                 yield Label("Reason / message to the model (needed to veto or to force-allow):",
@@ -211,7 +212,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         if not self.decision.failed:
             ids = ", ".join(r.predicate_id for r in self.decision.results) or "no rule guards this tool"
             return Text(f"All rules passed ({ids}).", palette_of(self).text("success"))
-        return Text(self.decision.feedback)
+        return Text(inert(self.decision.feedback, lines=True))
 
     def _reason(self) -> str:
         return self.query_one("#review-reason", Input).value.strip()

@@ -31,12 +31,24 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from core.strict_json import inert
+
 PAD = 1  # blank cells either side of a cell's text, as DataTable draws them
 
 
 def cell(value: Any) -> Any:
-    """A cell as stored: strings become `Text` (so a cell is never parsed for markup), the rest as given."""
-    return Text(value) if isinstance(value, str) else value
+    """A cell as stored: strings become `Text` (so a cell is never parsed for markup), the rest as given; the
+    text of either inert (`core.strict_json.inert`): a desk's cells hold what sessions and clients said, and
+    this is where every one of them enters the table."""
+    if isinstance(value, str):
+        return Text(value if value.isprintable() else inert(value, lines=True))
+    if isinstance(value, Text):
+        plain = value.plain
+        if not plain.isprintable():
+            safe = inert(plain, lines=True)
+            if safe is not plain:
+                return Text(safe, style=value.style)
+    return value
 
 
 def same(a: Any, b: Any) -> bool:

@@ -1,5 +1,6 @@
 """The desk's one status line: sessions running / waiting / ended / failed, inbox size, time-to-decision,
-the audit log; and, once every session has ended, that it has.
+the audit log; once every session has ended, that it has; and first of all, when a remote desk's host is
+gone or not answering, that (`DeskSnapshot.lost`).
 
 A plain Widget that renders stored text (as console/tui/widgets/status_bar.py): it changes on every tick, and a
 Static.update would re-lay out the whole screen each time.
@@ -16,6 +17,7 @@ from console.runtime.desk.view import DeskSnapshot, RowPhase, Service
 from console.runtime.facts import returned_for_read
 from console.tui.theme import OPERATOR, palette_of
 from console.tui.widgets.desk_format import duration
+from core.strict_json import inert
 
 
 def counts(snapshot: DeskSnapshot) -> Counter[str]:
@@ -46,6 +48,8 @@ class DeskStatus(Widget):
         colours = palette_of(self)
         n = counts(snapshot)
         text = Text(no_wrap=True, overflow="ellipsis")
+        if snapshot.lost:  # first, so that it shows at any width: nothing on this screen moves any more
+            text.append(f" {snapshot.lost[:1].upper()}{snapshot.lost[1:]}. ", colours.text("error", "bold reverse"))
         if snapshot.done:
             text.append(f" every session has ended ({n['ended']} ended, {n['failed']} failed) ",
                         colours.text("success", "bold"))
@@ -73,7 +77,7 @@ class DeskStatus(Widget):
         text.append(f"  amber {duration(snapshot.amber_s)} red {duration(snapshot.red_s)}", "dim")
         if snapshot.audit_path:
             text.append("  audit ", "dim")
-            text.append(snapshot.audit_path)
+            text.append(inert(snapshot.audit_path))
         if text != self._text:
             self._text = text
             self.refresh()

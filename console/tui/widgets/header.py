@@ -10,10 +10,13 @@ before bumping it.
 
 from __future__ import annotations
 
+from textual.content import Content
 from textual.events import Mount
 from textual.widget import Widget
 from textual.widgets import Header
 from textual.widgets._header import HeaderTitle
+
+from core.strict_json import inert
 
 
 class SessionHeader(Header):
@@ -32,3 +35,7 @@ class SessionHeader(Header):
         self.watch(self.app, "sub_title", set_title)
         self.watch(self.screen, "title", set_title)
         self.watch(self.screen, "sub_title", set_title)
+
+    def format_title(self) -> Content:
+        """The titles as Textual shows them, their text inert (a scenario's or a trace's name could hold an ESC)."""
+        return self.app.format_title(inert(self.screen_title), inert(self.screen_sub_title))

@@ -22,6 +22,7 @@ from textual.widgets.tree import TreeNode
 
 from console.tui.theme import INFO, palette_of
 from core.ledger import LedgerEntry, LedgerReader
+from core.strict_json import inert, inert_json
 
 FLASH_SECONDS = 1.5
 BIG_GROUP = 50  # groups with more entries than this start folded: the tree then stays cheap to rebuild
@@ -42,11 +43,11 @@ def summarize(value: Any) -> str:
                     shown = " ".join(str(v) for v in shown.values())
                 if key == "origin" and value.get("destination"):
                     shown = f"{shown} → {value['destination']}"
-                return f"{key}: {shown}"
-        return f"{{{len(value)} fields}}"
+                return inert(f"{key}: {shown}")  # the ledger holds what tools returned: untrusted
+        return inert(f"{{{len(value)} fields}}")
     if isinstance(value, list):
         return f"[{len(value)} items]"
-    return json.dumps(value, ensure_ascii=False)
+    return inert(json.dumps(value, ensure_ascii=False))
 
 
 class LedgerTree(Tree[str]):
@@ -74,7 +75,7 @@ class LedgerTree(Tree[str]):
             return self.nodes_by_path[prefix]
         parent_prefix, _, name = prefix.rpartition(".")
         parent = self.root if not parent_prefix else self._group(parent_prefix)
-        node = parent.add(name, data=prefix, expand=True, before=self._position(parent_prefix, name))
+        node = parent.add(Text(inert(name)), data=prefix, expand=True, before=self._position(parent_prefix, name))
         self._auto_expanded.add(prefix)
         self.nodes_by_path[prefix] = node
         return node
@@ -111,7 +112,7 @@ class LedgerTree(Tree[str]):
                 label.append("new ", colours.text("success", "bold"))
             if entry.is_stale:
                 label.append("stale ", colours.text("warning", "italic"))
-        label.append(key, style="bold")
+        label.append(inert(key), style="bold")
         return label
 
     def _marked(self, entry: LedgerEntry, line: Text) -> Text:
@@ -241,7 +242,7 @@ class LedgerTree(Tree[str]):
             self._auto_expanded.discard(prefix)
             group.collapse()
         if prefix:
-            group.set_label(f"{prefix.rpartition('.')[2]} ({count})")
+            group.set_label(Text(inert(f"{prefix.rpartition('.')[2]} ({count})")))  # Text: a str is markup
 
     def _unflash(self, paths: set[str]) -> None:
         self.flashing -= paths
@@ -321,14 +322,15 @@ class LedgerPane(Vertical):
         entry = reader.entry(path) if reader is not None else None
         detail = self.query_one("#ledger-detail", Static)
         if entry is None:
-            detail.update(Text(path, style="bold"))
+            detail.update(Text(inert(path), style="bold"))
             return
-        text = Text(entry.path, style="bold")
-        text.append(f"\nfrom {entry.provenance.describe()} (call {entry.provenance.call_id})", style="dim")
+        text = Text(inert(entry.path), style="bold")
+        text.append(inert(f"\nfrom {entry.provenance.describe()} (call {entry.provenance.call_id})", lines=True),
+                    style="dim")
         if entry.stale is not None:
             text.append(f"\nSTALE since {entry.stale.describe()}: read it again before relying on "
                         f"{'those fields' if entry.stale.fields else 'it'}", style=palette_of(self).text("warning"))
-        text.append("\n" + json.dumps(entry.value, indent=2, ensure_ascii=False, sort_keys=True))
+        text.append("\n" + inert_json(json.dumps(entry.value, indent=2, ensure_ascii=False, sort_keys=True)))
         detail.update(text)
 
     @on(Tree.NodeHighlighted)

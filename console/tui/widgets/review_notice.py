@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from console.tui.theme import palette_of
+from core.strict_json import inert
 
 TAKE_KEY = "f3"
 
@@ -46,7 +47,7 @@ class ReviewNotice(Static):
         tool, verdict = self._shown
         colours = palette_of(self)
         text = Text("⚑ A write waits for your review: ", colours.text("warning", "bold"))
-        text.append(tool, "bold")
+        text.append(inert(tool), "bold")
         if verdict is not None:
             text.append("  gate ")
             text.append(f" {verdict} ", colours.badge(verdict))

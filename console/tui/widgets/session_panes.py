@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 
+from console.runtime.textview import shown
 from console.tui.widgets.gate_log import GatePane
 from console.tui.widgets.ledger_tree import LedgerPane
 from console.tui.widgets.transcript import TranscriptPane
@@ -84,7 +85,9 @@ class SessionPanes(Horizontal):
             self.ledger.clear()
 
     def add_event(self, event: Event, ledger: LedgerReader | None = None) -> None:
-        """Show one core event in every pane it concerns; `ledger` is the ledger as of this event."""
+        """Show one core event in every pane it concerns; `ledger` is the ledger as of this event. Its text is
+        shown inert (`shown`: a control character in it is drawn as `␛`, never sent to the terminal)."""
+        event = shown(event)
         self.transcript.add_event(event)
         self.add_gate_event(event)
         match event:
@@ -101,6 +104,7 @@ class SessionPanes(Horizontal):
     def add_gate_event(self, event: Event) -> None:
         """The gate pane's part of `add_event` alone: a decision, an operator's decision, a call's result (replay
         feeds the gate pane the decisions before the conversation's window this way)."""
+        event = shown(event)  # (the same object when add_event made it inert already)
         match event:
             case GateDecided():
                 self.gate.add_decision(event)

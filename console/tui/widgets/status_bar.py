@@ -15,6 +15,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from console.tui.theme import INFO, OPERATOR, palette_of
+from core.strict_json import inert
 
 PHASE_ROLE = {"running": "success", "paused": "warning", "waiting for operator": OPERATOR, "ready": INFO,
               "your turn": OPERATOR, "replay": INFO}  # a phase's colour role; "ended" and others stay plain
@@ -99,13 +100,13 @@ class StatusBar(Widget):
             if spinning:
                 fields.append(Text(f"{spinning} waiting for the model", colours.text(INFO, "bold")))
             if error:
-                fields.append(Text(error, colours.text("error", "bold")))
+                fields.append(Text(inert(error), colours.text("error", "bold")))  # a model endpoint's words
             if disabled:
                 fields.append(Text(f" {disabled} rule(s) DISABLED ", colours.badge("REVISE")))
             for label, value in (("step", str(steps)), ("tokens", f"{tokens:,}"), ("mode", mode), ("seat", seat),
                                  ("domain", domain), ("scenario", scenario or "free chat"), ("agent", agent),
                                  ("model", model)):
-                fields.append(Text.assemble((f"{label} ", "dim"), value))
+                fields.append(Text.assemble((f"{label} ", "dim"), inert(value)))
             if rules:
                 fields.append(Text(f"rules {rules}", "dim"))
             return fields

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -19,7 +20,7 @@ import pytest
 from console.runtime.desk.audit import read_audit
 from console.runtime.desk.remote import GONE, MAX_REQUEST, DeskHost, RemoteDesk, SocketPathError, snapshot_json
 from console.runtime.desk.view import DeskRefused
-from console.runtime.operators import generate
+from console.runtime.operators import FAILURES, generate
 from tests.support.desk_remote import Clock, Served, served_desk, socket_folder, specs, until, until_items
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -209,6 +210,26 @@ async def test_at_a_desk_that_knows_its_operators_a_connection_is_whose_token_it
         await alice.close()
 
 
+async def test_wrong_hellos_on_a_connection_are_slowed_down_and_an_operator_still_joins(folder: Path) -> None:
+    """A connection saying hello with wrong tokens gets FAILURES answers "does not know that token", then
+    "too many wrong tokens" without a check; another connection with a real token joins as ever."""
+    operators, tokens = generate(["alice"])
+    async with served_desk(folder, specs(1), operators=operators) as served:
+        raw = await RawClient.open(served.path)
+        errors = []
+        for n in range(FAILURES + 3):
+            answer = await raw.send(b'{"id": %d, "op": "hello", "token": "wrong-token-number-%04d"}\n' % (n, n))
+            errors.append(str(answer["error"]))
+        assert errors[:FAILURES] == ["this desk does not know that token"] * FAILURES
+        assert all(re.fullmatch(r"too many wrong tokens from connection \d+: try again in 6 s", e)
+                   for e in errors[FAILURES:]), errors[FAILURES:]
+        await served.until_logged("desk: refused a hello: too many wrong tokens from connection")
+        alice = await RemoteDesk.connect(served.path, "alice", token=tokens["alice"])
+        assert alice.operator == "alice"
+        raw.writer.close()
+        await alice.close()
+
+
 async def test_a_lost_host_makes_every_call_refused(folder: Path) -> None:
     async with served_desk(folder, specs(1)) as served:
         alice = await RemoteDesk.connect(served.path, "alice")
@@ -246,7 +267,7 @@ class RawClient:
             line = await asyncio.wait_for(self.reader.readline(), 30)
             assert line.endswith(b"\n"), line[:200]
             message = json.loads(line)
-            if message.get("push") != "snapshot":
+            if "push" not in message:  # a snapshot, or the host's heartbeat
                 return dict(message)
 
 

@@ -89,7 +89,7 @@ async def test_force_allow_shows_verdict_decision_and_outcome_as_three_facts(
         table = audit.query_one("#audit-table")
         labels = [str(c.label) for c in table.ordered_columns]  # type: ignore[attr-defined]
         assert labels == ["time", "who", "tool", "gate", "decision", "reason", "call"]  # 10.12
-        assert table.get_row_at(0)[4] == "force-allowed despite the gate"  # type: ignore[attr-defined]
+        assert str(table.get_row_at(0)[4]) == "force-allowed despite the gate"  # type: ignore[attr-defined]
 
 
 async def test_accepting_a_revise_has_its_own_name(console_app: Callable[..., OperatorConsole]) -> None:

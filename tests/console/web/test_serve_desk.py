@@ -17,6 +17,8 @@ import os
 import re
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -29,6 +31,7 @@ from console.cli.serve import ServeError, build_config, register
 from console.runtime.desk.audit import read_audit
 from console.runtime.desk.remote import RemoteDesk
 from console.runtime.desk.view import DeskRefused
+from console.runtime.operators import FAILURES
 from tests.support.cli import one_error_line
 from tests.support.desk_remote import SCENARIO, operators_file, until, until_items
 from tests.support.openai_stub import OpenAIStub
@@ -297,6 +300,42 @@ async def test_a_tab_is_the_operator_its_token_belongs_to_never_the_name_in_its_
                 assert moved.status == 303 and f"={tokens['alice']};" in moved.headers["Set-Cookie"]
             async with browser.get(f"{server.url}/") as page:
                 assert page.status == 200
+
+
+async def test_a_flood_of_wrong_tokens_gets_429_and_a_known_operator_keeps_working(tmp_path: Path) -> None:
+    """Scrypt operators: a client presenting wrong tokens gets its FAILURES tries (401 each), then 429 with
+    `Retry-After` and nothing hashed, while an operator already known (their token remembered) is answered as
+    before. Before, every wrong token was a 401 after a scrypt check of every operator's hash, without end, and
+    the server said "no token" at start though it checks every one."""
+    made = subprocess.run([sys.executable, "-m", "console.runtime.operators", "--scrypt", "alice", "bob", "carol"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    known = tmp_path / "operators"
+    known.write_text(made.stdout, encoding="utf-8")
+    tokens = dict(line.removeprefix("token for ").split(": ") for line in made.stderr.splitlines())
+    with ServedConsole(*DESK, "--operators-file", str(known), home=tmp_path / "home") as server, \
+            server.log_on_failure():
+        said = "\n".join(server.lines)  # what it says at start is what it does: operators' tokens are checked
+        assert "only this machine can connect (loopback), and only with an operator's own token" in said
+        assert f"wrong tokens: {FAILURES} tries per address, then one every 6 s (429 with Retry-After)" in said
+        assert "no token" not in said
+        async with aiohttp.ClientSession() as http:
+            alice = {"Authorization": f"Bearer {tokens['alice']}"}
+            async with http.get(f"{server.url}/", headers=alice) as page:
+                assert page.status == 200
+            statuses = []
+            for n in range(FAILURES + 5):
+                wrong = {"Authorization": f"Bearer {tokens['bob'][:-4]}{n:04d}"}  # bob's selector, not his token
+                async with http.get(f"{server.url}/", headers=wrong) as page:
+                    statuses.append(page.status)
+                    if page.status == 429:
+                        assert int(page.headers["Retry-After"]) >= 1
+                        assert "Too many wrong tokens from 127.0.0.1: try again in" in await page.text()
+            assert statuses == [401] * FAILURES + [429] * 5
+            async with http.get(f"{server.url}/", headers=alice) as page:
+                assert page.status == 200  # known: never slowed down
+            async with http.get(f"{server.url}/", headers={"Authorization": f"Bearer {tokens['carol']}"}) as page:
+                assert page.status == 429  # not known yet, from the same address: it waits like the flood
+        server.wait_for_line(r"refused GET / from 127\.0\.0\.1: 429 Too many tries \(too many wrong tokens", 5)
 
 
 async def test_with_the_shared_token_every_tab_is_the_one_operator(tmp_path: Path) -> None:
