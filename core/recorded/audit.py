@@ -46,6 +46,7 @@ from core.events import (
 from core.evidence import EvidenceMode
 from core.executor import CallExecutor, sync_environment
 from core.gate import GateDecision, PolicyGate, Verdict
+from core.hearing import hear
 from core.ledger import Ledger
 from core.recorded.compare import ERROR_PREFIX, result_difference
 from core.recorded.model import (
@@ -312,8 +313,11 @@ class _ConversationRun:
                 step += 1
                 self.bus.emit(AssistantTurnEvent(step=step, text=turn.text,
                                                  tool_calls=[CallInfo.of(c.call) for c in turn.calls]))
+                hear(self.ledger, self.bus, "assistant", turn.text, step)
             elif turn.text is not None:
                 self.bus.emit(MessageSent(step=step, role="user", text=turn.text))
+                # what the customer had said by then is evidence for the writes after it (core.conversation)
+                hear(self.ledger, self.bus, "user", turn.text, step)
             self._flush()
             for recorded in turn.calls:
                 await self._call(recorded, step)

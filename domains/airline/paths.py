@@ -32,6 +32,7 @@ from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.gate import GateContext
 from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
+from domains.airline.conversation import CONVERSATION
 
 PROFILE_PATH = "user"
 
@@ -286,6 +287,7 @@ EVIDENCE_READS = EvidenceReads(
 )
 
 PATH_MAP = PathMap(
+    conversation=CONVERSATION,  # what the customer's messages give (domains/airline/conversation.py)
     # the writes a rule counts (core.ledger.PathMap.effect_tools)
     effect_tools=frozenset({"cancel_reservation", "update_reservation_flights", "send_certificate"}),
     rules=(

@@ -110,7 +110,8 @@ async def test_failed_results_are_what_the_agent_saw_but_never_observed_state(tm
         ("get_order_details", "error", False), ("cancel_pending_order", "error", False)]
     assert calls[-1].staled == ()
     ledger = LedgerTimeline.build(audits[0].events, DOMAIN.path_map).final
-    assert ledger.paths() == ["auth.user_id"]
+    # what the customer said is there (their message), no record the failed calls named
+    assert ledger.paths() == ["auth.user_id", "conversation.confirmation"]
 
 
 async def test_bad_calls_are_one_problem_each_and_the_rest_is_judged(tmp_path: Path) -> None:
@@ -197,7 +198,7 @@ async def test_the_events_replay_the_audit_exactly(tmp_path: Path) -> None:
     assert swap_result is not None and swap_result.content == exchanges[4].content  # the recorded text, verbatim
     started = conversation.events[0]
     assert started.type == "session_started" and started.agent == "as-recorded"
-    assert [e.type for e in conversation.events].count("message") == 2
+    assert [e.type for e in conversation.events].count("message") == 3
     assert conversation.events[-1].type == "session_ended"
 
 
