@@ -23,6 +23,7 @@ from console.cli.errors import CliError, print_error
 from console.runtime.lookup import recording_domain as recording_domain  # re-exported
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
+from core.conversation_rules import customer_said
 from core.evidence import EvidenceMode
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_auditable
@@ -66,6 +67,9 @@ def print_call(out: Console, call: AuditedCall) -> None:
     decision = call.decision
     for result in decision.failed if decision is not None else ():
         out.print(f"    {escape(result.predicate_id)}: {escape(result.reason[:400])}")
+    said = customer_said(decision.results) if decision is not None else ""
+    if said:  # the customer's yes and stated reason, quoted beside the verdict, never judged
+        out.print(f"    [dim]customer: {escape(said[:400])}[/]")
     if decision is not None and decision.evidence:
         out.print(f"    [dim]evidence: {escape(', '.join(decision.evidence))}[/]")
     if call.problem:

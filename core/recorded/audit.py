@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from core.conversation_rules import customer_said
 from core.domain import Domain
 from core.events import (
     AssistantTurnEvent,
@@ -194,6 +195,8 @@ class AuditedCall:
             "crashed": [] if decision is None else [r.predicate_id for r in decision.failed
                                                      if r.status.value == "error"],
             "reason": self.reason, "evidence": [] if decision is None else list(decision.evidence),
+            # what the customer said, as the confirmation rule quoted it when it passed (their yes, their reason)
+            "customer": "" if decision is None else customer_said(decision.results),
             "recorded": self.recorded, "taken": self.taken, "staled": list(self.staled),
             "difference": self.difference, "problem": self.problem,
         }
