@@ -410,7 +410,6 @@ class Hearing:
     and how many customer messages it has heard (each one's facts are `said_<n>`)."""
 
     agent_said: str | None = None
-    agent_step: int = 0
     customer_messages: int = 0
 
 
@@ -613,7 +612,7 @@ class Ledger(LedgerReader):
         if forms is None or not text or not text.strip():
             return AbsorbResult()
         if role != "user":
-            self.hearing = replace(self.hearing, agent_said=text, agent_step=step)
+            self.hearing = replace(self.hearing, agent_said=text)
             return AbsorbResult()
         first = self.hearing.customer_messages == 0
         self.hearing = replace(self.hearing, customer_messages=self.hearing.customer_messages + 1)
