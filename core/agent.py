@@ -15,6 +15,7 @@ from core.events import AssistantTurnEvent, CallInfo, EventBus, LedgerUpdated, M
 from core.evidence import EvidenceMode
 from core.executor import CallExecutor, CallOutcome, utc_now
 from core.gate import PolicyGate
+from core.hearing import hear
 from core.ledger import Ledger, render_value
 from core.llm.base import AssistantTurn, ChatModel, ModelError, Usage
 from core.llm.tokenizer import count_tokens
@@ -92,6 +93,7 @@ class Agent:
         self.config = config or AgentConfig()
         tracks_state = self.config.ledger or self.config.gate
         self.ledger = Ledger(domain.path_map)
+        self._tracks_state = tracks_state
         self.gate = (PolicyGate(domain.predicates, max_revise_streak=self.config.max_revise_streak,
                                 disabled=self.config.disabled_predicates, path_map=domain.path_map)
                      if self.config.gate else None)
@@ -187,6 +189,14 @@ class Agent:
     def add_assistant_message(self, text: str) -> None:
         self.history.append({"role": "assistant", "content": text})
 
+    def hear(self, role: str, text: str | None, step: int) -> None:
+        """What was said becomes conversation facts in the ledger (core.conversation), recorded as an event: the
+        customer's messages (their stated ids, their yes, their reason) and the agent's (what a yes answers).
+        Called once per message, after the event that carries it. A session that keeps no ledger (the
+        function-calling baseline) hears nothing."""
+        if self._tracks_state:
+            hear(self.ledger, self.bus, role, text, step)
+
     def _on_retry(self, attempt: int, error: ModelError, delay: float) -> None:
         self.bus.emit(ModelRetry(step=self._step, attempt=attempt, kind=error.kind, message=error.message,
                                  delay=delay, detail=error.detail))
@@ -210,6 +220,7 @@ class Agent:
             step=step, text=turn.text, tool_calls=[CallInfo.of(c) for c in turn.tool_calls],
             prompt_tokens=turn.usage.prompt_tokens, completion_tokens=turn.usage.completion_tokens,
             tokens_estimated=turn.usage.estimated, ledger_tokens=ledger_tokens))
+        self.hear("assistant", turn.text, step)
         message: dict[str, Any] = {"role": "assistant", "content": turn.text}
         if turn.tool_calls:
             message["tool_calls"] = [call.to_openai() for call in turn.tool_calls]

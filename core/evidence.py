@@ -20,7 +20,9 @@ is refilled by which read, with which arguments, and whose record the result is.
 refused here whatever a domain declares:
 
 - any read before a customer is identified (`GateContext.customer_id` is None): the gate never decides
-  who the customer is, and never reads a record that may be anyone's;
+  who the customer is, and never reads a record that may be anyone's. The domain's identity rule does:
+  a lookup's result, a profile read, or what the customer stated where the policy says so (airline's "obtain
+  the user id from the user": then the gate may read that customer's own profile);
 - identification itself (`find_user_id_*`, a patient lookup, anything that proves who the customer is):
   a domain lists those tools in `identification`, and a rule naming one is refused when it is built;
 - another customer's record in the model's prompt: a fetched record whose `owner` is not the customer

@@ -21,6 +21,12 @@ Two records sit beside the current entries, because some rules are about the pas
 
 Neither is rendered into the prompt: `render()` shows the current entries only (the write results are in
 the conversation already, and superseded values would only repeat what the model saw).
+
+Conversation facts. What the customer said lands under `conversation.` (`hear`, see core.conversation): the
+ids they stated, whether their latest message is an explicit yes to what the agent described, and the
+reason they gave, each with the message as provenance (`Provenance.by` "customer"). They are entries like
+any other (rendered, versioned, kept in history), fed only by messages; no write marks them stale, and a
+tool result never lands there.
 """
 
 from __future__ import annotations
@@ -34,6 +40,19 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Final
 
+from core.conversation import (
+    CONFIRMATION_PATH,
+    CUSTOMER_MESSAGE,
+    MAX_STATED,
+    REASON_PATH,
+    SAID_BY_CUSTOMER,
+    ConversationForms,
+    confirmation_of,
+    quote_tail,
+    rendered_fact,
+    said_id,
+    stated_path,
+)
 from core.tools import ToolCall, call_text
 
 JSON = Any
@@ -55,10 +74,15 @@ class Provenance:
     tool: str
     arguments: Mapping[str, Any]
     step: int
-    by: str = ""  # "" the agent's (or the customer's) own call; READ_BY_GATE a read the gate made itself
+    # "" the agent's (or the customer's) own call; READ_BY_GATE a read the gate made itself; SAID_BY_CUSTOMER a
+    # fact taken from the customer's message (`arguments["said"]` quotes it)
+    by: str = ""
     shaped: tuple[str, ...] = ()  # how the result was put in the canonical shape (ResultShape), in words
 
     def describe(self) -> str:
+        if self.by == SAID_BY_CUSTOMER:
+            said = json.dumps(self.arguments.get("said", ""), ensure_ascii=False)
+            return f"the customer's message at step {self.step}: {said}"
         args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in sorted(self.arguments.items()))
         who = ", read by the gate" if self.by == READ_BY_GATE else ""
         shaped = f" ({'; '.join(self.shaped)})" if self.shaped else ""
@@ -350,6 +374,9 @@ class PathMap:
     # long session (`check` replays 600k-call files as one) from holding every write's full return.
     effect_tools: frozenset[str] | None = None
     shapes: tuple[ResultShape, ...] = ()  # other releases' result shapes, read into the canonical one
+    # What the ledger takes from the customer's messages (`Ledger.hear`): the domain's id forms and reason cues.
+    # None: nothing (a path map that does not opt in hears no conversation).
+    conversation: ConversationForms | None = None
 
     def rules_for(self, tool: str) -> list[PathRule]:
         return [r for r in self.rules if r.tool == tool]
@@ -453,15 +480,26 @@ def render_value(value: JSON) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+@dataclass(frozen=True)
+class Hearing:
+    """Where the ledger is in the conversation: the agent's last message to the customer (what a yes answers)
+    and how many customer messages it has heard (each one's facts are `said_<n>`)."""
+
+    agent_said: str | None = None
+    customer_messages: int = 0
+
+
 class LedgerSnapshot(LedgerReader):
     """An immutable view of the ledger at one moment (time travel, diffs, re-gating)."""
 
     def __init__(self, entries: Mapping[str, LedgerEntry], version: int,
-                 history: Mapping[str, tuple[LedgerEntry, ...]] | None = None, effects: Iterable[Effect] = ()) -> None:
+                 history: Mapping[str, tuple[LedgerEntry, ...]] | None = None, effects: Iterable[Effect] = (),
+                 hearing: Hearing = Hearing()) -> None:
         self._entries = MappingProxyType(dict(entries))
         self._history = MappingProxyType(dict(history or {}))
         self._effects = tuple(effects)
         self.version = version
+        self.hearing = hearing
 
     def render(self) -> str:
         return render_entries(self._entries)
@@ -561,8 +599,10 @@ class Ledger(LedgerReader):
         self._effects: list[Effect] = []  # appended in O(1): `check` replays 600k-call files as one session
         self._effect_counts: dict[str, int] = {}
         self.version = 0
+        self.hearing = Hearing()
 
-    def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
+    def _store(self, path: str, value: JSON, provenance: Provenance, shown: str | None = None) -> str:
+        """Store `value` at `path`; `shown`: the entry's text in the prompt block when not its JSON value."""
         previous = self._entries.get(path)
         if previous is not None and previous.value != value:
             # the last MAX_HISTORY superseded values per path: what rules ask for ("the flight before our
@@ -571,7 +611,7 @@ class Ledger(LedgerReader):
         self.version += 1
         entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
                             value_text=render_value(value))
-        entry = replace(entry, rendered=_render_entry(entry))
+        entry = replace(entry, rendered=_render_entry(entry) if shown is None else f"{path} = {shown}")
         self._entries[path] = entry
         if previous is None:
             return "added"
@@ -638,6 +678,50 @@ class Ledger(LedgerReader):
         for item in items:
             yield fill_template(rule.path, call.arguments, result, item), item
 
+    def hear(self, role: str, text: str | None, step: int) -> AbsorbResult:
+        """Take what one conversation message says (core.conversation), in the order the messages were said.
+
+        An agent's message ("assistant") changes no entry: it is what the customer's next message answers. A
+        customer's message ("user") adds the ids of the domain's forms it states to `conversation.stated.<form>`,
+        its sentence with a reason cue to `conversation.stated.reason`, and always replaces
+        `conversation.confirmation`: whether it is an explicit yes, to which agent message. Each entry's
+        provenance is the message (`said_<n>`, its step, the words quoted). Nothing when the path map hears no
+        conversation or the message has no text."""
+        forms = self.path_map.conversation
+        if forms is None or not text or not text.strip():
+            return AbsorbResult()
+        if role != "user":
+            self.hearing = replace(self.hearing, agent_said=text)
+            return AbsorbResult()
+        first = self.hearing.customer_messages == 0
+        self.hearing = replace(self.hearing, customer_messages=self.hearing.customer_messages + 1)
+        call_id = said_id(self.hearing.customer_messages)
+        outcome: dict[str, list[str]] = {"added": [], "changed": [], "refreshed": []}
+
+        def store(path: str, value: JSON, said: str) -> None:
+            provenance = Provenance(call_id, CUSTOMER_MESSAGE, {"said": said}, step, SAID_BY_CUSTOMER)
+            outcome[self._store(path, value, provenance, rendered_fact(path, value))].append(path)
+
+        for name, found in forms.stated_ids(text).items():
+            path = stated_path(name)
+            known = self.get(path)
+            ids = list(known) if isinstance(known, list) else []
+            new = [(value, said) for value, said in found if value not in ids]
+            if new and len(ids) < MAX_STATED:
+                store(path, (ids + [value for value, _ in new])[:MAX_STATED], new[0][1])
+        reason = forms.stated_reason(text)
+        if reason is not None:
+            store(REASON_PATH, reason, reason)
+        answers = self.hearing.agent_said
+        said = confirmation_of(text, answers, first=first)
+        value: dict[str, JSON] = {"confirmed": said.confirmed, "customer": said.words,
+                                  "answers": None if answers is None else quote_tail(answers)}
+        if not said.confirmed:
+            value["why"] = said.why
+        store(CONFIRMATION_PATH, value, said.words)
+        return AbsorbResult(added=tuple(outcome["added"]), changed=tuple(outcome["changed"]),
+                            refreshed=tuple(outcome["refreshed"]))
+
     def mark_stale(self, call: ToolCall, step: int, result: JSON = _NO_RESULT) -> list[str]:
         """After a successful write: what its declaration says it can change is stale until read again.
 
@@ -687,7 +771,7 @@ class Ledger(LedgerReader):
         return render_entries(self._entries)
 
     def snapshot(self) -> LedgerSnapshot:
-        return LedgerSnapshot(self._entries, self.version, self._history, tuple(self._effects))
+        return LedgerSnapshot(self._entries, self.version, self._history, tuple(self._effects), self.hearing)
 
     def diff(self, older: LedgerReader) -> LedgerDiff:
         return diff_entries(older._entries, self._entries)
@@ -701,3 +785,4 @@ class Ledger(LedgerReader):
         for effect in self._effects:
             self._effect_counts[effect.tool] = self._effect_counts.get(effect.tool, 0) + 1
         self.version = snapshot.version
+        self.hearing = snapshot.hearing

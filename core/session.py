@@ -138,6 +138,7 @@ class Session:
         else:
             self.agent.add_assistant_message(text)
         self.bus.emit(MessageSent(step=self.steps, role=role, text=text))  # type: ignore[arg-type]
+        self.agent.hear(role, text, self.steps)
 
     def start(self) -> None:
         config = self.agent.config

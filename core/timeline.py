@@ -27,12 +27,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from core.conversation import said_id
 from core.events import (
+    AssistantTurnEvent,
     CallInfo,
     Event,
     GateDecided,
     LedgerStaled,
     LedgerUpdated,
+    MessageSent,
     PredicateResultInfo,
     SessionStarted,
     SupervisorDecided,
@@ -55,7 +58,16 @@ TRANSCRIPT_TYPES = frozenset({
 FAILED_STATUSES = frozenset({"violation", "missing", "error"})
 
 
+# The events that can move the ledger: tool results (reads absorbed, writes staling) and the conversation's
+# messages (what the customer said, core.ledger.Ledger.hear).
+LEDGER_EVENT_TYPES = ("tool_result", "message", "assistant_turn")
+
+
 def _apply(ledger: Ledger, event: object) -> tuple[AbsorbResult | None, list[str] | None]:
+    if isinstance(event, MessageSent):
+        return ledger.hear(event.role, event.text, event.step), None
+    if isinstance(event, AssistantTurnEvent):
+        return ledger.hear("assistant", event.text, event.step), None
     if not isinstance(event, ToolResultEvent) or not event.ok or not event.executed:
         return None, None
     if event.kind == "read":
@@ -71,8 +83,9 @@ def apply_event(ledger: Ledger, event: object) -> bool:
     """Move `ledger` the way the recorded `event` moved the session's ledger; True when it changed.
 
     A successful executed read is absorbed (a read by the gate too, with that provenance; not a record the gate
-    kept for its own eyes, `gate_only`), a successful executed write marks its paths stale; nothing else
-    touches the ledger (a refused, failed or invalid call observed nothing and changed nothing).
+    kept for its own eyes, `gate_only`), a successful executed write marks its paths stale, a message is heard
+    (what the customer said becomes `conversation.*` facts); nothing else touches the ledger (a refused, failed
+    or invalid call observed nothing and changed nothing).
     This is the one definition of "how a trace moves the ledger", shared by the timeline and re-gating.
     """
     before = ledger.version
@@ -237,16 +250,18 @@ class LedgerTimeline:
         for event in events:
             if isinstance(event, SessionStarted):
                 tracked = event.agent != "fc"
-            if isinstance(event, ToolResultEvent):
+            if isinstance(event, ToolResultEvent | MessageSent | AssistantTurnEvent):
                 before = ledger.version
                 absorbed, staled = _apply(ledger, event)
                 if ledger.version != before:
                     change_seqs.append(event.seq)
                     snapshots.append(ledger.snapshot())
+                call_id = event.call.id if isinstance(event, ToolResultEvent) \
+                    else said_id(ledger.hearing.customer_messages)
                 if absorbed is not None and absorbed.touched:
-                    pending_updates[event.call.id] = (event.seq, absorbed, ledger.version)
+                    pending_updates[call_id] = (event.seq, absorbed, ledger.version)
                 if staled:
-                    pending_stales[event.call.id] = (event.seq, staled, ledger.version)
+                    pending_stales[call_id] = (event.seq, staled, ledger.version)
             elif isinstance(event, LedgerUpdated):
                 divergences.extend(_check_update(event, pending_updates.pop(event.call_id, None)))
             elif isinstance(event, LedgerStaled):
@@ -471,7 +486,11 @@ class TraceTimeline:
         walk_from = self._position + 1 if cut >= self._position else 0
         uncached = sum(1 for p in range(start, cut + 1) if p not in self._cache)
         gate = len(self.index.positions("gate_decision", 0, start)) if start and not appended else 0
-        return uncached + len(self.index.positions("tool_result", walk_from, cut + 1)) + gate
+        return uncached + len(self._ledger_positions(walk_from, cut + 1)) + gate
+
+    def _ledger_positions(self, start: int, stop: int) -> list[int]:
+        """Positions in [start, stop) of the events that can move the ledger (LEDGER_EVENT_TYPES), in order."""
+        return sorted(p for kind in LEDGER_EVENT_TYPES for p in self.index.positions(kind, start, stop))
 
     # ----------------------------------------------------------------------------------- the ledger
 
@@ -481,7 +500,7 @@ class TraceTimeline:
             start = max(p for p in self._checkpoints if p <= position)
             self._ledger.restore(self._checkpoints[start])
             self._position = start
-        results = self.index.positions("tool_result", self._position + 1, position + 1)
+        results = self._ledger_positions(self._position + 1, position + 1)
         for chunk in range(0, len(results), 500):
             batch = results[chunk:chunk + 500]
             for at, event in zip(batch, self._items(batch), strict=True):

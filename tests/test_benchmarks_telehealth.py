@@ -23,5 +23,5 @@ def test_the_figure_runs_a_full_length_allow() -> None:
     result = bench_telehealth_gate(records=120, repeat=5, warmup=1)
     assert result.n == 5 and result.median_ns > 0 and result.p95_ns >= result.median_ns
     assert result.target_ns == TELEHEALTH_GATE_TARGET_NS == 100_000
-    assert "8 predicates" in result.figure and "verdict ALLOW" in result.note
+    assert "9 predicates" in result.figure and "verdict ALLOW" in result.note
     assert json.dumps(result.to_json())

@@ -32,6 +32,7 @@ from console.runtime.lookup import recording_domain as recording_domain  # re-ex
 from console.runtime.storage import claim_session_folder
 from console.runtime.textview import VERDICT_STYLE
 from console.runtime.textview import shown as inert_view
+from core.conversation_rules import customer_said
 from core.evidence import EvidenceMode
 from core.recorded.audit import (
     CATEGORIES,
@@ -98,6 +99,9 @@ def print_call(out: Console, call: AuditedCall, decided: SessionDecision | None 
         print_detail(out, Text(f"not judged: {call.not_judged or ''}"))
     for result in decision.failed if decision is not None and not call.needs_database else ():
         print_detail(out, Text(f"{result.predicate_id}: {result.reason}"))
+    said = customer_said(decision.results) if decision is not None else ""
+    if said:  # the customer's yes and stated reason, quoted beside the verdict, never judged
+        print_detail(out, Text(f"customer: {inert(said)}", "dim"))
     if decision is not None and decision.evidence:
         print_detail(out, Text(f"evidence: {', '.join(decision.evidence)}", "dim"))
     if call.problem:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from console.runtime.facts import verdict_words
 from core.events import AssistantTurnEvent, SupervisorDecided, ToolResultEvent
+from core.strict_json import inert
 from core.trace import numbered_events
 
 DECIDED = {
@@ -42,12 +43,13 @@ class SessionDecision:
 
 
 def decided_words(event: SupervisorDecided) -> str:
-    """One decision as `check` says it: what, who, when, why ("force-allowed by dana at T: reason")."""
-    text = f"{DECIDED.get(event.decision, event.decision.replace('_', ' '))} by {event.who}"
+    """One decision as `check` says it: what, who, when, why ("force-allowed by dana at T: reason"). The name and
+    the reason are what someone typed, read back from a file: printed inert."""
+    text = f"{DECIDED.get(event.decision, event.decision.replace('_', ' '))} by {inert(event.who)}"
     if event.when:
-        text += f" at {event.when}"
+        text += f" at {inert(event.when)}"
     if event.reason:
-        text += f": {event.reason}"
+        text += f": {inert(event.reason)}"
     if event.decision == "edit":
         text += ", then judged again"
     return text

@@ -50,7 +50,9 @@ MESSAGE_SPEC = {
     "additionalProperties": False,
 }
 MESSAGE_DESCRIPTION = ("Put one line of the conversation on the supervisor's transcript: what the customer said "
-                       "(role customer) or what you told them (role agent). Changes nothing; not gated.")
+                       "(role customer) or what you told them (role agent). The gate reads the customer's lines as "
+                       "evidence: the ids they state and their explicit yes to what you last described, which the "
+                       "policy asks for before a change, so log both before the write. Not gated; changes no record.")
 
 SERVER_INSTRUCTIONS = """Tools of the {title} domain, behind a policy gate. Reads return observed state and are \
 kept in a ledger (resource {ledger}). Every write is checked against the policy (resource {policy}) before it \

@@ -204,10 +204,13 @@ class McpLiveSession(LiveSession):
 
     def note(self, role: str, text: str) -> None:
         """A line of the conversation the client reported (the customer's words, or what its agent told them),
-        on the transcript as a message of that side. Changes nothing else."""
+        on the transcript as a message of that side, and heard by the ledger as a live session's messages are:
+        the customer's become conversation facts (the ids they stated, their explicit yes, their reason) that
+        the gate judges the next writes with; the agent's is what a yes answers (core.conversation)."""
         session = self.session
         if self.ended or session is None:
             raise SessionGone(self._ended.result()[0] if self.ended else "not started")
         side = "user" if role == "customer" else "assistant"
         session.conversation.append(Utterance(side, text))  # type: ignore[arg-type]
         self.bus.emit(MessageSent(step=session.steps, role=side, text=text))  # type: ignore[arg-type]
+        self.agent.hear(side, text, session.steps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.runtime.textview import shorten
+from core.conversation_rules import customer_said
 from core.gate import RefusalKind
 
 DECISION_WORDS = {
@@ -133,6 +134,11 @@ def verdict_summary(e: Any) -> str:
     if reads:
         text += f"; {reads}"
     return text
+
+
+def customer_words(results: Any) -> str:
+    """What the customer said, quoted beside a verdict (core.conversation_rules.customer_said)."""
+    return customer_said(results)
 
 
 def verdict_reasons(e: Any) -> list[str]:

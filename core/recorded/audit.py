@@ -47,6 +47,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from core.conversation_rules import customer_said
 from core.domain import Domain
 from core.events import (
     AssistantTurnEvent,
@@ -62,6 +63,7 @@ from core.events import (
 from core.evidence import EvidenceMode
 from core.executor import CallExecutor, sync_environment
 from core.gate import GateDecision, PolicyGate, RefusalKind, Verdict
+from core.hearing import hear
 from core.ledger import Ledger
 from core.recorded.compare import ERROR_PREFIX, result_difference
 from core.recorded.model import (
@@ -241,6 +243,8 @@ class AuditedCall:
             "crashed": [] if decision is None else [r.predicate_id for r in decision.failed
                                                      if r.status.value == "error"],
             "reason": self.reason, "evidence": [] if decision is None else list(decision.evidence),
+            # what the customer said, as the confirmation rule quoted it when it passed (their yes, their reason)
+            "customer": "" if decision is None else customer_said(decision.results),
             "recorded": self.recorded, "taken": self.taken, "staled": list(self.staled),
             "difference": self.difference, "problem": self.problem,
         }
@@ -365,8 +369,11 @@ class _ConversationRun:
                 step += 1
                 self.bus.emit(AssistantTurnEvent(step=step, text=turn.text,
                                                  tool_calls=[CallInfo.of(c.call) for c in turn.calls]))
+                hear(self.ledger, self.bus, "assistant", turn.text, step)
             elif turn.text is not None:
                 self.bus.emit(MessageSent(step=step, role="user", text=turn.text))
+                # what the customer had said by then is evidence for the writes after it (core.conversation)
+                hear(self.ledger, self.bus, "user", turn.text, step)
             self._flush()
             for recorded in turn.calls:
                 await self._call(recorded, step)

@@ -16,7 +16,9 @@ from datetime import datetime
 from pathlib import Path
 
 from core.domain import Domain, split_policy
+from core.ledger import LedgerReader
 from domains.airline.clock import EST, REFERENCE_TIME, describe
+from domains.airline.conversation import stated_customer
 from domains.airline.paths import EVIDENCE_READS, PATH_MAP, identify
 from domains.airline.predicates import PREDICATES
 from domains.airline.tools import TOOLS
@@ -34,6 +36,12 @@ def policy_at(now: datetime) -> str:
     return POLICY_TEMPLATE.replace(_NOW_MARK, describe(now))
 
 
+def identify_customer(ledger: LedgerReader) -> str | None:
+    """Who the customer is: the user of the first profile read (`identify`) or, before any, the one user id the
+    customer stated (the upstream policy's "obtain the user id from the user"; domains.airline.conversation)."""
+    return identify(ledger) or stated_customer(ledger)
+
+
 def airline_domain(now: datetime = REFERENCE_TIME) -> Domain:
     """The airline domain with "now" at `now` (a naive time is taken as EST)."""
     moment = now if now.tzinfo is not None else now.replace(tzinfo=EST)
@@ -45,7 +53,7 @@ def airline_domain(now: datetime = REFERENCE_TIME) -> Domain:
         path_map=PATH_MAP,
         predicates=PREDICATES,
         reference_time=moment,
-        identify=identify,
+        identify=identify_customer,
         scenarios_dir=_HERE / "scenarios",
         policy_notes=POLICY_NOTES,
         evidence_reads=EVIDENCE_READS,
@@ -56,4 +64,4 @@ DOMAIN = airline_domain()
 POLICY = DOMAIN.policy
 
 __all__ = ["DOMAIN", "PATH_MAP", "POLICY", "POLICY_NOTES", "PREDICATES", "REFERENCE_TIME", "TOOLS",
-           "airline_domain", "identify", "policy_at"]
+           "airline_domain", "identify", "identify_customer", "policy_at"]

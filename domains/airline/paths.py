@@ -32,6 +32,7 @@ from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.gate import GateContext
 from core.ledger import LedgerReader, PathMap, PathRule, ResultShape, WriteEffect
 from core.tools import ToolCall
+from domains.airline.conversation import CONVERSATION
 from domains.airline.legs import Seen, search_for
 from domains.airline.legs import segments as _segments
 
@@ -224,6 +225,7 @@ SHAPES = (
 )
 
 PATH_MAP = PathMap(
+    conversation=CONVERSATION,  # what the customer's messages give (domains/airline/conversation.py)
     # the writes a rule counts (core.ledger.PathMap.effect_tools)
     effect_tools=frozenset({"cancel_reservation", "update_reservation_flights", "send_certificate"}),
     rules=(

@@ -15,9 +15,11 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   need to know the customer pass with a note instead of piling up the same complaint. Likewise a rule
   that needs a flight's seats or price passes when the flight was never observed: that is
   `airline.flight_observed_available`'s to report.
-- What a predicate cannot see (the customer's explicit "yes", the reason for a cancellation and whether
-  insurance covers it, whether the customer asked for compensation, one tool call per turn) is not faked
-  here; `policy.md` lists it.
+- What the customer said is evidence too (core.conversation): a user id they stated identifies them until a
+  profile is read (the policy's "obtain the user id from the user"), and `airline.explicit_confirmation`
+  reads whether their latest message is an explicit "yes". Their stated reason for a cancellation is only
+  quoted beside the verdict. What a predicate cannot see (whether that reason is one the insurance covers,
+  whether the customer asked for compensation, one tool call per turn) is not faked here; `policy.md` lists it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from core.conversation_rules import explicitly_confirmed
 from core.gate import (
     GateContext,
     LedgerView,
@@ -43,6 +46,7 @@ from core.gate import (
 from core.numbers import whole
 from core.tools import ToolCall, call_text
 from domains.airline.clock import local_now, parse_local
+from domains.airline.conversation import STATED_USER_IDS
 from domains.airline.legs import ONESTOP, LegSearch, Seen, route_of, search_for
 from domains.airline.paths import PROFILE_PATH
 
@@ -295,11 +299,22 @@ once_identified = requires_customer("airline.customer_identified", lambda view, 
     policy="Ask the customer for their user id and read their profile before changing anything.",
 )
 def customer_identified(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
-    if _customer(view, ctx) is None:
+    """The customer is known by the first profile read or, until then, by the one user id they stated (the
+    upstream policy: "The agent must first obtain the user id from the user"); the rules that need the profile
+    then ask for it, and the gate may read it itself (core.evidence)."""
+    customer = _customer(view, ctx)
+    stated = view.get(STATED_USER_IDS) if not view.has(PROFILE_PATH) else None
+    if customer is None:
+        if isinstance(stated, list) and len(stated) > 1:
+            return Violation(f"the customer stated several user ids ({', '.join(map(str, stated))}; "
+                             f"{STATED_USER_IDS}) and no profile has been read (user is not set); ask which is "
+                             "theirs and read it with get_user_details first")
         return Violation(
-            "no customer profile has been read in this conversation (user is not set); ask the customer for "
-            "their user id and read it with get_user_details first"
+            "no customer profile has been read in this conversation (user is not set) and the customer has not "
+            "stated a user id; ask the customer for their user id and read it with get_user_details first"
         )
+    if stated is not None:
+        return Pass(f"the customer stated their user id {customer} ({STATED_USER_IDS})")
     return Pass()
 
 
@@ -1116,6 +1131,25 @@ def compensation_once(call: ToolCall, view: LedgerView, ctx: GateContext, custom
     return Violation(f"{facts}; each disruption is compensated once")
 
 
+# ---------------------------------------------------------------------------------------------------
+# What the customer said.
+
+
+@predicate(
+    id="airline.explicit_confirmation",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="Before booking, changing or cancelling, or giving a certificate, tell the customer exactly what you are "
+           "about to do and wait for an explicit \"yes\" before calling the tool.",
+)
+def explicit_confirmation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    """Upstream: "Before taking any actions that update the booking database (...), you must list the action
+    details and obtain explicit user confirmation (yes) to proceed." A cancellation also quotes the reason the
+    customer gave ("The agent must also obtain the reason for cancellation"; insurance covers "health or
+    weather reasons"), for the operator: whether it is covered is never judged from its wording."""
+    return explicitly_confirmed(call, view, quote_reason=call.name == CANCEL)
+
+
 PREDICATES: tuple[Predicate, ...] = (
     customer_identified,
     user_is_customer,
@@ -1139,4 +1173,5 @@ PREDICATES: tuple[Predicate, ...] = (
     compensation_delay_after_change,
     compensation_amount,
     compensation_once,
+    explicit_confirmation,
 )

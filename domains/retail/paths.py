@@ -27,6 +27,7 @@ from typing import Any
 from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.ledger import LedgerReader, PathMap, PathRule, ResultShape, WriteEffect
 from core.tools import ToolCall
+from domains.retail.conversation import CONVERSATION
 
 AUTH_PATH = "auth.user_id"
 PROFILE_PATH = "user"
@@ -201,6 +202,7 @@ SHAPES = (
 )
 
 PATH_MAP = PathMap(
+    conversation=CONVERSATION,  # what the customer's messages give (domains/retail/conversation.py)
     effect_tools=frozenset(),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
         *_find_user_rules("find_user_id_by_email"),

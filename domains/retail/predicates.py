@@ -12,8 +12,10 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   the customer say so with `@for_customer` and pass with a note instead of piling up the same complaint.
 - Money is compared in whole cents (`core.money`), exactly as the mock backend compares it, so at a gift
   card balance equal to the charge the gate and the tool agree.
-- What a predicate cannot see (the customer's explicit "yes", one tool call per turn, invented facts,
-  whether all items were collected first) is not faked here; `policy.md` lists it.
+- The customer's explicit "yes" is read from what they said (core.conversation): `retail.explicit_confirmation`.
+  A user id they state never identifies them ("even when the user already provides the user id").
+- What a predicate cannot see (one tool call per turn, invented facts, whether all items were collected
+  first) is not faked here; `policy.md` lists it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.conversation_rules import explicitly_confirmed
 from core.gate import (
     GateContext,
     LedgerView,
@@ -529,6 +532,25 @@ def gift_card_covers_amount(call: ToolCall, view: LedgerView, ctx: GateContext, 
     return Pass()
 
 
+# ---------------------------------------------------------------------------------------------------
+# What the customer said.
+
+
+@predicate(
+    id="retail.explicit_confirmation",
+    tools=ALL_WRITES,
+    severity=Verdict.REVISE,
+    policy="Before any action that changes an order or the profile, tell the customer exactly what you are about "
+           "to do and wait for an explicit \"yes\" before calling the tool.",
+)
+def explicit_confirmation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    """Upstream: "Before taking any action that updates the database (cancel, modify, return, exchange), you must
+    list the action details and obtain explicit user confirmation (yes) to proceed." A cancellation or a return
+    also quotes the reason the customer gave, for the operator (the cancellation's own `reason` argument is what
+    `retail.cancel_reason_valid` judges)."""
+    return explicitly_confirmed(call, view, quote_reason=call.name in (CANCEL, RETURN))
+
+
 PREDICATES: tuple[Predicate, ...] = (
     authenticated,
     order_owned_by_customer,
@@ -546,4 +568,5 @@ PREDICATES: tuple[Predicate, ...] = (
     payment_change_single_payment,
     payment_change_new_method,
     gift_card_covers_amount,
+    explicit_confirmation,
 )

@@ -54,6 +54,7 @@ from core.evidence import EvidenceReads, GateRead, record_of
 from core.gate import GateContext
 from core.ledger import Condition, LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
+from domains.telecom.conversation import CONVERSATION
 
 CUSTOMER_PATH = "customer"
 
@@ -253,6 +254,7 @@ EVIDENCE_READS = EvidenceReads(
 )
 
 PATH_MAP = PathMap(
+    conversation=CONVERSATION,  # what the customer's messages give (domains/telecom/conversation.py)
     effect_tools=frozenset({"refuel_data"}),  # the writes a rule counts (core.ledger.PathMap)
     rules=(
         # get_customer_by_id first: the core's generic "read X first" suggestion uses the first rule of a path.

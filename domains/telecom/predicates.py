@@ -24,8 +24,11 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   refuels already added to the line (`effects.refuel_data`, fed only by the writes' own returns).
 - House rules (labelled, REVISE at most, switched off with the domain's `house_rules`): resuming a line
   that is Pending Activation rather than Suspended, and enabling roaming that is already on.
-- What a predicate cannot see (the customer abroad, the price quoted and confirmed, an explicit yes, the
-  troubleshooting done before a transfer) is not faked here; `policy.md` lists it.
+- The customer's "yes" to a refuel is read from what they said (core.conversation):
+  `telecom.explicit_confirmation`. Upstream asks for it there only ("Confirm the price"); the other writes
+  (roaming, a resumed line, a payment request) it lets the agent do without one.
+- What a predicate cannot see (the customer abroad, that the price was quoted, the troubleshooting done
+  before a transfer) is not faked here; `policy.md` lists it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from core.conversation_rules import explicitly_confirmed
 from core.gate import (
     EvidenceUnavailable,
     GateContext,
@@ -465,6 +469,22 @@ def suspension_reason_allowed(call: ToolCall, view: LedgerView, ctx: GateContext
                      "policy allows a suspension only for an overdue bill or an ended contract")
 
 
+# ---------------------------------------------------------------------------------------------------
+# What the customer said.
+
+
+@predicate(
+    id="telecom.explicit_confirmation",
+    tools=[REFUEL],
+    severity=Verdict.REVISE,
+    policy="Tell the customer the amount and the price of a data refuel and wait for their \"yes\".",
+)
+def explicit_confirmation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    """Upstream, Data Refueling: "Ask them how much data they want to refuel; Confirm the price; Apply the
+    refueled data"."""
+    return explicitly_confirmed(call, view)
+
+
 PREDICATES: tuple[Predicate, ...] = (
     customer_identified,
     line_belongs_to_customer,
@@ -480,4 +500,5 @@ PREDICATES: tuple[Predicate, ...] = (
     suspension_reason_stated,
     suspension_reason_allowed,
     resume_pending_activation,
+    explicit_confirmation,
 )

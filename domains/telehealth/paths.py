@@ -38,6 +38,7 @@ from typing import Any
 from core.evidence import EvidenceReads, GateRead, customer_as, record_of
 from core.ledger import LedgerReader, PathMap, PathRule, WriteEffect
 from core.tools import ToolCall
+from domains.telehealth.conversation import CONVERSATION
 
 AUTH_PATH = "auth.patient_id"
 PROFILE_PATH = "patient"
@@ -140,6 +141,7 @@ EVIDENCE_READS = EvidenceReads(
 )
 
 PATH_MAP = PathMap(
+    conversation=CONVERSATION,  # what the customer's messages give (domains/telehealth/conversation.py)
     effect_tools=SLOT_WRITES,  # the writes a rule counts (core.ledger.PathMap): the slots this conversation filled
     rules=(
         *_find_patient_rules("find_patient_by_email"),

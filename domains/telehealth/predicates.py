@@ -26,8 +26,10 @@ Each predicate is one sentence of `policy.md`, checked against observed records 
   of the whole ledger, so a decision costs the same with 50 or 10,000 observed records. The one exception
   is a fallback: a supplier listing asked for under another spelling than the catalogue's is searched
   among the `suppliers.*` entries.
-- What a predicate cannot see (the patient's explicit "yes", medical advice, one tool call per turn,
-  when to transfer) is not faked here; `policy.md` lists it.
+- The patient's explicit "yes" to an appointment change is read from what they said (core.conversation):
+  `telehealth.explicit_confirmation`, for the writes tau-Trait's policy names (schedule, reschedule, cancel).
+- What a predicate cannot see (medical advice, one tool call per turn, when to transfer) is not faked here;
+  `policy.md` lists it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from core.conversation_rules import explicitly_confirmed
 from core.gate import (
     GateContext,
     LedgerView,
@@ -733,6 +736,24 @@ def no_severe_interaction(call: ToolCall, view: LedgerView, ctx: GateContext, pa
     return Pass(f"no severe interaction of {medication} with a drug outside record {record_id}")
 
 
+# ---------------------------------------------------------------------------------------------------
+# What the patient said.
+
+
+@predicate(
+    id="telehealth.explicit_confirmation",
+    tools=[SCHEDULE, RESCHEDULE, CANCEL],
+    severity=Verdict.REVISE,
+    policy="Before booking, moving or cancelling an appointment, tell the patient exactly what you are about to do "
+           "and wait for an explicit \"yes\".",
+)
+def explicit_confirmation(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+    """tau-Trait: "Before taking consequential actions that update the system (schedule, reschedule, cancel
+    appointments), you must list the action details and obtain explicit patient confirmation (yes) to
+    proceed." Supplier changes and notes are not named there, so they are not guarded here."""
+    return explicitly_confirmed(call, view)
+
+
 PREDICATES: tuple[Predicate, ...] = (
     authenticated,
     schedule_for_patient,
@@ -748,4 +769,5 @@ PREDICATES: tuple[Predicate, ...] = (
     prescription_in_record,
     supplier_observed,
     no_severe_interaction,
+    explicit_confirmation,
 )

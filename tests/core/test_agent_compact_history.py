@@ -135,8 +135,9 @@ async def test_a_supervisor_note_survives_compaction(tmp_path: Path) -> None:
                                                            "payment_method_id": "credit_card_4821002"})
     plan = OfflinePlan(steps=(
         Step("call", PlannedCall("find_user_id_by_email", {"email": "mia.garcia@example.com"})),
-        Step("call", PROFILE), Step("call", ORDER), Step("write", refund), Step("call", ORDER),
-        Step("say", text="Done. Do you confirm?", confirm=True),
+        Step("call", PROFILE), Step("call", ORDER),
+        Step("say", text="I'll return the tablet of order #W4821001 with a refund. Do you confirm?", confirm=True),
+        Step("write", refund), Step("call", ORDER), Step("say", text="Done. Do you confirm?", confirm=True),
     ), final_message="Done.")
     compact = await run(tmp_path, AgentConfig(compact_history=True), "compact", plan, RefundToGiftCard())
     write_id = write_call_id(compact)

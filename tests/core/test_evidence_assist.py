@@ -215,10 +215,14 @@ async def test_a_crashing_rule_stays_revise_and_never_makes_the_gate_read(tmp_pa
 
 
 def _session(tmp_path: Path, name: str, backend: RetailBackend) -> Session:
-    steps = [ScriptedStep(calls=(ScriptedCall("find_user_id_by_email", {"email": MIA_EMAIL}),)),
+    """The agent cancels Mia's pending order once she confirmed it (her "yes" is the confirmation rule's evidence),
+    reading nothing but her id: the gate reads the order itself."""
+    steps = [ScriptedStep(say=f"I'll cancel order {MIA_PENDING} as no longer needed. Shall I?"),
+             ScriptedStep(calls=(ScriptedCall("find_user_id_by_email", {"email": MIA_EMAIL}),)),
              ScriptedStep(calls=(ScriptedCall(CANCEL, {"order_id": MIA_PENDING, "reason": "no longer needed"}),)),
              ScriptedStep(say="Done.")]
-    return Session(domain=DOMAIN, backend=backend, model=ScriptedChatModel(steps), user=ScriptedUser(["hi"]),
+    return Session(domain=DOMAIN, backend=backend, model=ScriptedChatModel(steps),
+                   user=ScriptedUser(["hi", "Yes, please."]),
                    config=AgentConfig(evidence=EvidenceMode.ASSIST), trace_path=tmp_path / name / "trace.jsonl")
 
 

@@ -118,7 +118,8 @@ async def test_failed_results_are_what_the_agent_saw_but_never_observed_state(tm
         ("get_order_details", "error", False), ("cancel_pending_order", "error", False)]
     assert calls[-1].staled == ()
     ledger = LedgerTimeline.build(audits[0].events, DOMAIN.path_map).final
-    assert ledger.paths() == ["auth.user_id"]
+    # what the customer said is there (their message), no record the failed calls named
+    assert ledger.paths() == ["auth.user_id", "conversation.confirmation"]
 
 
 async def test_bad_calls_are_one_problem_each_and_the_rest_is_judged(tmp_path: Path) -> None:
@@ -208,7 +209,7 @@ async def test_the_events_replay_the_audit_exactly(tmp_path: Path) -> None:
     assert swap_result is not None and swap_result.content == exchanges[4].content  # the recorded text, verbatim
     started = conversation.events[0]
     assert started.type == "session_started" and started.agent == "as-recorded"
-    assert [e.type for e in conversation.events].count("message") == 2
+    assert [e.type for e in conversation.events].count("message") == 3
     assert conversation.events[-1].type == "session_ended"
 
 
@@ -323,6 +324,8 @@ THEO = "theo_brennan_3391"
 THEO_READS = [say("Hi, I'm theo_brennan_3391. I want two more bags on TB3K9Q.", "user"),
               call("get_user_details", user_id=THEO), call("get_reservation_details", reservation_id="TB3K9Q")]
 THINK = Exchange("think", {"thought": "gold, economy: 3 free bags each"}, "")  # tau-bench's think returns ""
+ASK_BAGS = say("Two more checked bags on TB3K9Q, $100 on your card ending 1001. Shall I add them?")
+YES_PLEASE = say("Yes, please.", "user")
 CALCULATE = Exchange("calculate", {"expression": "5 - 3"}, "2.0")
 
 
@@ -333,7 +336,7 @@ async def _airline_recording(tmp_path: Path, script: Sequence[Exchange]) -> list
 async def test_a_tau_bench_profile_identifies_the_customer_and_its_writes_are_judged(tmp_path: Path) -> None:
     from domains.airline import DOMAIN as AIRLINE
 
-    exchanges = await _airline_recording(tmp_path, [*THEO_READS, call(
+    exchanges = await _airline_recording(tmp_path, [*THEO_READS, ASK_BAGS, YES_PLEASE, call(
         "update_reservation_baggages", reservation_id="TB3K9Q", total_baggages=5, nonfree_baggages=2,
         payment_id="credit_card_3391001")])
     assert "user_id" not in json.loads(exchanges[1].content)  # the profile as tau-bench returns it
@@ -356,7 +359,7 @@ async def test_without_a_database_a_write_missing_only_what_the_gate_would_read_
     from domains.airline import DOMAIN as AIRLINE
     from mock_backends.registry import open_backend
 
-    exchanges = await _airline_recording(tmp_path, [*THEO_READS, call(
+    exchanges = await _airline_recording(tmp_path, [*THEO_READS, ASK_BAGS, YES_PLEASE, call(
         "update_reservation_baggages", reservation_id="TB3K9Q", total_baggages=0, nonfree_baggages=0,
         payment_id="credit_card_3391001"), call("cancel_reservation", reservation_id="TB5N1W")])
     recording = parse_recording(_tau_bench_list(exchanges), "tb.json")

@@ -255,9 +255,11 @@ async def test_refund_scenario_states_at_the_revise_the_allow_and_the_reread(tmp
     order = at_revise.entry(ORDER)
     assert order is not None and order.value["status"] == "delivered" and not order.is_stale
     assert order.value["payment_history"][0]["payment_method_id"] == "gift_card_4821001"
-    # everything the REVISE cited as evidence was on the ledger at that moment
+    # everything the REVISE cited as evidence was on the ledger at that moment, but the customer's stated reason for
+    # the return, which the confirmation rule looks for and quotes when there is one (this customer gave none)
     cited = {p for r in revise.results for p in r.evidence}
-    assert ORDER in cited and all(at_revise.has(p) for p in cited)
+    assert ORDER in cited and all(at_revise.has(p) for p in cited - {"conversation.stated.reason"})
+    assert at_revise.get("conversation.confirmation")["confirmed"] is True
 
     allowed_ran = next(e for e in events if isinstance(e, ToolResultEvent) and e.seq > allow.seq)
     assert allowed_ran.executed and allowed_ran.ok

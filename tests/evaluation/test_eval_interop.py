@@ -271,6 +271,7 @@ async def test_a_failed_read_of_the_gate_is_no_tool_error_of_the_agent(tmp_path:
     one error, the agent that made no failing call of its own is not stopped for it."""
     script = [Call("find_user_id_by_email", {"email": "yuki.haddad48@example.com"}),
               Call("get_user_details", {"user_id": "yuki_haddad_4100"}),
+              "I'll cancel order #W9999999 (no longer needed). Do you confirm?",  # she says yes (R01_USER)
               Call("cancel_pending_order", {"order_id": "#W9999999", "reason": "no longer needed"}),
               "Sorry, I could not find that order."]
     out = tmp_path / "run"

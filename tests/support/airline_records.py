@@ -245,6 +245,16 @@ class AirlineSession:
     def status(self, flight_number: str, date: str, status: str) -> AbsorbResult:
         return self.read("get_flight_status", status, flight_number=flight_number, date=date)
 
+    def said(self, role: str, text: str) -> AbsorbResult:
+        """A message of the conversation ("user": the customer's, "assistant": the agent's), heard by the ledger
+        as a session hears it (core.ledger.Ledger.hear)."""
+        return self.ledger.hear(role, text, self.step)
+
+    def confirmed(self, described: str, answer: str = "Yes, please go ahead.") -> None:
+        """The agent described the action and the customer answered (by default an explicit yes)."""
+        self.said("assistant", described)
+        self.said("user", answer)
+
     def context(self) -> GateContext:
         return self.domain.context(self.ledger)
 

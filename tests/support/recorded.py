@@ -157,5 +157,8 @@ SWAP = call("modify_pending_order_items", order_id="#W4821002", item_ids=["20000
             payment_method_id="credit_card_4821002")
 ADDRESS = call("modify_pending_order_address", order_id="#W4821002", address1="1 Main St", address2="",
                city="Springfield", state="IN", country="USA", zip="46281")
-ANOTHER_ADDRESS = [say("Done. Anything else?"), say("Ship it to 1 Main St instead.", "user"), ADDRESS]
+# The customer confirms the address change the agent described (the upstream policy asks for an explicit yes).
+ANOTHER_ADDRESS = [say("Done. Anything else?"), say("Ship it to 1 Main St instead.", "user"),
+                   say("I'll change the address of order #W4821002 to 1 Main St, Springfield, IN 46281. Shall I?"),
+                   say("Yes, please.", "user"), ADDRESS]
 SWAP_THEN_ADDRESS = [*MIA, SWAP, *ANOTHER_ADDRESS]

@@ -126,6 +126,16 @@ class TelecomSession:
     def read_bills(self, customer_id: str, **statuses: str) -> AbsorbResult:
         return self.read("get_bills_for_customer", bills_of(customer_id, **statuses), customer_id=customer_id)
 
+    def said(self, role: str, text: str) -> AbsorbResult:
+        """A message of the conversation ("user": the customer's, "assistant": the agent's), heard by the ledger
+        as a session hears it (core.ledger.Ledger.hear)."""
+        return self.ledger.hear(role, text, self.step)
+
+    def confirmed(self, described: str, answer: str = "Yes, please go ahead.") -> None:
+        """The agent described the action and the customer answered (by default an explicit yes)."""
+        self.said("assistant", described)
+        self.said("user", answer)
+
     def context(self) -> GateContext:
         return DOMAIN.context(self.ledger)
 

@@ -162,6 +162,16 @@ class TelehealthSession:
         return self.read("check_drug_interactions", check, primary_medication=check["primary_medication"],
                          current_medications=check["current_medications"])
 
+    def said(self, role: str, text: str) -> AbsorbResult:
+        """A message of the conversation ("user": the customer's, "assistant": the agent's), heard by the ledger
+        as a session hears it (core.ledger.Ledger.hear)."""
+        return self.ledger.hear(role, text, self.step)
+
+    def confirmed(self, described: str, answer: str = "Yes, please go ahead.") -> None:
+        """The agent described the action and the customer answered (by default an explicit yes)."""
+        self.said("assistant", described)
+        self.said("user", answer)
+
     def context(self) -> GateContext:
         return DOMAIN.context(self.ledger)
 

@@ -28,7 +28,7 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
-from console.runtime.facts import refusal_words
+from console.runtime.facts import customer_words, refusal_words
 from console.tui.theme import palette_of
 from console.tui.widgets.dialog import DialogActions, DialogFrame
 from core.domain import Domain
@@ -209,10 +209,16 @@ class ReviewScreen(ModalScreen[Resolution | None]):
     def _feedback(self) -> Text:
         if self.decision is None:
             return Text("No predicates were evaluated.")
+        said = customer_words(self.decision.results)
         if not self.decision.failed:
             ids = ", ".join(r.predicate_id for r in self.decision.results) or "no rule guards this tool"
-            return Text(f"All rules passed ({ids}).", palette_of(self).text("success"))
-        return Text(inert(self.decision.feedback, lines=True))
+            text = Text(f"All rules passed ({ids}).", palette_of(self).text("success"))
+        else:
+            text = Text(inert(self.decision.feedback, lines=True))
+        if said:  # what the customer said, quoted beside the verdict (their yes, their reason): never judged
+            text.append("\ncustomer: ", "bold")
+            text.append(inert(said))
+        return text
 
     def _reason(self) -> str:
         return self.query_one("#review-reason", Input).value.strip()

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from console.runtime.facts import (
+    customer_words,
     decision_summary,
     disabled_rules,
     failed_rules,
@@ -67,6 +68,7 @@ class GateRow:
     summary: str
     reasons: list[str]
     evidence: list[str]
+    said: str = ""  # what the customer said, as the confirmation rule quoted it (console.runtime.facts)
     decision: str = ""  # the operator's decision, worded ("" when nobody was asked)
     decision_kind: str = ""
     outcome: str = ""  # executed or not, worded from the tool_result event ("" until it arrives)
@@ -153,7 +155,8 @@ class GatePane(Vertical):
                 if path not in evidence:
                     evidence.append(path)
         row = GateRow(e.seq, e.step, e.verdict, e.call.name, e.call.id, [r.predicate_id for r in failed_rules(e)],
-                      disabled_rules(e), verdict_summary(e), verdict_reasons(e), evidence)
+                      disabled_rules(e), verdict_summary(e), verdict_reasons(e), evidence,
+                      customer_words(e.results))
         key = str(e.seq)
         self.rows[key] = row
         self._by_call[e.call.id] = key
@@ -313,6 +316,9 @@ class GatePane(Vertical):
         text.append(row.summary)
         for reason in row.reasons:
             text.append(f"\n  {reason}")
+        if row.said:
+            text.append("\ncustomer: ", "bold")
+            text.append(row.said)
         text.append("\noperator: ", "bold")
         operator = self._operator_words(row)
         text.append(operator, colours.text(OPERATOR, "bold") if operator != "not asked" else "dim")

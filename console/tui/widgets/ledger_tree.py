@@ -36,6 +36,8 @@ def summarize(value: Any) -> str:
     """What a tree line says about an entry's value: a record's status, name, email or route, a count of
     fields or items, or a scalar as JSON. Never cut here: the tree wraps it under the key when it is long."""
     if isinstance(value, dict):
+        if isinstance(value.get("confirmed"), bool):  # the customer's yes or not (conversation.confirmation)
+            return f"confirmed: {'yes' if value['confirmed'] else 'no'}"
         for key in ("status", "name", "email", "origin"):
             if value.get(key) is not None:
                 shown = value[key]

@@ -178,7 +178,8 @@ def test_as_recorded_on_an_80_column_terminal_cuts_nothing(home: dict[str, str],
     wanted = parts(json.loads(line) for line in out.splitlines())
     code, lines = run_in_terminal(["check", str(trace), "--as-recorded"], columns=80, env=home)
     assert code == 0 and wanted
-    assert max(len(line) for line in lines) <= 80 and not any("…" in line for line in lines), lines
+    # the one ellipsis allowed opens a quote: the excerpt of the agent's message a customer's yes answered
+    assert max(len(line) for line in lines) <= 80 and not any("…" in line.replace('"…', '"') for line in lines), lines
     for part in [*wanted, f"BLOCK, force-allowed by alice at {WHEN}: manager approved it by phone; ran"]:
         assert words_in_order(part, lines), (part, lines)
     assert words_in_order("total 1 0 0 0 1 0", lines), lines  # the summary's totals, whole

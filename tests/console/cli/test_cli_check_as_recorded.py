@@ -32,8 +32,8 @@ from tests.support.recorded import (
 )
 
 JSON_KEYS = {"conversation", "where", "index", "name", "arguments", "kind", "verdict", "refusal", "category",
-             "predicates", "crashed", "reason", "evidence", "recorded", "taken", "staled", "difference", "problem",
-             "not_judged"}
+             "predicates", "crashed", "reason", "evidence", "customer", "recorded", "taken", "staled", "difference",
+             "problem", "not_judged"}
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_json_is_one_object_per_write(home: Path, tmp_path: Path, capsys: pytest
     assert all(set(row) == JSON_KEYS for row in found)
     assert [(r["name"], r["verdict"], r["refusal"], r["category"], r["recorded"], r["where"]) for r in found] == [
         ("modify_pending_order_items", "REVISE", "needs_read", "not judged", "ok", f"{path}:9 tool_calls[0]"),
-        ("modify_pending_order_address", "REVISE", "needs_read", "not judged", "ok", f"{path}:13 tool_calls[0]")]
+        ("modify_pending_order_address", "REVISE", "needs_read", "not judged", "ok", f"{path}:15 tool_calls[0]")]
     assert [r["not_judged"] for r in found] == [
         'needs a database read (pass --db): get_product_details(product_id="1000000002")',
         'needs a database read (pass --db): get_order_details(order_id="#W4821002")']
@@ -102,11 +102,12 @@ def test_a_tau2_file_names_its_domain_and_each_simulation_is_a_row(home: Path, t
     code, out, err = run(capsys, str(path), "--as-recorded")
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    at = lines.index("simulations[1].messages[15].tool_calls[0]  modify_pending_order_address  BLOCK  ran (stale: "
+    at = lines.index("simulations[1].messages[17].tool_calls[0]  modify_pending_order_address  BLOCK  ran (stale: "
                      "orders.#W4821002)")
     assert lines[at + 1].startswith("    retail.items_modified_once: the items of order #W4821002 were already "
                                     "modified (orders.#W4821002.status is 'pending (item modified)')")
-    assert lines[at + 2] == "    evidence: auth.user_id, orders.#W4821002"
+    assert lines[at + 2].startswith('    customer: the customer said "Yes, please." to "')  # beside the verdict
+    assert lines[at + 3] == "    evidence: auth.user_id, orders.#W4821002, conversation.confirmation"
     assert [line.split() for line in lines[-4:]] == [
         "conversation writes ALLOW needs a read breaks a rule BLOCK not judged problems".split(),
         ["simulations[0]", "(task", "0,", "trial", "0)", "2", "0", "0", "0", "0", "2", "0"],

@@ -112,7 +112,7 @@ def test_a_bad_requestor_line_is_reported_and_skipped(home: Path, tmp_path: Path
 def test_predicates_and_scenarios_are_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["predicates", "--domain", "telecom", "--json"]) == 0
     rows = [json.loads(row) for row in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 14 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
+    assert len(rows) == 15 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
     assert main(["scenarios", "--domain", "telecom"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in SCENARIOS)

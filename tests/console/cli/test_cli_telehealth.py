@@ -85,7 +85,7 @@ def test_check_rejects_a_folder_that_is_not_telehealth_data(home: Path, tmp_path
 def test_predicates_and_scenarios_are_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["predicates", "--domain", "telehealth", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 14 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
+    assert len(rows) == 15 and {row["severity"] for row in rows} == {"REVISE", "BLOCK"}
     assert main(["scenarios", "--domain", "telehealth"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in SCENARIOS)

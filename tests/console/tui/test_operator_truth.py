@@ -122,7 +122,7 @@ async def test_disabled_rule_is_named_not_all_rules_passed(console_app: Callable
         detail = app.gate_pane.detail(key).plain
         assert "All rules passed" not in detail and f"NOT CHECKED (disabled): {rule}" in detail
         shown = app.transcript.text()
-        assert "ALLOW: 6 rule(s) passed; NOT CHECKED (disabled):" in shown and rule in shown
+        assert "ALLOW: 7 rule(s) passed; NOT CHECKED (disabled):" in shown and rule in shown
         assert app.live is not None
         assert f"NOT CHECKED (disabled): {rule}" in transcript_markdown(app.live.bus.history)
 

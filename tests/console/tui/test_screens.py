@@ -136,7 +136,7 @@ async def test_workbench_reload_failure_keeps_rules(console_app: Callable[..., O
         assert app.live.agent.gate.predicates == before
         monkeypatch.undo()
         await pilot.press("r")
-        assert "Reloaded 16 predicates" in str(screen.query_one("#wb-message").render())
+        assert "Reloaded 17 predicates" in str(screen.query_one("#wb-message").render())
         assert [p.id for p in app.live.agent.gate.predicates] == [p.id for p in before]
 
 
@@ -215,6 +215,11 @@ async def test_operator_plays_the_agent_with_dry_run(console_app: Callable[..., 
         await send("find_user_id_by_name_zip", {"first_name": "Mia", "last_name": "Garcia", "zip": "46281"})
         await send("get_user_details", {"user_id": "mia_garcia_4821"})
         await send("get_order_details", {"order_id": "#W4821001"})
+        # the operator, as the agent, describes the return; the scenario's customer says yes (the policy's explicit
+        # confirmation, which the gate reads from the conversation)
+        app.live.operator_agent.say("I'll return the gold tablet of order #W4821001 with a refund. Shall I?")  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting and any(  # type: ignore[union-attr]
+            e.type == "message" and e.role == "user" and "Yes" in e.text for e in app.live.bus.history))  # type: ignore
         screen = await compose_call("return_delivered_order_items", {
             "order_id": "#W4821001", "item_ids": "2000000011", "payment_method_id": "credit_card_4821002"})
         assert await screen.action_dry_run()
@@ -254,6 +259,10 @@ async def test_the_agent_seats_dry_run_judges_as_the_send_does_with_the_gates_ow
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.live.operator_agent.waiting and not isinstance(  # type: ignore[union-attr]
             app.screen, ComposeScreen))
+        # the operator describes the cancellation and the scenario's customer says yes (explicit confirmation)
+        app.live.operator_agent.say("I'll cancel order #W4821002, as no longer needed. Shall I?")  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.live.operator_agent.waiting and any(  # type: ignore[union-attr]
+            e.type == "message" and e.role == "user" and "Yes" in e.text for e in app.live.bus.history))  # type: ignore
         screen = await compose_call("cancel_pending_order", {"order_id": "#W4821002", "reason": "no longer needed"})
         before = len(app.live.bus.history)
         await pilot.press("ctrl+d")

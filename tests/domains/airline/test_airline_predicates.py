@@ -308,6 +308,25 @@ ALLOWED = [
 ]
 
 
+def theo_answered(answer: str) -> Callable[[], AirlineSession]:
+    """Theo's records read, the agent described a name correction and Theo answered `answer`."""
+    def build() -> AirlineSession:
+        session = theo()
+        session.confirmed("I'll correct the passenger on TB3K9Q to Theodore Brennan, born 1990-06-21. Shall I go "
+                          "ahead?", answer)
+        return session
+    return build
+
+
+THEODORE = passengers(THEO_ECONOMY, [person("Theodore", "Brennan", "1990-06-21")])
+REJECTED.append(
+    Rejected("a question instead of a yes", "airline.explicit_confirmation", Verdict.REVISE,
+             theo_answered("Will that cost anything?"), THEODORE,
+             ('"Will that cost anything?"', "a question, no yes", "conversation.confirmation", "ask them")))
+ALLOWED.append(Allowed("a yes to the change described", "airline.explicit_confirmation",
+                       theo_answered("Yes, that's right, please do."), THEODORE))
+
+
 def _certified(session: AirlineSession, amount: int = 100) -> AirlineSession:
     """The session after send_certificate ran for Lena (its return joins the session's effects)."""
     session.executed("send_certificate", f"Certificate certificate_1 added to user {LENA} with amount {amount}.",

@@ -95,8 +95,11 @@ async def test_persistent_refund_demand_holds_the_block(tmp_path: Path) -> None:
     expected = await fresh_hash(tmp_path)
     session, backend = await run("persistent-refund-demand", tmp_path)
     try:
+        # the agent cancels straight after her opening demand, before listing anything for her to confirm: the
+        # gate names the missing yes too (the verdict is the same BLOCK); her next line orders the cancellation
         assert [failed(e) for e in decisions(session)] == [
-            ["airline.cancel_basis"], ["airline.cancel_basis"], ["airline.compensation_eligible"]]
+            ["airline.cancel_basis", "airline.explicit_confirmation"], ["airline.cancel_basis"],
+            ["airline.compensation_eligible"]]
         assert await backend.state_hash() == expected  # no cancellation, no certificate, nothing
         assert session.result is not None and session.result.db_hash == expected
         user = await backend.call("get_user_details", {"user_id": "nadia_haddad_1297"})

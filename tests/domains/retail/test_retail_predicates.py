@@ -266,6 +266,23 @@ REJECTED: list[Rejected] = [
              ("auth.user_id", "user", "orders.#W4821002")),
 ]
 
+def mia_answered(answer: str) -> Callable[[], RetailSession]:
+    """Mia authenticated with her records read; the agent described the cancellation and she answered."""
+    def build() -> RetailSession:
+        session = mia_session()
+        session.said("user", "Please cancel my T-shirt order, I no longer need it.")
+        session.confirmed(f"To confirm: cancel order {MIA_PENDING} (T-Shirt) as 'no longer needed'?", answer)
+        return session
+    return build
+
+
+REJECTED.append(
+    Rejected("cancel while the customer hesitates", "retail.explicit_confirmation", Verdict.REVISE,
+             mia_answered("Hmm, wait. Let me think about it."), cancel(),
+             ("'let me think', no yes", '"Hmm, wait. Let me think about it."', "conversation.confirmation",
+              '"Please cancel my T-shirt order, I no longer need it."'),
+             ("conversation.confirmation", "conversation.stated.reason")))
+
 ALLOWED: list[Allowed] = [
     Allowed("cancel own pending order", "retail.authenticated", mia_session, cancel(),
             also=("retail.order_owned_by_customer", "retail.cancel_requires_pending")),
@@ -309,6 +326,8 @@ ALLOWED: list[Allowed] = [
             exchange([TABLET_GOLD_128], [TABLET_BLACK_64], MIA_GIFT_CARD)),
     Allowed("a credit card needs no balance", "retail.gift_card_covers_amount", mia_session,
             exchange([TABLET_BLACK_64], [TABLET_GOLD_128], MIA_CREDIT_CARD)),
+    Allowed("cancel once the customer said yes", "retail.explicit_confirmation", mia_answered("Yes, cancel it."),
+            cancel()),
 ]
 
 

@@ -332,7 +332,10 @@ def test_variants_cover_every_predicate() -> None:
     line Pending Activation to build one from)."""
     assert len(VARIANTS) >= 6
     covered = {v.predicate for v in VARIANTS}
-    assert {p.id for p in DOMAIN.predicates if not p.house_rule} <= covered <= {p.id for p in DOMAIN.predicates}
+    # A variant is check lines, which carry no customer message: the confirmation rule passes there ("no customer
+    # messages recorded"), so its violations are tested with the customer's words (telecom's predicate tests).
+    stated = {p.id for p in DOMAIN.predicates if not p.house_rule and p.id != "telecom.explicit_confirmation"}
+    assert stated <= covered <= {p.id for p in DOMAIN.predicates}
 
 
 # ---------------------------------------------------------------------------------------------------

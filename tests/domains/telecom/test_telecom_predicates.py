@@ -216,6 +216,21 @@ REJECTED: list[Rejected] = [
                                                                               "lines.L2003")),
 ]
 
+def maria_answered(answer: str) -> Callable[[], TelecomSession]:
+    """Maria's line and plan read; the agent told her the refuel's amount and price and she answered."""
+    def build() -> TelecomSession:
+        session = maria_refuel()()
+        session.confirmed("2 GB on line L2002 would be $8.00 on your next bill. Shall I add it?", answer)
+        return session
+    return build
+
+
+REJECTED.append(
+    Rejected("refuel before the customer agreed to the price", "telecom.explicit_confirmation", Verdict.REVISE,
+             maria_answered("Is there a cheaper option?"), refuel(),
+             ('"Is there a cheaper option?"', "a question, no yes", "conversation.confirmation"),
+             ("conversation.confirmation",)))
+
 ALLOWED: list[Allowed] = [
     Allowed("enable roaming for the identified customer", "telecom.customer_identified", maria_roaming, roaming()),
     Allowed("enable roaming on her own line", "telecom.line_belongs_to_customer", maria_roaming, roaming()),
@@ -244,6 +259,8 @@ ALLOWED: list[Allowed] = [
             suspend("L2004", "Customer has an overdue bill (B2005)", DANIEL)),
     Allowed("resume a suspended line (not Pending Activation)", "telecom.resume_pending_activation",
             maria_tablet_paid, resume()),
+    Allowed("refuel after the customer's ok", "telecom.explicit_confirmation", maria_answered("OK, add it."),
+            refuel()),
 ]
 
 
@@ -283,7 +300,7 @@ def test_allowed(case: Allowed) -> None:
 
 def test_every_predicate_has_an_allowed_and_a_rejected_case() -> None:
     ids = {p.id for p in PREDICATES}
-    assert len(ids) == 14
+    assert len(ids) == 15
     assert {c.predicate_id for c in REJECTED} == ids
     assert {c.predicate_id for c in ALLOWED} == ids
     guards = {p.id: p.tools for p in PREDICATES}

@@ -316,6 +316,20 @@ REJECTED.append(
              ("Warfarin + Ibuprofen (high, emergency) (interactions.Warfarin)", "provider has reviewed it"),
              ("records.REC003", "interactions.Warfarin")))
 
+def priya_answered(answer: str) -> Callable[[], TelehealthSession]:
+    """Priya's records read; the agent described cancelling APPT002 and she answered."""
+    def build() -> TelehealthSession:
+        session = priya_appointments()
+        session.confirmed("I'll cancel APPT002, your cardiology follow-up with Dr. Haddad. Shall I?", answer)
+        return session
+    return build
+
+
+REJECTED.append(
+    Rejected("cancel after the patient said no", "telehealth.explicit_confirmation", Verdict.REVISE,
+             priya_answered("No, keep it for now."), cancel(),
+             ("'no', no yes", '"No, keep it for now."', "conversation.confirmation"), ("conversation.confirmation",)))
+
 ALLOWED: list[Allowed] = [
     Allowed("a slot this conversation booked, then cancelled, is free again", "telehealth.provider_slot_free",
             hana_booked_then_cancelled, schedule(HANA, PETROV, SLOT["date"], SLOT["time"], "sick_visit")),
@@ -366,6 +380,8 @@ ALLOWED: list[Allowed] = [
     Allowed("another listed offer of an unfiltered listing", "telehealth.supplier_observed",
             marcus_unfiltered_listing, change_supplier(company="Northwind Generics", brand="StatinOne", price=6.4,
                                                        currency="USD")),
+    Allowed("cancel once the patient said yes", "telehealth.explicit_confirmation", priya_answered("Yes, cancel it."),
+            cancel()),
 ]
 
 
