@@ -171,9 +171,15 @@ async def _http(args: argparse.Namespace, domain: Domain, sessions: McpSessions,
     url = f"http://{shown}:{port}/mcp"
     options = HttpOptions(host=args.host, port=port, max_request=args.max_request_bytes,
                           max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
-                          json_response=not args.listen)  # no desk: no call can be held
+                          json_response=not args.listen,  # no desk: no call can be held
+                          head_timeout=args.header_timeout, max_waiting=args.max_waiting_connections)
+    per_client = args.max_sessions_per_client or max(1, args.max_sessions // 4)
     policy = HttpPolicy(bind_host=args.host, token=token, rate=args.rate,
-                        origins=allowed_origins(port, extra=args.allow_origin), log=log)
+                        origins=allowed_origins(port, extra=args.allow_origin), log=log,
+                        max_request=args.max_request_bytes, body_timeout=args.body_timeout,
+                        max_inflight=max(64, 8 * args.max_sessions), max_sessions=args.max_sessions,
+                        max_sessions_per_client=min(per_client, args.max_sessions),
+                        reclaim_idle=min(args.reclaim_after, args.idle_timeout))
     server = build_server(domain, sessions, key_of,
                           ServerOptions(ledger_in_results=args.ledger_in_results, discover=False))
 

@@ -62,6 +62,21 @@ def register(subparsers: Any) -> None:
                       help="requests a second per client session (default: %(default)s)")
     http.add_argument("--idle-timeout", type=positive_float, default=1800.0, metavar="S",
                       help="a session with no request for this long ends (default: %(default)s)")
+    http.add_argument("--max-sessions-per-client", type=positive_int, default=None, metavar="N",
+                      help="sessions one client (its address and clientInfo name) may have open at once "
+                           "(default: a quarter of --max-sessions)")
+    http.add_argument("--reclaim-after", type=positive_float, default=60.0, metavar="S",
+                      help="at --max-sessions (or a client's own cap) a new session takes the place of the one "
+                           "idle the longest, if it has had no request for this long (default: %(default)s)")
+    http.add_argument("--header-timeout", type=positive_float, default=10.0, metavar="S",
+                      help="a request's head must arrive within this long, else 408 and the connection is "
+                           "closed (default: %(default)s)")
+    http.add_argument("--body-timeout", type=positive_float, default=30.0, metavar="S",
+                      help="a request's body must arrive within this long after its head, else 408 (default: "
+                           "%(default)s)")
+    http.add_argument("--max-waiting-connections", type=positive_int, default=512, metavar="N",
+                      help="connections that have not sent a request yet, at once: past it the oldest is "
+                           "closed (default: %(default)s)")
     parser.set_defaults(handler=_cmd_mcp)
 
 
