@@ -5,8 +5,8 @@ writes (`Wire.incoming`, `Wire.outgoing`), for reasons it has no options for:
 - a line is read with a bound (`max_line` bytes, the command's `--max-request-bytes`): a longer one is skipped
   to its end, never held in memory;
 - a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
-  invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
-  sent it is not left waiting;
+  invalid request: `console.mcp.jsonrpc`, the same answers as over HTTP) instead of being dropped unanswered,
+  so a client that sent it is not left waiting;
 - each line is parsed once, into the message the server is handed, and each answer is written by the task
   that made it: the SDK's transport parses a line again after our check, and hands every message in and out
   through a task of its own (two task switches and a parse per call, for nothing);
@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
@@ -32,6 +33,8 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from console.mcp.jsonrpc import PARSE_ERROR, Refusal, invalid_refusal, shape_refusal
 
 OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
 
@@ -57,7 +60,10 @@ class Wire:
         self._ended = False
 
     async def open(self) -> None:
-        """Attach the asyncio transports when the ends allow it (else the thread fallback stays)."""
+        """Attach the asyncio transports when both ends allow it (else the thread fallback stays, for both: a
+        read transport attached alone would read the client's lines into a stream nobody reads)."""
+        if not (_pipe_like(self.reader) and _pipe_like(self.writer)):
+            return
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=self.max_line + 1)
         try:
@@ -89,10 +95,9 @@ class Wire:
         self.writer.write(data)
         self.writer.flush()
 
-    async def _answer_error(self, request_id: Any, code: int, message: str) -> None:
-        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    async def _answer(self, refusal: Refusal) -> None:
         with contextlib.suppress(anyio.BrokenResourceError):  # nobody left to tell
-            await self.write((json.dumps(error) + "\n").encode("utf-8"))
+            await self.write(refusal.line())
 
     # ------------------------------------------------------------------------------------------ in
 
@@ -104,8 +109,8 @@ class Wire:
                 raise anyio.EndOfStream
             raw = await self._line()
             if raw is OVERLONG:
-                await self._answer_error(None, types.PARSE_ERROR,
-                                         f"message too large (more than {self.max_line} bytes): not read")
+                await self._answer(Refusal(PARSE_ERROR, None,
+                                           f"message too large (more than {self.max_line} bytes): not read"))
                 continue
             assert isinstance(raw, bytes)
             if not raw:
@@ -121,6 +126,11 @@ class Wire:
             except ValidationError as exc:
                 await self._refuse(line, exc)
                 continue
+            if isinstance(message, types.JSONRPCNotification) and '"id"' in line:
+                refusal = shape_refusal(json.loads(line))  # an id the SDK took for no id (console.mcp.jsonrpc)
+                if refusal is not None:
+                    await self._answer(refusal)
+                    continue
             return SessionMessage(message)
 
     async def _line(self) -> bytes | object:
@@ -150,20 +160,25 @@ class Wire:
 
     async def _refuse(self, line: str, exc: ValidationError) -> None:
         """Answer a line that is not a JSON-RPC message as JSON-RPC asks: a parse error (id null) for what is not
-        JSON, an invalid request (with its id) for a request that is not valid, nothing for a notification or a
-        client's response (JSON-RPC answers neither, even malformed)."""
+        JSON, an invalid request for anything else but a client's response, which is never answered."""
         reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):
-            await self._answer_error(None, types.PARSE_ERROR, f"Parse error: {reason}")
+            await self._answer(Refusal(PARSE_ERROR, None, f"Parse error: {reason}"))
             return
-        if isinstance(value, dict) and ("method" not in value or "id" not in value):
-            return
-        request_id = value.get("id") if isinstance(value, dict) else None
-        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-            request_id = None
-        await self._answer_error(request_id, types.INVALID_REQUEST, f"Invalid request: {str(reason)[:300]}")
+        refusal = shape_refusal(value) or invalid_refusal(value, str(reason))
+        if refusal is not None:
+            await self._answer(refusal)
+
+
+def _pipe_like(end: IO[bytes]) -> bool:
+    """A pipe, a socket or a terminal: what asyncio's pipe transports take (a regular file is none)."""
+    try:
+        mode = os.fstat(end.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 class Incoming:
