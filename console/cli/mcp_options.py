@@ -1,13 +1,21 @@
-"""`ledgeragent mcp`: its command line only (the work is `console.cli.mcp`, imported when `mcp` runs, so
-`ledgeragent --help` and the console's cold start never import the MCP SDK)."""
+"""`ledgeragent mcp`: its command line, and its start (the work is `console.cli.mcp`, imported when `mcp` runs,
+so `ledgeragent --help` and the console's cold start never import the MCP SDK).
+
+`main` is how `ledgeragent mcp` starts (console.cli.main hands it the command line before building its own
+parser): a desktop client launches the server for every chat and waits for the answer to its `initialize`, so
+over stdio that answer is written first (`console.mcp.handshake`, which imports nothing heavy), and only then
+is the rest imported: the MCP SDK, the domain, the session runtime. Nothing here imports more than argparse
+and the domains' names.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from console.cli.errors import positive_float, positive_int, tcp_port
-from console.cli.options import add_evidence_argument
+from console.cli.arg_types import add_evidence_argument, positive_float, positive_int, tcp_port
 from domains.registry import DOMAINS
 
 HELP = "serve a domain's tools over the Model Context Protocol, every write behind the policy gate"
@@ -26,6 +34,37 @@ def register(subparsers: Any) -> None:
     """Add the `mcp` subcommand (with its handler) to an argparse subparsers object."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "mcp", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """`console.cli.errors.OneLineParser`'s one-line usage error, without importing it unless there is one."""
+
+    def error(self, message: str) -> NoReturn:
+        from console.cli.errors import EXIT_BAD_INPUT, print_error
+
+        print_error(f"{self.prog}: {message} (see {self.prog} --help)")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def main(argv: Sequence[str]) -> int:
+    """`ledgeragent mcp ...` (`argv` from "mcp" on): parsed, the stdio handshake answered early (module
+    docstring), then run under the command line's error contract (`console.cli.errors.run_handler`)."""
+    parser = _OneLineParser(prog="ledgeragent mcp", description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(list(argv[1:]))
+    args.early = None
+    if args.transport == "stdio" and not args.listen and not args.audit:
+        from console.mcp.handshake import answer_early
+
+        args.early = answer_early(args.domain, max_line=args.max_request_bytes)
+    from console.cli.errors import run_handler
+
+    return run_handler(_cmd_mcp, args, list(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--domain", required=True, choices=DOMAINS)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="stdio (default: what a desktop client launches) or streamable HTTP")
@@ -77,7 +116,7 @@ def register(subparsers: Any) -> None:
     http.add_argument("--max-waiting-connections", type=positive_int, default=512, metavar="N",
                       help="connections that have not sent a request yet, at once: past it the oldest is "
                            "closed (default: %(default)s)")
-    parser.set_defaults(handler=_cmd_mcp)
+    parser.set_defaults(handler=_cmd_mcp, early=None)
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
+from console.mcp.data import SessionData
 from console.mcp.session import DiskFullStop, McpLiveSession, McpSessionSpec, SessionGone
 from console.runtime.desk.desk import Desk
 from core.disk_full import DiskFull
@@ -98,9 +99,11 @@ class McpSessions:
 
     def __init__(self, desk: Desk, spec: McpSessionSpec, *, decision_timeout: float | None,
                  on_opened: Callable[[str, McpLiveSession], object] = lambda _key, _live: None,
-                 log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> None:
+                 log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+                 data: SessionData | None = None) -> None:
         self.desk = desk
         self.log = log
+        self.data = data  # what every session starts from, loaded once (None: each session loads `spec.db`)
         self.spec = spec
         self.decision_timeout = decision_timeout
         self.on_opened = on_opened
@@ -150,6 +153,14 @@ class McpSessions:
                 raise
 
     async def _open(self, key: str, client: str) -> McpLiveSession:
+        spec = replace(self.spec, client=client)
+        if self.data is not None:
+            try:
+                template = await self.data.template()
+            except Exception as exc:  # noqa: BLE001 - the command stops on it too (console.cli.mcp)
+                raise SessionGone(f"its data cannot be used: {exc}") from None
+            if template is not None:
+                spec = replace(spec, db=template)
         made: asyncio.Future[McpLiveSession] = asyncio.get_running_loop().create_future()
 
         def make(spec: Any, **callbacks: Any) -> McpLiveSession:
@@ -158,7 +169,7 @@ class McpSessions:
             made.set_result(live)
             return live
 
-        desk_id = self.desk.add_session(replace(self.spec, client=client), make=make, bounded=False)
+        desk_id = self.desk.add_session(spec, make=make, bounded=False)
         task = self.desk.task_of(desk_id)
         assert task is not None
         await asyncio.wait((made, task), return_when=asyncio.FIRST_COMPLETED)

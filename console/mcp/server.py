@@ -32,6 +32,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
+from console.mcp.handshake import LEDGER_URI, POLICY_URI, instructions, server_name, server_title, version
 from console.mcp.jsonrpc import DISK_FULL
 from console.mcp.manager import McpSessions, client_label
 from console.mcp.results import text_result, tool_result
@@ -40,8 +41,6 @@ from core.agent import INSTRUCTIONS
 from core.domain import Domain
 from core.tools import Requestor, ToolKind, ToolSpec
 
-LEDGER_URI = "ledgeragent://ledger"
-POLICY_URI = "ledgeragent://policy"
 MESSAGE_TOOL = "log_message"
 MAX_MESSAGE = 10_000
 ROLES = ("customer", "agent")
@@ -59,11 +58,6 @@ MESSAGE_SPEC = {
 MESSAGE_DESCRIPTION = ("Put one line of the conversation on the supervisor's transcript: what the customer said "
                        "(role customer) or what you told them (role agent). Changes nothing; not gated.")
 
-SERVER_INSTRUCTIONS = """Tools of the {title} domain, behind a policy gate. Reads return observed state and are \
-kept in a ledger (resource {ledger}). Every write is checked against the policy (resource {policy}) before it \
-runs: when a result is an error saying NOT EXECUTED, the write did not happen; fix what it names (often: read \
-the record it cites first) or tell the customer why it cannot be done. A human supervisor may hold a write \
-for approval."""
 
 # Key of the client a request comes from (a transport's choice); raises MCPError when the request has none.
 KeyOf = Callable[[ServerRequestContext[Any, Any]], str]
@@ -180,8 +174,8 @@ def build_server(domain: Domain, sessions: McpSessions, key_of: KeyOf,
             types.PromptMessage(role="user", content=types.TextContent(text=policy_text(domain)))])
 
     server: Server[Any] = Server(
-        f"ledgeragent-{domain.name}", version=_version(), title=f"LedgerAgent: {domain.title}",
-        instructions=SERVER_INSTRUCTIONS.format(title=domain.title, ledger=LEDGER_URI, policy=POLICY_URI),
+        server_name(domain.name), version=version(), title=server_title(domain.title),
+        instructions=instructions(domain.title),
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
         on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
     if not options.discover:
@@ -211,12 +205,3 @@ def gone_error(gone: SessionGone) -> MCPError:
                 "write_ran": isinstance(gone, DiskFullStop) and gone.ran}
         return MCPError(code=DISK_FULL, message=str(gone), data=data)
     return MCPError(code=types.INVALID_REQUEST, message=str(gone))
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ledgeragent-console")
-    except PackageNotFoundError:
-        return "unknown"

@@ -11,7 +11,9 @@ writes (`Wire.incoming`, `Wire.outgoing`), for reasons it has no options for:
   that made it: the SDK's transport parses a line again after our check, and hands every message in and out
   through a task of its own (two task switches and a parse per call, for nothing);
 - the end of input ends the session at once (a held write is given up, the trace ends), rather than when
-  the requests in flight have finished, which for a held write can be minutes.
+  the requests in flight have finished, which for a held write can be minutes;
+- what `console.mcp.handshake.answer_early` read before the SDK was imported is read first, and the SDK's
+  answer to the `initialize` already answered there is not written a second time.
 
 As the SDK does by itself, the process's own stdin and stdout are moved off the pipe while serving (stdin
 reads the null device, stdout goes to stderr), so nothing printed by accident can corrupt the wire.
@@ -34,6 +36,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from console.mcp.handshake import Early
 from console.mcp.jsonrpc import PARSE_ERROR, Refusal, invalid_refusal, shape_refusal
 
 OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
@@ -47,7 +50,7 @@ class Wire:
     writes in a worker thread."""
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int,
-                 on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_eof: Callable[[], Awaitable[None]] | None = None, early: Early | None = None) -> None:
         self.reader = reader
         self.writer = writer
         self.max_line = max_line
@@ -58,6 +61,8 @@ class Wire:
         self._stream: asyncio.StreamReader | None = None
         self._out: asyncio.StreamWriter | None = None
         self._ended = False
+        self._prefix = bytearray(early.pending if early is not None else b"")  # read before: read first
+        self.answered = early.answered if early is not None else None  # its answer is written already
 
     async def open(self) -> None:
         """Attach the asyncio transports when both ends allow it (else the thread fallback stays, for both: a
@@ -66,6 +71,8 @@ class Wire:
             return
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=self.max_line + 1)
+        if self._prefix:  # ahead of anything the pipe brings
+            stream.feed_data(bytes(self._prefix))
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self.reader)
         except (ValueError, OSError):
@@ -76,6 +83,7 @@ class Wire:
             return
         self._stream = stream
         self._out = asyncio.StreamWriter(transport, protocol, None, loop)
+        self._prefix.clear()
 
     # ------------------------------------------------------------------------------------------ out
 
@@ -136,7 +144,16 @@ class Wire:
     async def _line(self) -> bytes | object:
         """The next line with its newline, b"" at the end of input, or OVERLONG (and skipped to its end)."""
         if self._stream is None:
-            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            raw = bytes(self._prefix)
+            end = raw.find(b"\n")
+            if end >= 0:
+                del self._prefix[:end + 1]
+                raw = raw[:end + 1]
+            else:
+                self._prefix.clear()
+                if len(raw) <= self.max_line:
+                    raw += await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1 - len(raw),
+                                                          abandon_on_cancel=True)
             if len(raw) > self.max_line and not raw.endswith(b"\n"):
                 while (chunk := await anyio.to_thread.run_sync(self.reader.readline, 65536,
                                                                abandon_on_cancel=True)) and not chunk.endswith(b"\n"):
@@ -220,7 +237,13 @@ class Outgoing:
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
-        line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        message = item.message
+        answered = self.wire.answered
+        if answered is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError) \
+                and message.id == answered:
+            self.wire.answered = None  # the handshake's answer, written early (console.mcp.handshake)
+            return
+        line = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         await self.wire.write(line.encode("utf-8"))
 
     async def aclose(self) -> None:
@@ -256,9 +279,11 @@ def claimed_pipe() -> Any:
             writer.close()
 
 
-async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int) -> None:
-    """Serve `server` on this process's stdin/stdout until the client closes its end."""
+async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int,
+                      early: Early | None = None) -> None:
+    """Serve `server` on this process's stdin/stdout until the client closes its end (`early`: what
+    `console.mcp.handshake.answer_early` read and answered before)."""
     with claimed_pipe() as (reader, writer):
-        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
+        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof, early=early)
         await wire.open()
         await server.run(wire.incoming, wire.outgoing, server.create_initialization_options())
