@@ -20,23 +20,21 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.cli.errors import CliError
-from console.cli.serve import ServeError, check_bind, choose_token
-from console.cli.supervise import audit_path
 from console.mcp.data import SessionData
-from console.mcp.http import HttpOptions, HttpPolicy, bind, build_app, key_of, serve_http
 from console.mcp.manager import McpSessions
 from console.mcp.server import ServerOptions, build_server
 from console.mcp.session import McpLiveSession, McpSessionSpec
 from console.mcp.stdio import serve_stdio
 from console.runtime.desk.desk import Desk
-from console.runtime.desk.remote import DeskHost, SocketPathError
 from console.runtime.live import SupervisionMode
-from console.web.policy import TOKEN_ENV, allowed_origins
 from core.domain import Domain
 from domains.registry import load_domain
+
+if TYPE_CHECKING:  # the HTTP transport, the desk's socket and `serve`'s rules: imported where they are used
+    from console.runtime.desk.remote import DeskHost
 
 EOF_GRACE = 5.0  # seconds the transport gets to wind down after its client closed the pipe
 
@@ -75,13 +73,20 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise CliError("; ".join(problems))
     token: str | None = None
     if args.transport == "http":
+        from console.cli.serve import ServeError, check_bind, choose_token
+        from console.web.policy import TOKEN_ENV
+
         try:
             token, source = choose_token(args.token, os.environ.get(TOKEN_ENV) or None, no_token=args.no_token)
             check_bind(args.host, token)
         except ServeError as exc:  # the same rules as `serve`, in its words
             raise CliError(str(exc)) from None
         args.token_source = source
-    audit = audit_path(args) if args.listen else None
+    audit = None
+    if args.listen:
+        from console.cli.supervise import audit_path
+
+        audit = audit_path(args)
     data = SessionData(domain.name, db)
     try:
         return asyncio.run(_serve(args, domain, spec, audit, token, data))
@@ -100,6 +105,8 @@ async def _serve(args: argparse.Namespace, domain: Domain, spec: McpSessionSpec,
     host: DeskHost | None = None
     try:
         if args.listen:
+            from console.runtime.desk.remote import DeskHost, SocketPathError
+
             host = DeskHost(desk, Path(args.listen), log=log)
             try:
                 await host.start()
@@ -176,6 +183,9 @@ async def _stdio(args: argparse.Namespace, domain: Domain, sessions: McpSessions
 
 
 async def _http(args: argparse.Namespace, domain: Domain, sessions: McpSessions, token: str | None) -> None:
+    from console.mcp.http import HttpOptions, HttpPolicy, bind, build_app, key_of, serve_http
+    from console.web.policy import allowed_origins
+
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:

@@ -22,8 +22,10 @@ protocol version, and this module's tables against the SDK's and the domains'. S
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +41,7 @@ TITLES = {
     "telecom": "Telecom (tau2-bench, dual control)",
     "telehealth": "Telehealth (tau-Trait, tau2 conventions)",
 }
+DIST_PREFIX = "ledgeragent_console-"  # the package's metadata folder: ledgeragent_console-<version>.dist-info
 LEDGER_URI = "ledgeragent://ledger"
 POLICY_URI = "ledgeragent://policy"
 CAPABILITIES = {"prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
@@ -63,6 +66,26 @@ def instructions(title: str) -> str:
 
 
 def version() -> str:
+    """The installed package's version, read from its metadata file (`importlib.metadata` finds the same file,
+    but its import costs more than the rest of the handshake)."""
+    for folder in sys.path:
+        try:
+            names = [name for name in os.listdir(folder or ".")
+                     if name.startswith(DIST_PREFIX) and name.endswith(".dist-info")]
+        except OSError:
+            continue
+        for name in names:
+            with contextlib.suppress(OSError), open(os.path.join(folder or ".", name, "METADATA"),
+                                                    encoding="utf-8") as metadata:
+                for line in metadata:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():
+                        break
+    return _metadata_version()
+
+
+def _metadata_version() -> str:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 

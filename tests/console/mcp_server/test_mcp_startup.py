@@ -54,6 +54,9 @@ async def test_the_early_answer_is_the_sdks_own(domain: str, tmp_path: Path) -> 
 
 
 def test_the_handshakes_tables_are_the_sdks_and_the_domains() -> None:
+    from importlib.metadata import version
+
+    assert handshake.version() == version("ledgeragent-console")
     assert handshake.HANDSHAKE_PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
     assert handshake.TITLES == {name: load_domain(name).title for name in DOMAINS}
 
