@@ -268,8 +268,8 @@ class Guard:
         if minted and status and status[0] < 400:
             self.inflight[minted[0]] = 0
             self.last_seen[minted[0]] = time.monotonic()
-            if owner is not None:
-                self.owners[minted[0]] = owner
+            # (an opening request the guard could not read as one is still counted, under its address)
+            self.owners[minted[0]] = owner or ((scope.get("client") or ("?", 0))[0], "")
         if key and scope.get("method") == "DELETE" and status and status[0] < 300:
             await self.on_deleted(key)
             self.forget(key)
