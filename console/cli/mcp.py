@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from console.cli.errors import CliError
+from console.cli.mcp_options import argument_problem
 from console.mcp.data import SessionData
 from console.mcp.manager import McpSessions
 from console.mcp.server import ServerOptions, build_server
@@ -57,16 +58,10 @@ def settle_heap() -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     domain = load_domain(args.domain)
     mode = SupervisionMode(args.mode)
-    if mode is not SupervisionMode.AUTOPILOT and not args.listen:
-        raise CliError(f"--mode {mode.value!r} holds writes for an operator: add --listen SOCKET, so operators can "
-                       "decide them (ledgeragent supervise --connect SOCKET)")
-    if args.audit and not args.listen:
-        raise CliError("--audit is the desk's log: it needs --listen")
-    if args.transport == "stdio" and (args.token or args.no_token or args.allow_origin):
-        raise CliError("--token, --no-token and --allow-origin are for --transport http (stdio has no network)")
+    problem = argument_problem(args)
+    if problem is not None:
+        raise CliError(problem)
     db = Path(args.db) if args.db else None
-    if db is not None and not db.exists():
-        raise CliError(f"no such database file: {db}")
     spec = McpSessionSpec(domain=domain.name, scenario=None, model="mcp", mode=mode, db=db, evidence=args.evidence)
     problems = spec.problems()
     if problems:

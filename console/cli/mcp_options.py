@@ -11,6 +11,7 @@ and the domains' names.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -55,6 +56,12 @@ def main(argv: Sequence[str]) -> int:
     add_arguments(parser)
     args = parser.parse_args(list(argv[1:]))
     args.early = None
+    problem = argument_problem(args)
+    if problem is not None:  # before anything is read or answered
+        from console.cli.errors import EXIT_BAD_INPUT, print_error
+
+        print_error(problem)
+        return EXIT_BAD_INPUT
     if args.transport == "stdio" and not args.listen and not args.audit:
         from console.mcp.handshake import answer_early
 
@@ -62,6 +69,20 @@ def main(argv: Sequence[str]) -> int:
     from console.cli.errors import run_handler
 
     return run_handler(_cmd_mcp, args, list(argv))
+
+
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options taken together (one line), or None: checked before the server starts."""
+    if args.mode != "autopilot" and not args.listen:
+        return (f"--mode {args.mode!r} holds writes for an operator: add --listen SOCKET, so operators can decide "
+                "them (ledgeragent supervise --connect SOCKET)")
+    if args.audit and not args.listen:
+        return "--audit is the desk's log: it needs --listen"
+    if args.transport == "stdio" and (args.token or args.no_token or args.allow_origin):
+        return "--token, --no-token and --allow-origin are for --transport http (stdio has no network)"
+    if args.db and not os.path.exists(args.db):
+        return f"no such database file: {args.db}"
+    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

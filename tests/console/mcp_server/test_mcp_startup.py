@@ -98,3 +98,34 @@ def test_a_first_line_the_handshake_cannot_answer_is_the_sdks_to_answer(first: d
         assert raw.wait() == 0
     finally:
         raw.stop()
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--mode", "approve writes"], "add --listen SOCKET"),
+    (["--token", "t0ken-t0ken-t0ken"], "are for --transport http"),
+    (["--db", "no/such/db.json"], "no such database file: no/such/db.json"),
+])
+def test_options_that_cannot_work_are_one_line_before_anything_is_read(extra: list[str], words: str,
+                                                                       tmp_path: Path) -> None:
+    """The client's pipe stays open and silent: the command does not wait for a handshake to refuse them."""
+    import subprocess
+    import sys
+
+    from tests.support.mcp_server import ROOT, server_env
+
+    process = subprocess.Popen([sys.executable, "-m", "console", "mcp", "--domain", "retail", *extra], cwd=ROOT,
+                               env=server_env(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.wait(timeout=120) == 2
+        assert process.stderr is not None and process.stdout is not None
+        err = process.stderr.read()
+        assert len(err.strip().splitlines()) == 1 and words in err
+        assert process.stdout.read() == ""  # nothing was answered
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
