@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from console.cli.errors import CliError
-from console.cli.mcp_options import argument_problem
 from console.mcp.data import SessionData
 from console.mcp.manager import McpSessions
 from console.mcp.server import ServerOptions, build_server
@@ -57,10 +56,7 @@ def settle_heap() -> None:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     domain = load_domain(args.domain)
-    mode = SupervisionMode(args.mode)
-    problem = argument_problem(args)
-    if problem is not None:
-        raise CliError(problem)
+    mode = SupervisionMode(args.mode)  # (the options were checked together by console.cli.mcp_options)
     db = Path(args.db) if args.db else None
     spec = McpSessionSpec(domain=domain.name, scenario=None, model="mcp", mode=mode, db=db, evidence=args.evidence)
     problems = spec.problems()

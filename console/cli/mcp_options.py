@@ -141,6 +141,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    from console.cli.errors import CliError
+
+    problem = argument_problem(args)
+    if problem is not None:
+        raise CliError(problem)
     from console.cli.mcp import cmd_mcp  # the MCP SDK: only when `mcp` runs
 
     return cmd_mcp(args)
