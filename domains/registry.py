@@ -4,19 +4,19 @@ never means editing a shared list; imported lazily so listing names loads no pre
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from core.domain import Domain
-from core.llm.offline_agent import CustomerReader
+if TYPE_CHECKING:  # (named for the types only: listing the names imports nothing, see `ledgeragent mcp`'s start)
+    from core.domain import Domain
+    from core.evaluation.offline import OfflinePlanner  # imported only when a planner is asked for
+    from core.llm.offline_agent import CustomerReader
 
-if TYPE_CHECKING:  # the evaluation harness is imported only when a planner is asked for (console cold start)
-    from core.evaluation.offline import OfflinePlanner
-
-DOMAINS: tuple[str, ...] = tuple(sorted(
-    info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]) if info.ispkg
+DOMAINS: tuple[str, ...] = tuple(sorted(  # the packages here (os.scandir, not pkgutil: nothing more to import)
+    entry.name for entry in os.scandir(Path(__file__).parent)
+    if entry.is_dir() and entry.name.isidentifier() and os.path.isfile(os.path.join(entry.path, "__init__.py"))
 ))
 
 

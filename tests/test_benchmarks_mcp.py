@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from benchmarks.mcp import bench_mcp_churn, bench_mcp_concurrent, bench_mcp_stdio
+from benchmarks.mcp_attacks import bench_mcp_silent_connections, bench_mcp_wrong_token_flood
+from benchmarks.mcp_launch import bench_mcp_launch, reference_server
 from benchmarks.timing import MS
 
 
@@ -27,3 +29,24 @@ def test_the_concurrent_rows_measure_round_trips_and_memory() -> None:
 def test_the_ended_sessions_row_measures_memory_left_behind() -> None:
     row = bench_mcp_churn(sessions=20)
     assert row.key == "mcp_memory_per_ended_session" and row.unit == "B" and row.median_ns >= 0
+
+
+def test_the_attack_rows_measure_a_clients_round_trip_meanwhile() -> None:
+    silent = bench_mcp_silent_connections(silent=20, calls=3)
+    assert silent.key == "mcp_silent_connections" and silent.n == 3 and silent.median_ns > 0
+    assert silent.target_ns == 50 * MS and "20 of 20 silent connections still open" in silent.note
+    flood = bench_mcp_wrong_token_flood(rate=10, seconds=0.3)
+    assert flood.key == "mcp_wrong_token_flood" and flood.n == 6 and flood.target_ns == 100 * MS
+
+
+def test_the_launch_rows_put_ours_beside_the_reference_or_say_why_not() -> None:
+    """Nothing is installed here (no test touches the network): the reference is measured only where `make
+    bench` installed it before."""
+    rows = {r.key: r for r in bench_mcp_launch(rounds=1, calls=2, install=False)}
+    assert rows["mcp_launch_first_answer"].target_ns == 300 * MS and rows["mcp_launch_first_answer"].n == 1
+    assert rows["mcp_launch_call"].n == 2
+    reference = rows["mcp_launch_reference"]
+    if isinstance(reference_server(install=False), str):
+        assert reference.n == 0 and reference.note.startswith("not measured:")
+    else:
+        assert reference.n == 1 and reference.median_ns > 0

@@ -8,6 +8,7 @@ Proven in a clean interpreter, as tests/test_import_hygiene.py does for the laye
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,41 @@ def test_the_first_argument_check_gets_jsonschema() -> None:
                        "spec = ToolSpec('t', 'd', closed_object({'x': {'type': 'string'}}), ToolKind.READ)\n"
                        "assert validate_arguments(spec, {'x': 1}) == [\"argument 'x' must be string, got integer 1\"]")
     assert "jsonschema" in loaded
+
+
+# What `ledgeragent mcp` has imported when it writes its answer to `initialize` over stdio (a desktop client
+# launches it per chat and waits for that answer): argparse, the domains' names and the handshake, nothing a
+# later request needs. The SDK and its pydantic models, the domain, the session runtime, the console's
+# libraries and any event loop come after it.
+BEFORE_THE_HANDSHAKE = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "uvicorn", "httpx2",
+                        "textual", "rich", "tiktoken", "openai", "jsonschema", "sqlite3", "asyncio", "core",
+                        "mock_backends", "console.runtime", "console.tui", "console.web", "domains.airline")
+ANSWERED_WITH = """
+import json, sys
+import console.mcp.handshake as handshake
+written = handshake._write_all
+def noted(fd, data):
+    written(fd, data)
+    sys.stderr.write("MODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+handshake._write_all = noted
+from console.cli.main import main
+sys.exit(main(["mcp", "--domain", "airline"]))
+"""
+
+
+def test_ledgeragent_mcp_answers_initialize_before_importing_anything_heavy(tmp_path: Path) -> None:
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                             "clientInfo": {"name": "probe", "version": "1"}}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGERAGENT_")} | {
+        "LEDGERAGENT_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", ANSWERED_WITH], cwd=ROOT, input=json.dumps(initialize) + "\n",
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "ledgeragent-airline"
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("MODULES ")]
+    loaded = set(json.loads(line.removeprefix("MODULES ")))
+    assert "console.mcp.handshake" in loaded and "console.cli.mcp_options" in loaded
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in BEFORE_THE_HANDSHAKE))
+    assert not heavy, f"loaded before the handshake was answered: {heavy[:12]}"

@@ -29,6 +29,11 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.markup import escape
 
+from console.cli.arg_types import non_negative_float as non_negative_float  # (the number types live there)
+from console.cli.arg_types import non_negative_int as non_negative_int
+from console.cli.arg_types import positive_float as positive_float
+from console.cli.arg_types import positive_int as positive_int
+from console.cli.arg_types import tcp_port as tcp_port
 from console.runtime.errors import CliError as CliError  # the runtime raises it; the contract prints it
 from console.runtime.storage import StorageError, data_root
 from core.disk_full import REASONS, DiskFull, write_all
@@ -55,53 +60,6 @@ def one_line(message: str, limit: int = 1000) -> str:
 
 def print_error(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {escape(one_line(message))}")
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: a whole number >= 0 (`--retries -1` is refused by the parser, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be 1 or more, got 0")
-    return value
-
-
-def tcp_port(text: str) -> int:
-    """argparse type: a TCP port, 0 (any free one) to 65535; anything else is the parser's one-line error."""
-    value = non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """argparse type: a finite number >= 0 (`--pace nan` or `--pace -1` is refused by the parser, exit 2)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of 0 or more, got {text}")
-    return value
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,13 +1,22 @@
-"""`ledgeragent mcp`: its command line only (the work is `console.cli.mcp`, imported when `mcp` runs, so
-`ledgeragent --help` and the console's cold start never import the MCP SDK)."""
+"""`ledgeragent mcp`: its command line, and its start (the work is `console.cli.mcp`, imported when `mcp` runs,
+so `ledgeragent --help` and the console's cold start never import the MCP SDK).
+
+`main` is how `ledgeragent mcp` starts (console.cli.main hands it the command line before building its own
+parser): a desktop client launches the server for every chat and waits for the answer to its `initialize`, so
+over stdio that answer is written first (`console.mcp.handshake`, which imports nothing heavy), and only then
+is the rest imported: the MCP SDK, the domain, the session runtime. Nothing here imports more than argparse
+and the domains' names.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from console.cli.errors import positive_float, positive_int, tcp_port
-from console.cli.options import add_evidence_argument
+from console.cli.arg_types import add_evidence_argument, positive_float, positive_int, tcp_port
 from domains.registry import DOMAINS
 
 HELP = "serve a domain's tools over the Model Context Protocol, every write behind the policy gate"
@@ -26,6 +35,57 @@ def register(subparsers: Any) -> None:
     """Add the `mcp` subcommand (with its handler) to an argparse subparsers object."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "mcp", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """`console.cli.errors.OneLineParser`'s one-line usage error, without importing it unless there is one."""
+
+    def error(self, message: str) -> NoReturn:
+        from console.cli.errors import EXIT_BAD_INPUT, print_error
+
+        print_error(f"{self.prog}: {message} (see {self.prog} --help)")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def main(argv: Sequence[str]) -> int:
+    """`ledgeragent mcp ...` (`argv` from "mcp" on): parsed, the stdio handshake answered early (module
+    docstring), then run under the command line's error contract (`console.cli.errors.run_handler`)."""
+    parser = _OneLineParser(prog="ledgeragent mcp", description=DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(list(argv[1:]))
+    args.early = None
+    problem = argument_problem(args)
+    if problem is not None:  # before anything is read or answered
+        from console.cli.errors import EXIT_BAD_INPUT, print_error
+
+        print_error(problem)
+        return EXIT_BAD_INPUT
+    if args.transport == "stdio" and not args.listen and not args.audit:
+        from console.mcp.handshake import answer_early
+
+        args.early = answer_early(args.domain, max_line=args.max_request_bytes)
+    from console.cli.errors import run_handler
+
+    return run_handler(_cmd_mcp, args, list(argv))
+
+
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options taken together (one line), or None: checked before the server starts."""
+    if args.mode != "autopilot" and not args.listen:
+        return (f"--mode {args.mode!r} holds writes for an operator: add --listen SOCKET, so operators can decide "
+                "them (ledgeragent supervise --connect SOCKET)")
+    if args.audit and not args.listen:
+        return "--audit is the desk's log: it needs --listen"
+    if args.transport == "stdio" and (args.token or args.no_token or args.allow_origin):
+        return "--token, --no-token and --allow-origin are for --transport http (stdio has no network)"
+    if args.db and not os.path.exists(args.db):
+        return f"no such database file: {args.db}"
+    return None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--domain", required=True, choices=DOMAINS)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="stdio (default: what a desktop client launches) or streamable HTTP")
@@ -62,10 +122,30 @@ def register(subparsers: Any) -> None:
                       help="requests a second per client session (default: %(default)s)")
     http.add_argument("--idle-timeout", type=positive_float, default=1800.0, metavar="S",
                       help="a session with no request for this long ends (default: %(default)s)")
-    parser.set_defaults(handler=_cmd_mcp)
+    http.add_argument("--max-sessions-per-client", type=positive_int, default=None, metavar="N",
+                      help="sessions one client (its address and clientInfo name) may have open at once "
+                           "(default: a quarter of --max-sessions)")
+    http.add_argument("--reclaim-after", type=positive_float, default=60.0, metavar="S",
+                      help="at --max-sessions (or a client's own cap) a new session takes the place of the one "
+                           "idle the longest, if it has had no request for this long (default: %(default)s)")
+    http.add_argument("--header-timeout", type=positive_float, default=10.0, metavar="S",
+                      help="a request's head must arrive within this long, else 408 and the connection is "
+                           "closed (default: %(default)s)")
+    http.add_argument("--body-timeout", type=positive_float, default=30.0, metavar="S",
+                      help="a request's body must arrive within this long after its head, else 408 (default: "
+                           "%(default)s)")
+    http.add_argument("--max-waiting-connections", type=positive_int, default=512, metavar="N",
+                      help="connections that have not sent a request yet, at once: past it the oldest is "
+                           "closed (default: %(default)s)")
+    parser.set_defaults(handler=_cmd_mcp, early=None)
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    from console.cli.errors import CliError
+
+    problem = argument_problem(args)
+    if problem is not None:
+        raise CliError(problem)
     from console.cli.mcp import cmd_mcp  # the MCP SDK: only when `mcp` runs
 
     return cmd_mcp(args)

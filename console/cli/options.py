@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from console.cli.arg_types import EVIDENCE_MODES as EVIDENCE_MODES  # re-exported: declared in a module
+from console.cli.arg_types import add_evidence_argument as add_evidence_argument  # that imports nothing else
 from console.cli.errors import CliError as CliError  # re-exported
 from console.cli.errors import non_negative_float, print_error
 from console.cli.model_options import add_model_arguments, model_settings
@@ -23,19 +25,6 @@ AGENT_NAMES = tuple(sorted(AGENTS))
 
 
 _err = print_error  # the one printer of user errors (console.cli.errors): one line, never a traceback
-
-
-EVIDENCE_MODES = ("assist", "ask")
-
-
-def add_evidence_argument(parser: argparse._ActionsContainer, default: str | None, shown: str | None = None) -> None:
-    """`--evidence assist|ask`: who makes the reads a write's rules lack (core.evidence). `default` None: the
-    scenario's own mode if it names one, else assist (`shown` words the default when a command decides it
-    otherwise)."""
-    shown = shown or default or "assist, or the scenario's own"
-    parser.add_argument("--evidence", choices=EVIDENCE_MODES, default=default,
-                        help=f"assist: the gate reads missing or stale records itself before judging a write; ask: "
-                             f"the model is told to read them (the paper's gate). Default: {shown}")
 
 
 def evidence_mode(chosen: str | None, scenario: Scenario | None = None) -> EvidenceMode:

@@ -9,6 +9,12 @@ What a client sees:
 - resources: `ledgeragent://ledger` (the session's ledger, as the gate sees it) and `ledgeragent://policy`;
 - a prompt `policy`: the domain policy as our own agent is given it.
 
+The requests that read or change the session (every `tools/call`, every resource read) are served in the
+order they arrived (`McpSessions.in_turn`): a client that sends its calls without waiting for each answer gets
+the verdicts, and the answers in the order, of one that waits. Listing tools or prompts changes nothing and
+is answered at once. A session stopped by a full disk is the error DISK_FULL (`console.mcp.jsonrpc`), saying
+whether anything was written; any other ended session is an invalid request saying why it ended.
+
 A call of a tool no client is offered is a protocol error (INVALID_PARAMS) and touches no session. Every
 other call runs through the session's agent loop, so arguments that fail the schema, non-finite numbers or
 nesting too deep are refused by the executor as our own agent's would be (recorded, not executed, the reason
@@ -26,15 +32,15 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
+from console.mcp.handshake import LEDGER_URI, POLICY_URI, instructions, server_name, server_title, version
+from console.mcp.jsonrpc import DISK_FULL
 from console.mcp.manager import McpSessions, client_label
 from console.mcp.results import text_result, tool_result
-from console.mcp.session import McpLiveSession, SessionGone
+from console.mcp.session import DiskFullStop, McpLiveSession, SessionGone
 from core.agent import INSTRUCTIONS
 from core.domain import Domain
 from core.tools import Requestor, ToolKind, ToolSpec
 
-LEDGER_URI = "ledgeragent://ledger"
-POLICY_URI = "ledgeragent://policy"
 MESSAGE_TOOL = "log_message"
 MAX_MESSAGE = 10_000
 ROLES = ("customer", "agent")
@@ -54,11 +60,6 @@ MESSAGE_DESCRIPTION = ("Put one line of the conversation on the supervisor's tra
                        "evidence: the ids they state and their explicit yes to what you last described, which the "
                        "policy asks for before a change, so log both before the write. Not gated; changes no record.")
 
-SERVER_INSTRUCTIONS = """Tools of the {title} domain, behind a policy gate. Reads return observed state and are \
-kept in a ledger (resource {ledger}). Every write is checked against the policy (resource {policy}) before it \
-runs: when a result is an error saying NOT EXECUTED, the write did not happen; fix what it names (often: read \
-the record it cites first) or tell the customer why it cannot be done. A human supervisor may hold a write \
-for approval."""
 
 # Key of the client a request comes from (a transport's choice); raises MCPError when the request has none.
 KeyOf = Callable[[ServerRequestContext[Any, Any]], str]
@@ -106,14 +107,14 @@ def build_server(domain: Domain, sessions: McpSessions, key_of: KeyOf,
     tools = tool_list(domain)
     names = {spec.name for spec in offered(domain)}
 
-    async def session_of(ctx: ServerRequestContext[Any, Any]) -> McpLiveSession:
+    async def session_of(ctx: ServerRequestContext[Any, Any], key: str) -> McpLiveSession:
         params = ctx.session.client_params
         info = params.client_info if params is not None else None
         client = client_label(info.name if info else None, info.version if info else None)
         try:
-            return await sessions.session(key_of(ctx), client)
+            return await sessions.session(key, client)
         except SessionGone as gone:
-            raise MCPError(code=types.INVALID_REQUEST, message=str(gone)) from None
+            raise gone_error(gone) from None
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -122,16 +123,21 @@ def build_server(domain: Domain, sessions: McpSessions, key_of: KeyOf,
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         name, arguments = params.name, params.arguments or {}
-        if name == MESSAGE_TOOL:
-            return await _note(await session_of(ctx), arguments)
-        if name not in names:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name[:100]}")
-        live = await session_of(ctx)
-        try:
-            result = await live.call(name, arguments)
-        except SessionGone as gone:
-            raise MCPError(code=types.INVALID_REQUEST, message=str(gone)) from None
-        return tool_result(result, live.agent.ledger if options.ledger_in_results else None)
+        key = key_of(ctx)
+        async with sessions.in_turn(key):
+            if name != MESSAGE_TOOL and name not in names:
+                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name[:100]}")
+            live = await session_of(ctx, key)
+            try:
+                if name == MESSAGE_TOOL:
+                    return _note(live, arguments)
+                result = await live.call(name, arguments)
+            except DiskFullStop as stop:
+                await sessions.stopped(key, stop)
+                raise gone_error(stop) from None
+            except SessionGone as gone:
+                raise gone_error(gone) from None
+            return tool_result(result, live.agent.ledger if options.ledger_in_results else None)
 
     async def list_resources(ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
@@ -149,8 +155,10 @@ def build_server(domain: Domain, sessions: McpSessions, key_of: KeyOf,
         if uri == POLICY_URI:
             text, mime = policy_text(domain), "text/markdown"
         elif uri == LEDGER_URI:
-            live = await session_of(ctx)
-            text, mime = live.agent.ledger.render(), "text/plain"
+            key = key_of(ctx)
+            async with sessions.in_turn(key):
+                live = await session_of(ctx, key)
+                text, mime = live.agent.ledger.render(), "text/plain"
         else:
             raise MCPError(code=types.INVALID_PARAMS, message="Resource not found", data={"uri": uri[:200]})
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
@@ -168,8 +176,8 @@ def build_server(domain: Domain, sessions: McpSessions, key_of: KeyOf,
             types.PromptMessage(role="user", content=types.TextContent(text=policy_text(domain)))])
 
     server: Server[Any] = Server(
-        f"ledgeragent-{domain.name}", version=_version(), title=f"LedgerAgent: {domain.title}",
-        instructions=SERVER_INSTRUCTIONS.format(title=domain.title, ledger=LEDGER_URI, policy=POLICY_URI),
+        server_name(domain.name), version=version(), title=server_title(domain.title),
+        instructions=instructions(domain.title),
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
         on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
     if not options.discover:
@@ -182,23 +190,20 @@ async def _refuse_discover(ctx: ServerRequestContext[Any, Any], params: types.Re
                    data="this server keeps one ledger per client session: use the initialize handshake")
 
 
-async def _note(live: McpLiveSession, arguments: dict[str, Any]) -> types.CallToolResult:
+def _note(live: McpLiveSession, arguments: dict[str, Any]) -> types.CallToolResult:
     role, text = arguments.get("role"), arguments.get("text")
     if set(arguments) - {"role", "text"} or role not in ROLES or not isinstance(text, str) \
             or len(text) > MAX_MESSAGE:
         return text_result(f"Error: invalid arguments for {MESSAGE_TOOL}: give role (customer or agent) and text "
                            f"(at most {MAX_MESSAGE} characters)", error=True)
-    try:
-        live.note(str(role), text)
-    except SessionGone as gone:
-        raise MCPError(code=types.INVALID_REQUEST, message=str(gone)) from None
+    live.note(str(role), text)
     return text_result("noted on the transcript", error=False)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ledgeragent-console")
-    except PackageNotFoundError:
-        return "unknown"
+def gone_error(gone: SessionGone) -> MCPError:
+    """The MCP error of a call on a session that ended, could not start, or its disk stopped."""
+    if gone.disk is not None:
+        data = {"reason": gone.disk.reason, "path": str(gone.disk.path),
+                "write_ran": isinstance(gone, DiskFullStop) and gone.ran}
+        return MCPError(code=DISK_FULL, message=str(gone), data=data)
+    return MCPError(code=types.INVALID_REQUEST, message=str(gone))

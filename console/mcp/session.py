@@ -12,6 +12,11 @@ Calls of one session run one at a time, in the order they arrive (the ledger is 
 on the reads before it). The session ends when its client goes (`end`), and its trace then ends with
 `session_ended`, as when the console stops a session; a call still in flight is stopped first (a write that
 had started runs to its end and is recorded, see `CallExecutor._finish_write`).
+
+A full disk stops the session as it stops a console's (`console.runtime.session_stop`): the call that could
+not be recorded is answered with what happened (`DiskFullStop`: nothing was written, or a write ran that the
+trace could not take), and nothing more is recorded, not even `session_ended`, so the trace ends with the last
+event that was written whole and holds no gap. The database keeps every write that ran.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.runtime.live import LiveSession, Phase, SessionSpec
-from core.events import MessageSent
+from core.disk_full import DiskFull
+from core.events import MessageSent, ToolResultEvent
 from core.executor import CallOutcome, sync_environment
 from core.llm.base import AssistantTurn, Message, ModelError
 from core.session import SessionResult
@@ -45,11 +51,32 @@ class McpSessionSpec(SessionSpec):
 
 
 class SessionGone(Exception):
-    """The session ended (its client went, or the server stops) before or while a call was handled."""
+    """The session ended (its client went, or the server stops) before or while a call was handled, or could
+    not start; `disk` when its disk was full (a start that did not fit, or a session stopped by it)."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"this session has ended ({reason}); connect again for a new one")
+    def __init__(self, reason: str, disk: DiskFull | None = None) -> None:
+        if disk is not None:
+            message = f"the session's disk is full: nothing was written ({disk}); connect again once there is room"
+        else:
+            message = f"this session has ended ({reason}); connect again for a new one"
+        super().__init__(message)
         self.reason = reason
+        self.disk = disk
+
+
+class DiskFullStop(SessionGone):
+    """A call the disk could not record: the session stopped on it. `ran`: the call was a write that ran (its
+    database change is kept) though its result could not be recorded; else nothing was written."""
+
+    def __init__(self, disk: DiskFull, ran: bool) -> None:
+        super().__init__("disk_full", disk)
+        self.ran = ran
+        if ran:
+            self.args = (f"the session's disk is full: the write ran, but its result could not be recorded ({disk}); "
+                         "the session has stopped: connect again once there is room",)
+        else:
+            self.args = (f"the session's disk is full: nothing was written ({disk}); the session has stopped: "
+                         "connect again once there is room",)
 
 
 class ExternalAgent:
@@ -105,6 +132,8 @@ class McpLiveSession(LiveSession):
         super().__init__(spec, **kwargs)
         self.supervisor.timeout = decision_timeout
         self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.opened.add_done_callback(_retrieved)  # a start nobody waits for any more is no "never retrieved" error
+        self.disk_full: DiskFull | None = None  # what stopped the session, when its disk did
         self._ended: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         self._turn = asyncio.Lock()  # one call at a time: each is judged on the ones before it
         self._inflight: asyncio.Task[CallResult] | None = None
@@ -147,11 +176,18 @@ class McpLiveSession(LiveSession):
                 self.opened.set_result(None)
                 reason, detail = await self._ended
             await self._stop_inflight()
+            if self.disk_full is not None:  # nothing more is recorded (the module docstring)
+                raise self.disk_full
             self.result = await session.finish(reason, detail)
+        except DiskFull as full:  # the start did not fit, or a call stopped the session (the desk shows why)
+            if not self.opened.done():
+                self.opened.set_exception(full)
+            raise
         except asyncio.CancelledError:  # the desk closed: the trace still ends with session_ended
             await self._stop_inflight()
-            with contextlib.suppress(Exception):
-                self.result = await session.finish(self.cancel_reason)
+            if self.disk_full is None:
+                with contextlib.suppress(Exception):
+                    self.result = await session.finish(self.cancel_reason)
             raise
         finally:
             if not self.opened.done():
@@ -177,18 +213,36 @@ class McpLiveSession(LiveSession):
         """Handle one client call through the agent loop; SessionGone if the session ended meanwhile."""
         async with self._turn:
             if self.ended or self.session is None:
-                raise SessionGone(self._ended.result()[0] if self.ended else "not started")
-            task = asyncio.create_task(self._step(name, dict(arguments)), name="mcp call")
+                raise self.gone("not started")
+            start = len(self.bus.history)
+            call_id = f"mcp_{self.session.steps + 1}"  # the id `_step` gives the call
+            task = asyncio.create_task(self._step(name, dict(arguments)), name=call_id)
             self._inflight = task
             try:
                 return await task
+            except DiskFull as full:
+                raise self._stopped_by(full, call_id, start) from None
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():  # the caller itself is being cancelled
                     raise
-                raise SessionGone(self._ended.result()[0] if self.ended else "stopped") from None
+                raise self.gone("stopped") from None
             finally:
                 self._inflight = None
+
+    def gone(self, otherwise: str) -> SessionGone:
+        """Why a call cannot be made on this session (it ended, or its disk stopped it)."""
+        if self.disk_full is not None:
+            return SessionGone("disk_full", self.disk_full)
+        return SessionGone(self._ended.result()[0] if self.ended else otherwise)
+
+    def _stopped_by(self, full: DiskFull, call_id: str, start: int) -> DiskFullStop:
+        """Stop the session on a full disk (nothing more is recorded), and say what happened to the call."""
+        ran = any(isinstance(e, ToolResultEvent) and e.call.id == call_id and e.kind == "write" and e.executed
+                  and e.ok for e in self.bus.history[start:])
+        self.disk_full = full
+        self.end("disk_full", str(full))
+        return DiskFullStop(full, ran)
 
     async def _step(self, name: str, arguments: dict[str, Any]) -> CallResult:
         session = self.session
@@ -209,8 +263,17 @@ class McpLiveSession(LiveSession):
         the gate judges the next writes with; the agent's is what a yes answers (core.conversation)."""
         session = self.session
         if self.ended or session is None:
-            raise SessionGone(self._ended.result()[0] if self.ended else "not started")
+            raise self.gone("not started")
         side = "user" if role == "customer" else "assistant"
+        start = len(self.bus.history)
         session.conversation.append(Utterance(side, text))  # type: ignore[arg-type]
-        self.bus.emit(MessageSent(step=session.steps, role=side, text=text))  # type: ignore[arg-type]
-        self.agent.hear(side, text, session.steps)
+        try:
+            self.bus.emit(MessageSent(step=session.steps, role=side, text=text))  # type: ignore[arg-type]
+            self.agent.hear(side, text, session.steps)
+        except DiskFull as full:
+            raise self._stopped_by(full, "", start) from None
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -5,13 +5,15 @@ writes (`Wire.incoming`, `Wire.outgoing`), for reasons it has no options for:
 - a line is read with a bound (`max_line` bytes, the command's `--max-request-bytes`): a longer one is skipped
   to its end, never held in memory;
 - a line that is not a JSON-RPC message gets the error JSON-RPC asks for (parse error with id null, or
-  invalid request with the line's id when it has one) instead of being dropped unanswered, so a client that
-  sent it is not left waiting;
+  invalid request: `console.mcp.jsonrpc`, the same answers as over HTTP) instead of being dropped unanswered,
+  so a client that sent it is not left waiting;
 - each line is parsed once, into the message the server is handed, and each answer is written by the task
   that made it: the SDK's transport parses a line again after our check, and hands every message in and out
   through a task of its own (two task switches and a parse per call, for nothing);
 - the end of input ends the session at once (a held write is given up, the trace ends), rather than when
-  the requests in flight have finished, which for a held write can be minutes.
+  the requests in flight have finished, which for a held write can be minutes;
+- what `console.mcp.handshake.answer_early` read before the SDK was imported is read first, and the SDK's
+  answer to the `initialize` already answered there is not written a second time.
 
 As the SDK does by itself, the process's own stdin and stdout are moved off the pipe while serving (stdin
 reads the null device, stdout goes to stderr), so nothing printed by accident can corrupt the wire.
@@ -23,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
@@ -32,6 +35,9 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from console.mcp.handshake import Early
+from console.mcp.jsonrpc import PARSE_ERROR, Refusal, invalid_refusal, shape_refusal
 
 OVERLONG = object()  # what `_line` returns for a line over the bound (skipped to its end)
 
@@ -44,7 +50,7 @@ class Wire:
     writes in a worker thread."""
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_line: int,
-                 on_eof: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_eof: Callable[[], Awaitable[None]] | None = None, early: Early | None = None) -> None:
         self.reader = reader
         self.writer = writer
         self.max_line = max_line
@@ -55,11 +61,18 @@ class Wire:
         self._stream: asyncio.StreamReader | None = None
         self._out: asyncio.StreamWriter | None = None
         self._ended = False
+        self._prefix = bytearray(early.pending if early is not None else b"")  # read before: read first
+        self.answered = early.answered if early is not None else None  # its answer is written already
 
     async def open(self) -> None:
-        """Attach the asyncio transports when the ends allow it (else the thread fallback stays)."""
+        """Attach the asyncio transports when both ends allow it (else the thread fallback stays, for both: a
+        read transport attached alone would read the client's lines into a stream nobody reads)."""
+        if not (_pipe_like(self.reader) and _pipe_like(self.writer)):
+            return
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=self.max_line + 1)
+        if self._prefix:  # ahead of anything the pipe brings
+            stream.feed_data(bytes(self._prefix))
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self.reader)
         except (ValueError, OSError):
@@ -70,6 +83,7 @@ class Wire:
             return
         self._stream = stream
         self._out = asyncio.StreamWriter(transport, protocol, None, loop)
+        self._prefix.clear()
 
     # ------------------------------------------------------------------------------------------ out
 
@@ -89,10 +103,9 @@ class Wire:
         self.writer.write(data)
         self.writer.flush()
 
-    async def _answer_error(self, request_id: Any, code: int, message: str) -> None:
-        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    async def _answer(self, refusal: Refusal) -> None:
         with contextlib.suppress(anyio.BrokenResourceError):  # nobody left to tell
-            await self.write((json.dumps(error) + "\n").encode("utf-8"))
+            await self.write(refusal.line())
 
     # ------------------------------------------------------------------------------------------ in
 
@@ -104,8 +117,8 @@ class Wire:
                 raise anyio.EndOfStream
             raw = await self._line()
             if raw is OVERLONG:
-                await self._answer_error(None, types.PARSE_ERROR,
-                                         f"message too large (more than {self.max_line} bytes): not read")
+                await self._answer(Refusal(PARSE_ERROR, None,
+                                           f"message too large (more than {self.max_line} bytes): not read"))
                 continue
             assert isinstance(raw, bytes)
             if not raw:
@@ -121,12 +134,26 @@ class Wire:
             except ValidationError as exc:
                 await self._refuse(line, exc)
                 continue
+            if isinstance(message, types.JSONRPCNotification) and '"id"' in line:
+                refusal = shape_refusal(json.loads(line))  # an id the SDK took for no id (console.mcp.jsonrpc)
+                if refusal is not None:
+                    await self._answer(refusal)
+                    continue
             return SessionMessage(message)
 
     async def _line(self) -> bytes | object:
         """The next line with its newline, b"" at the end of input, or OVERLONG (and skipped to its end)."""
         if self._stream is None:
-            raw = await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1, abandon_on_cancel=True)
+            raw = bytes(self._prefix)
+            end = raw.find(b"\n")
+            if end >= 0:
+                del self._prefix[:end + 1]
+                raw = raw[:end + 1]
+            else:
+                self._prefix.clear()
+                if len(raw) <= self.max_line:
+                    raw += await anyio.to_thread.run_sync(self.reader.readline, self.max_line + 1 - len(raw),
+                                                          abandon_on_cancel=True)
             if len(raw) > self.max_line and not raw.endswith(b"\n"):
                 while (chunk := await anyio.to_thread.run_sync(self.reader.readline, 65536,
                                                                abandon_on_cancel=True)) and not chunk.endswith(b"\n"):
@@ -150,20 +177,25 @@ class Wire:
 
     async def _refuse(self, line: str, exc: ValidationError) -> None:
         """Answer a line that is not a JSON-RPC message as JSON-RPC asks: a parse error (id null) for what is not
-        JSON, an invalid request (with its id) for a request that is not valid, nothing for a notification or a
-        client's response (JSON-RPC answers neither, even malformed)."""
+        JSON, an invalid request for anything else but a client's response, which is never answered."""
         reason = exc.errors()[0].get("msg", "invalid message") if exc.errors() else "invalid message"
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):
-            await self._answer_error(None, types.PARSE_ERROR, f"Parse error: {reason}")
+            await self._answer(Refusal(PARSE_ERROR, None, f"Parse error: {reason}"))
             return
-        if isinstance(value, dict) and ("method" not in value or "id" not in value):
-            return
-        request_id = value.get("id") if isinstance(value, dict) else None
-        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-            request_id = None
-        await self._answer_error(request_id, types.INVALID_REQUEST, f"Invalid request: {str(reason)[:300]}")
+        refusal = shape_refusal(value) or invalid_refusal(value, str(reason))
+        if refusal is not None:
+            await self._answer(refusal)
+
+
+def _pipe_like(end: IO[bytes]) -> bool:
+    """A pipe, a socket or a terminal: what asyncio's pipe transports take (a regular file is none)."""
+    try:
+        mode = os.fstat(end.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
 class Incoming:
@@ -205,7 +237,13 @@ class Outgoing:
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
-        line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        message = item.message
+        answered = self.wire.answered
+        if answered is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError) \
+                and message.id == answered:
+            self.wire.answered = None  # the handshake's answer, written early (console.mcp.handshake)
+            return
+        line = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         await self.wire.write(line.encode("utf-8"))
 
     async def aclose(self) -> None:
@@ -241,9 +279,11 @@ def claimed_pipe() -> Any:
             writer.close()
 
 
-async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int) -> None:
-    """Serve `server` on this process's stdin/stdout until the client closes its end."""
+async def serve_stdio(server: Server[Any], *, on_eof: Callable[[], Awaitable[None]], max_line: int,
+                      early: Early | None = None) -> None:
+    """Serve `server` on this process's stdin/stdout until the client closes its end (`early`: what
+    `console.mcp.handshake.answer_early` read and answered before)."""
     with claimed_pipe() as (reader, writer):
-        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof)
+        wire = Wire(reader, writer, max_line=max_line, on_eof=on_eof, early=early)
         await wire.open()
         await server.run(wire.incoming, wire.outgoing, server.create_initialization_options())

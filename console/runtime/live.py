@@ -455,8 +455,31 @@ class LiveSession:
     # --------------------------------------------------------------------------------------- lifecycle
 
     async def open(self) -> None:
+        """Claim a folder and fill it: the database, the trace. A start that fails on the way (a disk that
+        cannot take the database, data that will not load) leaves no folder behind (`_discard_failed_start`)."""
         self._claim = new_session_folder(self.spec.domain, self.spec.label or "chat", self.root)
         self.folder = self._claim.path
+        try:
+            await self._fill_folder()
+        except BaseException:
+            await self._discard_failed_start()
+            raise
+
+    async def _discard_failed_start(self) -> None:
+        """Close what was opened, remove the folder (all of it: this session made it) and release it."""
+        backend, self.backend = self.backend, None
+        claim, self._claim = self._claim, None
+        if backend is not None:
+            with contextlib.suppress(Exception):
+                await backend.close()
+        if claim is not None:
+            try:
+                claim.discard()
+            finally:
+                claim.release()
+
+    async def _fill_folder(self) -> None:
+        assert self.folder is not None
         self.backend = await self._open_database(self.folder / "db.sqlite")
         scripted = self.scenario.evidence if self.scenario is not None else None
         config = replace(AGENTS[self.spec.agent], evidence=EvidenceMode.choose(self.spec.evidence, scripted))

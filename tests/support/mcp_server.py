@@ -234,6 +234,12 @@ def integrity(path: Path) -> str:
         return str(db.execute("PRAGMA integrity_check").fetchone()[0])
 
 
+def _size_limit(limit: int) -> Any:
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 class RawStdio:
     """The server on stdio driven line by line, as a client of any quality might: what it writes is read by a
     thread into a list, and closing stdin is a client that went away (its end of the pipe closed)."""
@@ -243,21 +249,32 @@ class RawStdio:
                              "clientInfo": {"name": "raw", "version": "1"}}},
                  {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def __init__(self, domain: str, home: Path, *extra: str) -> None:
+    def __init__(self, domain: str, home: Path, *extra: str, file_size_limit: int | None = None) -> None:
+        """`file_size_limit`: the child's `RLIMIT_FSIZE` (`ulimit -f`, in bytes): a write past it fails with
+        EFBIG as one on a full disk fails with ENOSPC, which any user may set (tests/console/runtime/
+        test_disk_full.py fills a disk the same way)."""
         params = stdio_params(domain, home, *extra)
+        limit = None if file_size_limit is None else _size_limit(file_size_limit)
         self.process = subprocess.Popen([params.command, *params.args], cwd=ROOT, env=params.env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        preexec_fn=limit)
         self.out: list[dict[str, Any]] = []
+        self.answered: list[Any] = []  # the id of every response, in the order they were written
         self.err: list[str] = []
         self._changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._errors, daemon=True).start()
+        self._threads = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._errors, daemon=True)]
+        for thread in self._threads:
+            thread.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for raw in self.process.stdout:
+            message = json.loads(raw)
             with self._changed:
-                self.out.append(json.loads(raw))
+                self.out.append(message)
+                if "result" in message or "error" in message:
+                    self.answered.append(message.get("id"))
                 self._changed.notify_all()
 
     def _errors(self) -> None:
@@ -304,6 +321,11 @@ class RawStdio:
 
     def wait(self, timeout: float = 60.0) -> int:
         return self.process.wait(timeout=timeout)
+
+    def join(self, timeout: float = 60.0) -> None:
+        """Wait until everything the (ended) child wrote on stdout and stderr has been read."""
+        for thread in self._threads:
+            thread.join(timeout)
 
     def stop(self) -> None:
         if self.process.poll() is None:
