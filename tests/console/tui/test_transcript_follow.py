@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from console.tui.widgets.transcript import TranscriptPane
-from core.events import MessageSent
+from core.events import MessageSent, ModelFailed
 from tests.support.pilot import wait_for
 from tests.support.screen import region_lines
 
@@ -186,3 +186,30 @@ async def test_scrolled_up_the_view_keeps_its_top_entry_across_a_rewrap_while_en
             await settle(pilot, pane)
             top = next(line for line in shown(app, pane) if line.strip())
             assert top.startswith(f"▌ Customer: message {number}"), (change, shown(app, pane))
+
+
+async def test_unfolding_the_last_entry_at_the_tail_keeps_it_in_view_until_end() -> None:
+    """Unfolding is the operator's act: what they unfolded stays where they clicked it, the entries arriving
+    after it do not push it away; End follows the tail again."""
+    app = PaneOverStrip()
+    async with app.run_test(size=(WIDTH, HEIGHT)) as pilot:
+        pane = app.query_one(TranscriptPane)
+        entries = Counter(pane)
+        entries.add(60)
+        detail = "\n".join(f"server line {n}" for n in range(40))
+        pane.add_event(ModelFailed(kind="http", message="down", detail=detail))
+        await settle(pilot, pane)
+        row = len(shown(app, pane)) - 1
+        assert "▶ model error (http, 1 attempt(s)): down" in shown(app, pane)[row]
+        await pilot.click(pane, offset=(4, row))  # unfold it: its 40 lines go below the screen
+        await settle(pilot, pane)
+        view = shown(app, pane)
+        assert view[row].startswith("▌ ▼ model error") and view[row + 1:] == [f"▌ server line {n}" for n in
+                                                                               range(len(view) - row - 1)]
+        entries.add(2)
+        await grow_strip(pilot, app, 4)
+        await settle(pilot, pane)
+        assert shown(app, pane) == view[:len(shown(app, pane))]  # what they unfolded stays in view
+        await pilot.press("end")
+        await settle(pilot, pane)
+        assert last_shown(app, pane).startswith(f"▌ Customer: message {entries.n - 1}"), shown(app, pane)
