@@ -26,12 +26,13 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.runtime.compare_run import SIDE_NAMES, SIDES, SIMULATED, ComparePair
 from console.runtime.live import SessionSpec
 from console.tui.theme import palette_of
 from console.tui.widgets.difference_strip import DifferenceStrip
+from console.tui.widgets.footer import ConsoleFooter
 from console.tui.widgets.session_panes import SessionPanes
 from core.events import Event, GateDecided, SessionEnded, ToolResultEvent
 from core.llm.base import ChatModel
@@ -103,7 +104,7 @@ class CompareScreen(Screen[None]):
                     yield Static(SIDE_NAMES[side], classes="side-title", id=f"title-{side}")
                     yield CompactPanes(side, id=f"panes-{side}")
         yield DifferenceStrip(id="difference-strip")
-        yield Footer()
+        yield ConsoleFooter()  # its keys wrap into rows: every key whole at 80 columns
 
     async def on_mount(self) -> None:
         self.panes = {side: self.query_one(f"#panes-{side}", CompactPanes) for side in SIDES}

@@ -6,6 +6,11 @@ Each new key also restyled itself twice on mount (its `compact` reactive starts 
 the footer's False), tens of milliseconds per rebuild with ~25 keys. This footer keeps the keys when
 nothing it shows changed, gives new keys the footer's `compact` before they mount, and lets the screen
 rebuild it before a layout pass (`sync`) so a resize that changes the keys draws them in its first frame.
+
+Its keys wrap (`KeyRows`): a key that would cross the right edge starts a new row, so the footer is as many
+rows as its keys need (two at 80 columns for the console, the compare view and the desk) and every key shows
+whole with what it does. Textual's Footer is one row that cuts the keys past its edge: at 80 columns the
+compare view lost `2 Step LedgerAgent`, `e Export`, `? Keys` and `q Quit`.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from collections.abc import Iterator
 from difflib import SequenceMatcher
 
 from textual._context import active_message_pump
+from textual._resolve import resolve_box_models
 from textual.binding import Binding
+from textual.geometry import NULL_OFFSET, Region, Size
+from textual.layout import ArrangeResult, Layout, WidgetPlacement
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -23,10 +31,42 @@ from textual.widgets._footer import FooterKey
 Key = tuple[str, str, str, bool, str]  # key, action, description, enabled, tooltip: what one FooterKey shows
 
 
+class KeyRows(Layout):
+    """Textual's horizontal layout, wrapped: the keys left to right, each at its own width and margins, and one
+    that would cross the right edge starts the next row (a key wider than the whole row stays alone on its own).
+    The footer's height (`auto`) is then the rows' count: `Layout.get_content_height` arranges the keys."""
+
+    name = "key-rows"
+
+    def arrange(self, parent: Widget, children: list[Widget], size: Size, greedy: bool = True) -> ArrangeResult:
+        parent.pre_layout(self)
+        boxes = resolve_box_models([child.styles.width for child in children], children, size,
+                                   parent.app.viewport_size, Size(0, 0), resolve_dimension="width", greedy=False)
+        placements: list[WidgetPlacement] = []
+        x = y = row_height = 0
+        for child, (width, height, margin) in zip(children, boxes, strict=True):
+            wide, high = int(width), int(height)
+            if x and x + margin.left + wide > size.width:
+                x, y, row_height = 0, y + row_height, 0
+            region = Region(x + margin.left, y + margin.top, wide, high)
+            placements.append(WidgetPlacement(region, NULL_OFFSET, margin, child))
+            x = region.right + margin.right
+            row_height = max(row_height, margin.top + high + margin.bottom)
+        return placements
+
+
 class ConsoleFooter(Footer):
+    DEFAULT_CSS = "ConsoleFooter { height: auto; }"  # as many rows as `KeyRows` makes
+
     def __init__(self) -> None:
         super().__init__()
         self._shown: tuple[Key, ...] | None = None
+        self._rows = KeyRows()
+
+    @property
+    def layout(self) -> Layout:
+        """The keys wrap into rows (Footer's CSS says `layout: horizontal`: one row, cut at its edge)."""
+        return self._rows
 
     def _keys(self) -> tuple[list[tuple[Binding, bool, str]], bool]:
         """The keys `Footer.compose` would make now, in its order (one per action, the first binding of each),

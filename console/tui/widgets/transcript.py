@@ -2,8 +2,17 @@
 
 A line-API widget (like Textual's Log and toolong's log view): every entry is rendered to strips once, at
 the pane's width, and only the visible lines are drawn. Appending an entry never lays out the others, so
-an event costs the same with 20 entries or 5,000. It follows the tail unless the operator scrolls up;
-a click on a tool result (or `x` for all of them) folds / unfolds it.
+an event costs the same with 20 entries or 5,000. A click on a tool result (or `x` for all of them) folds /
+unfolds it.
+
+It follows the tail until the operator scrolls away from it, and only the operator's own act changes that:
+scrolling up (a key, PgUp, Home, the mouse wheel, the scrollbar) stops following, and scrolling back to the
+last line (End, or any scroll that reaches it) follows again. Whatever moves the tail without the operator
+(the pane getting shorter as the compare view's "What differs" strip grows under it, a layout switch, a
+terminal resize, a re-wrap, new entries) keeps the tail in view while following, and keeps the view where the
+operator left it otherwise. (Judging from the scroll position instead, as each entry arrived, took a pane that
+had just got shorter for one the operator had scrolled up.) Unfolding an entry is the operator's act too: if
+it pushes the tail below the screen, the view stays on what they unfolded and the pane stops following.
 
 A width change (a layout switch, a terminal resize) re-wraps at once only the entries on screen, so its
 frame costs the same with 30 entries or 5,000; the others are re-wrapped after that frame, a chunk per
@@ -30,6 +39,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
@@ -116,7 +126,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._starts: list[int] = []  # first line of each entry
         self._lines = 0
         self._width = 0
-        self._follow = True
+        self._follow = True  # changed only by the operator: a scroll (`_scroll_to`), a fold, a filter, a clear
+        self._own_scroll = False  # inside `_keeping_view`: the pane's own scroll, not the operator's
         self._generation = 0  # bumped whenever lines move (fold, resize, trim): invalidates the line cache
         self._line_cache: LRUCache[tuple[int, int, int, int], Strip] = LRUCache(1024)
         self._frame: _Frame | None = None  # set while `render_lines` draws
@@ -167,6 +178,44 @@ class TranscriptPane(ScrollView, can_focus=True):
             self.horizontal_scrollbar.refresh()
         self.scroll_x = self.validate_scroll_x(self.scroll_x)
         self.scroll_y = self.validate_scroll_y(self.scroll_y)
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """The screen's layout pass gave the pane its size (before drawing it): a shorter or taller pane moves the
+        last line, so a pane following the tail scrolls to it again (a width change re-wraps in `render_lines`)."""
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if self._follow and self.scroll_y != self.max_scroll_y:
+            self._show_tail()
+        return resized
+
+    def _scroll_to(self, x: float | None = None, y: float | None = None, **kwargs: Any) -> bool:
+        """Every scroll of the pane comes here: the keys, PgUp/PgDn, Home/End, the mouse wheel, the scrollbar's
+        drag and clicks (Textual's handlers), and any code's `scroll_to` / `scroll_home`. Unless it is the pane's
+        own keeping of its view (`_keeping_view`), it is where the operator put the view: the pane follows the
+        tail from now on exactly when that is the last line."""
+        if y is not None and not self._own_scroll:
+            self._follow = self.validate_scroll_target_y(y) >= self.max_scroll_y
+        return super()._scroll_to(x, y, **kwargs)
+
+    def action_scroll_end(self) -> None:
+        """End: the last line at once, following again (Textual's End waits a frame and then animates, and an
+        entry arriving meanwhile found the pane not following yet). All of it fits: nothing to scroll, following."""
+        if not self.allow_vertical_scroll:
+            self._follow = True
+            raise SkipAction()
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    @contextlib.contextmanager
+    def _keeping_view(self) -> Iterator[None]:
+        """The pane scrolls itself to keep its view (the tail, or the entry on top): not the operator's act."""
+        own, self._own_scroll = self._own_scroll, True
+        try:
+            yield
+        finally:
+            self._own_scroll = own
+
+    def _show_tail(self) -> None:
+        with self._keeping_view():
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """ScrollView's watcher, with the scrollbar repainted only when what it draws changed."""
@@ -235,15 +284,11 @@ class TranscriptPane(ScrollView, can_focus=True):
             self._generation += 1
             self._wrap_shown(tail=self._follow)
             if self._follow:  # also when nothing on screen needed a re-wrap (the pane's height may have changed)
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
+                self._show_tail()
             self._schedule_catch_up()
 
     def _stale(self, index: int) -> bool:
         return self.items[index].width != self._width
-
-    def _at_tail(self) -> bool:
-        """Following the tail and showing it (the operator has not scrolled up since the last entry)."""
-        return self._follow and self.scroll_y >= self.max_scroll_y - 1
 
     def _top(self) -> tuple[int, int]:
         """The entry drawn on the first line, and which of its lines that is."""
@@ -254,12 +299,13 @@ class TranscriptPane(ScrollView, can_focus=True):
     def _keep_view(self, top: tuple[int, int] | None) -> None:
         """After entries changed their line counts: the tail when following, else the same entry on top."""
         if top is None:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self._show_tail()
             return
         index, offset = top
         line = self._starts[index] + min(offset, len(self.items[index].strips) - 1)
         if line != round(self.scroll_y):
-            self.scroll_to(y=line, animate=False, immediate=True)
+            with self._keeping_view():
+                self.scroll_to(y=line, animate=False, immediate=True)
 
     def _wrap_shown(self, tail: bool) -> None:
         """Re-wrap, at the current width, every entry on screen (and MARGIN lines more), then show the tail
@@ -307,7 +353,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._catch_up_due = False
         if not self.items or not self.is_attached:
             return
-        top = None if self._at_tail() else self._top()
+        top = None if self._follow else self._top()
         anchor = len(self.items) if top is None else top[0]
         order = [*range(anchor, len(self.items)), *range(anchor - 1, -1, -1)]
         done: list[int] = []
@@ -329,7 +375,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         """Re-wrap every entry still at an old width now (for `text()`: what it returns is the pane at its
         current width)."""
         if any(entry.width != self._width for entry in self.items):
-            top = None if self._at_tail() else self._top()
+            top = None if self._follow else self._top()
             for entry in self.items:
                 if entry.width != self._width:
                     self._wrap(entry)
@@ -351,7 +397,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         An entry still at an old width that a scroll brought on screen is re-wrapped here too, before it shows.
         """
         self._fit_width()
-        self._wrap_shown(tail=self._at_tail())
+        self._wrap_shown(tail=self._follow)
         scroll_x, scroll_y = self.scroll_offset
         self._frame = _Frame(scroll_x, scroll_y, self.scrollable_content_region.width)
         try:
@@ -390,7 +436,8 @@ class TranscriptPane(ScrollView, can_focus=True):
         self._lines = 0
         self._follow = True
         self._resize_virtual()
-        self.scroll_to(0, 0, animate=False)
+        with self._keeping_view():
+            self.scroll_to(0, 0, animate=False)
         self.refresh()
 
     def recolour(self) -> None:
@@ -400,12 +447,11 @@ class TranscriptPane(ScrollView, can_focus=True):
         for entry in self.every:
             entry.forget_render()
         self._generation += 1
-        self._wrap_shown(tail=self._at_tail())
+        self._wrap_shown(tail=self._follow)
         self._schedule_catch_up()
         self.refresh()
 
     def _add(self, entry: Entry) -> None:
-        self._follow = self.scroll_y >= self.max_scroll_y - 1  # the operator scrolled up: stop following
         self._wrap(entry)
         self.every.append(entry)
         if len(self.every) > MAX_ENTRIES:
@@ -421,7 +467,7 @@ class TranscriptPane(ScrollView, can_focus=True):
                 self._reflow()
             self._resize_virtual()
             if self._follow:
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
+                self._show_tail()
         self.refresh()
 
     def _matches(self, entry: Entry) -> bool:
@@ -433,9 +479,9 @@ class TranscriptPane(ScrollView, can_focus=True):
         """Show only the entries containing `text` (case-insensitive); "" shows everything. Returns the count."""
         self.filter = text.strip().lower()
         self.items = [e for e in self.every if self._matches(e)]
-        self._follow = True
+        self._follow = True  # a new filter: its matches, from their tail
         self._reflow()
-        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._show_tail()
         self._schedule_catch_up()  # entries filtered out during a width change come back at their old width
         self.refresh()
         return len(self.items)
@@ -450,6 +496,7 @@ class TranscriptPane(ScrollView, can_focus=True):
         entry.expanded = not entry.expanded
         self._wrap(entry)
         self._reflow(self.items.index(entry))
+        self._folded()
         self.refresh()
 
     def on_click(self, event: events.Click) -> None:
@@ -464,7 +511,14 @@ class TranscriptPane(ScrollView, can_focus=True):
             entry.expanded = expand
             self._wrap(entry)
         self._reflow()
+        self._folded()
         self.refresh()
+
+    def _folded(self) -> None:
+        """The operator folded or unfolded: the view stays. If that pushed the tail below the screen, they are
+        reading what they unfolded, so the pane stops following (End follows again)."""
+        if self._follow and self.scroll_y < self.max_scroll_y:
+            self._follow = False
 
     def text(self) -> str:
         """Everything in the pane as plain text (tests, copy-paste), at its current width."""
