@@ -124,8 +124,10 @@ class CallExecutor:
         return await self._gated_write(call, step)
 
     async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
-        for _ in range(MAX_EDITS):
-            decision = await self._judge(call, step)
+        for attempt in range(MAX_EDITS):
+            # the model's proposal first; after an operator's edit, the edited call (not the model's: it never
+            # counts toward the gate's REVISE streaks)
+            decision = await self._judge(call, step, proposal=attempt == 0)
             note = gate_read_note(decision)
             try:
                 resolution = await self.supervisor.review(call, decision)
@@ -171,18 +173,18 @@ class CallExecutor:
         return self._refuse(call, step, ToolKind.WRITE, "vetoed",
                             f"NOT EXECUTED: {call.name} was edited {MAX_EDITS} times without a decision.")
 
-    async def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
+    async def _judge(self, call: ToolCall, step: int, proposal: bool = True) -> GateDecision | None:
         if self.gate is None or self.ledger is None:
             return None
         ctx = self.domain.context(self.ledger)
-        decision = self.gate.evaluate(call, self.ledger, ctx)
+        decision = self.gate.evaluate(call, self.ledger, ctx, proposal=proposal)
         if (self.evidence is EvidenceMode.ASSIST and decision.refusal is RefusalKind.NEEDS_READ
                 and not decision.repeated):
-            decision = await self._assist(call, step, decision)
+            decision = await self._assist(call, step, decision, proposal)
         self.bus.emit(GateDecided.of(decision, step))
         return decision
 
-    async def _assist(self, call: ToolCall, step: int, decision: GateDecision) -> GateDecision:
+    async def _assist(self, call: ToolCall, step: int, decision: GateDecision, proposal: bool = True) -> GateDecision:
         """Evidence assist: read what the rules lack (as declared by the domain), then judge again.
 
         Bounded: MAX_ROUNDS judgements and MAX_GATE_READS reads per proposed write; a round whose reads all
@@ -210,7 +212,7 @@ class CallExecutor:
                 break
             self.gate.forget_last()
             decision = self.gate.evaluate(call, PrivateOverlay(self.ledger, private) if private else self.ledger,
-                                          ctx)
+                                          ctx, proposal=proposal)
             if decision.refusal is not RefusalKind.NEEDS_READ:
                 break
         return replace(decision, gate_reads=tuple(records)) if records else decision

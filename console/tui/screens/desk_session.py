@@ -9,13 +9,14 @@ here with the desk's keys; Esc returns to the desk.
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
+from console.tui.key_order import KeyInterpreter
 from console.tui.screens.desk_decide import DeskDecisions, domain_of
 from console.tui.theme import palette_of
 from console.tui.widgets.desk_detail import keys_line
@@ -27,8 +28,12 @@ from core.events import EVENT_ADAPTER, Event
 from core.ledger import Ledger
 from core.timeline import apply_event
 
+DECIDING = frozenset({"approve", "veto", "edit", "force", "step", "resume"})
 
-class SessionViewScreen(Screen[None]):
+
+class SessionViewScreen(KeyInterpreter, Screen[None]):
+    """Its decision keys act on the item the view shows as pending, in the order typed (as on the desk)."""
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back to the desk", id="session-back"),
         Binding("a", "approve", "Approve/accept", id="session-approve"),
@@ -56,6 +61,7 @@ class SessionViewScreen(Screen[None]):
         self._again = False
         self._mounted = False
         self.claimed: str | None = None  # the pending item this view claimed (released when it closes)
+        self.shown_item: str | None = None  # the pending item the title shows (the one a key acts on)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="session-title", classes="screen-title")
@@ -71,6 +77,10 @@ class SessionViewScreen(Screen[None]):
         self._show_title()
         self.set_interval(1.0, self._tick)
         self._schedule()
+        self.keys_ready(self.app)
+
+    async def interpret(self, event: events.Key) -> bool:
+        return await self.decisions.take_key(self, event, DECIDING)
 
     def _tick(self) -> None:
         self.snapshot = self.api.snapshot()
@@ -137,6 +147,9 @@ class SessionViewScreen(Screen[None]):
             elif row.end_reason:
                 text.append(f"  ({row.end_reason})", "dim")
         item = self.pending_item
+        if (item.id if item is not None else None) != self.shown_item:
+            self.shown_item = item.id if item is not None else None
+            self.changed()
         if item is not None:
             text.append(f"   waits {duration(item.waited(self.snapshot.now))} on {item.id}: ", "bold")
             text.append(keys_line(item), "dim")
@@ -154,6 +167,11 @@ class SessionViewScreen(Screen[None]):
         item = self.pending_item
         if item is None:
             self.decisions.say("This session waits on nothing right now.")
+            return None
+        if item.id != self.shown_item:  # it came after the key was typed: the operator has not seen it
+            self._show_title()
+            self.decisions.say(f"The session now waits on {item.id}, not shown when you pressed the key: press it "
+                               "again if you mean it.", error=True)
             return None
         if item.claimed_by in (None, self.operator):
             try:
