@@ -163,8 +163,10 @@ class CallExecutor:
         return DryRun(decision.verdict.value, decision)
 
     async def _gated_write(self, call: ToolCall, step: int) -> CallOutcome:
-        for _ in range(MAX_EDITS):
-            decision = await self._judge(call, step)
+        for attempt in range(MAX_EDITS):
+            # the model's proposal first; after an operator's edit, the edited call (not the model's: it never
+            # counts toward the gate's REVISE streaks)
+            decision = await self._judge(call, step, proposal=attempt == 0)
             note = gate_read_note(decision)
             try:
                 resolution = await self.supervisor.review(call, decision)
@@ -210,25 +212,27 @@ class CallExecutor:
         return self._refuse(call, step, ToolKind.WRITE, "vetoed",
                             f"NOT EXECUTED: {call.name} was edited {MAX_EDITS} times without a decision.")
 
-    async def _judge(self, call: ToolCall, step: int) -> GateDecision | None:
+    async def _judge(self, call: ToolCall, step: int, proposal: bool = True) -> GateDecision | None:
         if self.gate is None or self.ledger is None:
             return None
-        decision = await self._decide(call, step, self.ledger, self.bus)
+        decision = await self._decide(call, step, self.ledger, self.bus, proposal=proposal)
         self.bus.emit(GateDecided.of(decision, step))
         return decision
 
-    async def _decide(self, call: ToolCall, step: int, ledger: Ledger, bus: EventBus) -> GateDecision:
+    async def _decide(self, call: ToolCall, step: int, ledger: Ledger, bus: EventBus, *,
+                      proposal: bool = True) -> GateDecision:
         """The verdict `call` gets: the gate's, and in ASSIST the gate's again after the reads it makes itself
-        (absorbed into `ledger`, recorded on `bus`). The one path of a send and of a dry-run."""
+        (absorbed into `ledger`, recorded on `bus`). The one path of a send and of a dry-run. `proposal` False: an
+        operator's edit, which never counts toward the gate's REVISE streaks."""
         assert self.gate is not None
-        decision = self.gate.evaluate(call, ledger, self.domain.context(ledger))
+        decision = self.gate.evaluate(call, ledger, self.domain.context(ledger), proposal=proposal)
         if (self.evidence is EvidenceMode.ASSIST and decision.refusal is RefusalKind.NEEDS_READ
                 and not decision.repeated):
-            decision = await self._assist(call, step, decision, ledger, bus)
+            decision = await self._assist(call, step, decision, ledger, bus, proposal)
         return decision
 
     async def _assist(self, call: ToolCall, step: int, decision: GateDecision, ledger: Ledger,
-                      bus: EventBus) -> GateDecision:
+                      bus: EventBus, proposal: bool = True) -> GateDecision:
         """Evidence assist: read what the rules lack (as declared by the domain), then judge again.
 
         Bounded: at most MAX_ROUNDS rounds with reads some rule needs in any case, MAX_GATE_READS of those in
@@ -267,7 +271,8 @@ class CallExecutor:
             if not supplied and all(read.search is None for read in planned):
                 break
             self.gate.forget_last()
-            decision = self.gate.evaluate(call, PrivateOverlay(ledger, private) if private else ledger, ctx)
+            decision = self.gate.evaluate(call, PrivateOverlay(ledger, private) if private else ledger, ctx,
+                                          proposal=proposal)
             if decision.refusal is not RefusalKind.NEEDS_READ:
                 break
         if not records:

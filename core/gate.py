@@ -9,7 +9,8 @@ Design choices worth knowing before reading the code:
 - The gate is stateful per session in two small ways that stop a model from looping: an identical call
   rejected before, with the ledger unchanged since, is rejected again without re-running the rules; and a
   rule that finds a conflict N times in a row escalates to BLOCK (never a house rule: those never BLOCK; never
-  a REVISE for a missing read, which reading fixes).
+  a REVISE for a missing read, which reading fixes). That memory is of the model's own proposals: an
+  operator's edit is judged on its own and never counts (`evaluate(..., proposal=False)`).
 - Every predicate declares its source: the policy sentence it encodes, or "house rule" (a rule our policy
   adds and the upstream policy does not state). A house rule's `policy` text starts with "house rule:", so
   the label travels with every verdict, event, feedback line and listing without anyone adding it; its
@@ -647,7 +648,19 @@ class PolicyGate:
                 self._rejected[tool] = rejected
             self._undo = None
 
-    def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext) -> GateDecision:
+    def evaluate(self, call: ToolCall, ledger: LedgerReader, ctx: GateContext, *,
+                 proposal: bool = True) -> GateDecision:
+        """Judge `call`. `proposal=False` for a call the model did not propose (an operator's edit of one): it is
+        judged on its own, against the ledger, and leaves the anti-loop memory as it was. That memory is about
+        the model looping on its own proposals: an operator's edit, however often re-gated, never counts toward
+        a REVISE streak (nor resets one), is never escalated, and is never "the same call again"."""
+        if not proposal:
+            self._undo = None
+            results = tuple(self._judge(call, ledger, ctx))
+            verdict = max((r.verdict for r in results), key=_RANK.__getitem__, default=Verdict.ALLOW)
+            return GateDecision(call=call, verdict=verdict, results=results,
+                                feedback=_feedback(call, verdict, results, False, False, self.max_revise_streak),
+                                ledger_version=int(getattr(ledger, "version", 0)))
         remembered = self._rejected.get(call.name)
         self._undo = (dict(self._streak), call.name, None if remembered is None else dict(remembered))
         version = int(getattr(ledger, "version", 0))

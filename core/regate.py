@@ -118,7 +118,7 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
     the same. When a verdict does change, the memory after it is what the *new* gate would have had for
     the same calls: e.g. a REVISE that now passes no longer counts toward a streak, so a later escalation
     may disappear. Edited calls were gated once per argument set; both decisions are recorded and both
-    are re-judged.
+    are re-judged, the edit's (the decision after an operator's `edit`) as live: outside the anti-loop memory.
 
     What this does not answer: the calls after a changed verdict are the ones the model made in reaction to
     the *old* verdict. Re-gating says whether the current rules would object to these exact calls, not how
@@ -142,7 +142,10 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
     ledger = Ledger(domain.path_map)
     rows: list[RegateRow] = []
     private: dict[str, dict[str, LedgerEntry]] = {}  # write call id -> records the gate read for its eyes only
+    edited: set[str] = set()  # calls an operator edited: their next decision judges the edit, not a proposal
     for event in events:
+        if isinstance(event, SupervisorDecided) and event.decision == "edit":
+            edited.add(event.call.id)
         if isinstance(event, ToolResultEvent) and event.gate_only and event.for_call is not None:
             private.setdefault(event.for_call, {}).update(
                 ledger.preview(event.call.to_call(), event.result, event.step, by=event.by))
@@ -151,7 +154,9 @@ def regate(events: Sequence[Event], domain: Domain, *, predicates: Sequence[Pred
             continue
         kept = private.pop(event.call.id, None)
         judged = PrivateOverlay(ledger, kept) if kept else ledger
-        decision = gate.evaluate(event.call.to_call(), judged, domain.context(ledger))
+        proposal = event.call.id not in edited  # an operator's edit leaves the anti-loop memory as it was, as live
+        edited.discard(event.call.id)
+        decision = gate.evaluate(event.call.to_call(), judged, domain.context(ledger), proposal=proposal)
         old_failed = failed_ids(event.results)
         new_failed = tuple(r.predicate_id for r in decision.failed)
         new_verdict = decision.verdict.value

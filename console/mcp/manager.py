@@ -34,16 +34,17 @@ from console.mcp.data import SessionData
 from console.mcp.session import DiskFullStop, McpLiveSession, McpSessionSpec, SessionGone
 from console.runtime.desk.desk import Desk
 from core.disk_full import DiskFull
-from core.strict_json import printable
+from core.strict_json import inert, printable
 
 MAX_CLIENT_NAME = 64
 MAX_ENDED_KEYS = 4096  # ended sessions whose key is still known (a few dozen bytes each)
 
 
 def client_label(name: str | None, version: str | None) -> str:
-    """How a client is named on the desk: its `clientInfo` name and version, printable and short."""
+    """How a client is named on the desk and in the server's log: its `clientInfo` name and version, inert (a
+    control sequence in it is shown, never acted on by the operator's terminal) and short."""
     text = " ".join(part for part in (name, version) if part) or "client"
-    text = " ".join(printable(text).split())
+    text = " ".join(inert(printable(text)).split())
     return text[:MAX_CLIENT_NAME] or "client"
 
 

@@ -278,6 +278,29 @@ async def test_veto_and_edit(tmp_path: Path) -> None:
     assert len(ran) == 1 and ran[0].call.arguments == {"account_id": "A1", "amount": 3}
 
 
+async def test_an_operators_edits_never_count_toward_the_models_revise_streak(tmp_path: Path) -> None:
+    """The gate escalates a rule's third REVISE in a row to BLOCK: the model looping on its own proposals. An
+    operator who edits a REVISEd call three times (each edit re-gated, each still REVISE) is not the model
+    looping: every re-gate stays a REVISE, and the model's next proposal is only its second in a row. A re-gate of
+    the recorded session judges the same."""
+    from core.regate import regate
+
+    steps = [ScriptedStep(calls=(c("login", name="ann"), c("get_account", account_id="A1"))),
+             ScriptedStep(calls=(c("transfer", account_id="A1", amount=1000),)),
+             ScriptedStep(calls=(c("transfer", account_id="A1", amount=2000),)),
+             ScriptedStep(say="I cannot do that.")]
+    edits = [Resolution(Decision.EDIT, who="dana", reason="try less", arguments={"account_id": "A1", "amount": n})
+             for n in (1001, 1002, 1003)]
+    accept = Resolution(Decision.ACCEPT_VERDICT, who="dana")
+    op = Operator(*edits, accept, accept)
+    s = session(steps, tmp_path, supervisor=op)
+    await s.run()
+    assert verdicts(s) == ["REVISE"] * 5
+    decided = [e for e in load_trace(tmp_path / "trace.jsonl") if isinstance(e, GateDecided)]
+    assert not [e for e in decided if "escalated" in e.feedback or "times in a row" in e.feedback]
+    assert [row.new_verdict for row in regate(load_trace(tmp_path / "trace.jsonl"), DOMAIN)] == ["REVISE"] * 5
+
+
 async def test_trace_survives_a_broken_line(tmp_path: Path) -> None:
     s = session(HAPPY, tmp_path)
     await s.run()

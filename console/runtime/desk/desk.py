@@ -655,6 +655,8 @@ class Desk:
         live = item.session.live
         spec = live.domain.tool(review.call.name) if live is not None else None
         problems = validate_arguments(spec, arguments) if spec is not None else []
+        if not problems and dict(arguments) == dict(review.call.arguments):
+            return "the arguments are unchanged: an edit changes at least one (nothing is re-gated)"
         return "; ".join(problems)
 
     def _refuse(self, item: _Item, message: str) -> DeskRefused:

@@ -8,6 +8,7 @@ remote screen computes "waited" against the desk's clock, not its own.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -92,6 +93,14 @@ class ItemView:
 
     def waited(self, now: float) -> float:
         return max(0.0, now - self.asked_at)
+
+    def decision_facts(self) -> tuple[Any, ...]:
+        """What a decision on this item means: which call, its arguments, the gate's verdict and reasons, the
+        desk's last refusal. Not who holds the claim nor until when: a claim renewed (or taken by someone else,
+        whose claim the desk itself enforces) changes no decision's meaning, so it does not make a key typed
+        meanwhile "typed before the change"."""
+        return (self.id, self.kind, self.tool, json.dumps(dict(self.arguments), sort_keys=True, default=str),
+                self.verdict, self.refusal, self.feedback, self.rules, self.error)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -22,6 +22,7 @@ from textual.screen import Screen
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
 from console.runtime.textview import shown
+from console.tui.key_order import KeyInterpreter
 from console.tui.screens.desk_decide import DeskDecisions
 from console.tui.widgets.desk_detail import ItemDetail
 from console.tui.widgets.desk_grid import RowTable
@@ -35,7 +36,14 @@ TICK_S = 1.0
 RENEW_BEFORE_S = 10.0  # a held claim is renewed on the tick once it has less than this left
 
 
-class DeskScreen(Screen[None]):
+DECIDING = frozenset({"approve", "veto", "edit", "force", "step", "resume", "bulk"})
+
+
+class DeskScreen(KeyInterpreter, Screen[None]):
+    """The desk's keys are taken in the order typed (console/tui/key_order.py): a decision key acts on the item
+    the screen shows when the key is handled, and one typed before the screen showed that item (the inbox
+    changed under the cursor, the cursor moved, the desk said something) is refused, with a word why."""
+
     BINDINGS = [
         Binding("a", "approve", "Approve/accept", id="desk-approve"),
         Binding("v", "veto", "Veto", id="desk-veto"),
@@ -86,12 +94,17 @@ class DeskScreen(Screen[None]):
         self._ticker = self.set_interval(TICK_S, self._tick)
         self.redraw()
         self.inbox.focus()
+        self.keys_ready(self.app)
 
     def on_screen_resume(self) -> None:
         """Back from a session view (which may have released what it claimed): claim the highlighted item again."""
+        self.changed()
         if self._mounted:
             self.claimed = None
             self.redraw()
+
+    async def interpret(self, event: events.Key) -> bool:
+        return await self.decisions.take_key(self, event, DECIDING)
 
     def on_unmount(self) -> None:
         self._mounted = False
@@ -114,6 +127,7 @@ class DeskScreen(Screen[None]):
             self.redraw()
 
     def redraw(self) -> None:
+        before = self.selected_item.decision_facts() if self.selected_item is not None else None
         snapshot = self.snapshot = self.api.snapshot()
         self.redraws += 1
         with self.app.batch_update():  # what is drawn is inert: the tables' cells (desk_grid.cell), the item shown
@@ -123,6 +137,9 @@ class DeskScreen(Screen[None]):
             self.detail.show(shown(self.selected_item), snapshot, self.operator)
         if snapshot.lost != self._lost:
             self._link_changed(snapshot.lost)
+        after = self.selected_item.decision_facts() if self.selected_item is not None else None
+        if after != before:  # another item (or none) under the cursor, or what deciding on it means changed
+            self.changed()
         self.call_later(self._follow_cursor)
 
     def _link_changed(self, lost: str) -> None:

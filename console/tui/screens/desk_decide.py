@@ -13,9 +13,12 @@ import json
 from functools import cache
 from typing import Any
 
+from textual import events
 from textual.screen import Screen
+from textual.widgets import Input
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemKind, ItemView
+from console.tui.key_order import KeyInterpreter
 from console.tui.screens.review import ReviewScreen
 from core.domain import Domain
 from core.gate import GateDecision, PredicateResult, Status, Verdict
@@ -58,12 +61,9 @@ class DeskReviewScreen(ReviewScreen):
         self.item = item
         self.start = start
 
-    def on_mount(self) -> None:
-        # Textual also runs ReviewScreen.on_mount (after this one: handlers run subclass first), which focuses
-        # the safe button; what the key asked for comes once that is done.
-        self.call_after_refresh(self._begin)
-
-    def _begin(self) -> None:
+    def opening(self) -> None:
+        """The decision the key named, started as the modal opens: the keys typed right after that key (a
+        burst) are text in the box it puts the cursor in, never a decision (they came before the modal)."""
         if self.start == "veto":
             self.begin(Decision.VETO, "Write the message for the model, then press Enter to veto.")
         elif self.start == "force" and self.verdict is not None and self.refused:
@@ -72,6 +72,8 @@ class DeskReviewScreen(ReviewScreen):
         elif self.start == "edit":
             self.begin(Decision.EDIT, "Edit the arguments; escape leaves the box, then e re-gates.",
                        into="#review-arguments")
+        else:
+            self.to_safe()
 
 
 class DeskDecisions:
@@ -84,9 +86,32 @@ class DeskDecisions:
         self.said: list[str] = []  # every notification this made, in order (what the operator was told)
 
     def say(self, message: str, *, error: bool = False) -> None:
+        """Tell the operator; what they see changed (a key typed before they could read it decides nothing)."""
         self.said.append(message)
         self.screen.notify(inert(message), severity="error" if error else "information", timeout=6 if error else 3,
                            markup=False)  # a refusal quotes what the desk was sent: shown as it is, inert
+        if isinstance(self.screen, KeyInterpreter):
+            self.screen.changed()
+
+    async def take_key(self, screen: KeyInterpreter, event: events.Key, deciding: frozenset[str]) -> bool:
+        """A desk screen's key, in the order typed: its decision keys act on the item the screen shows now,
+        unless they were typed before it showed that item (or said something): then they are refused, said so.
+        Its other keys (the tables' cursor, focus) run now too, so a decision key after them acts where they
+        left the cursor; a text box (the filter) takes its keys as Textual gives them."""
+        if isinstance(self.screen.focused, Input):
+            return False
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or not active.enabled:
+            return False
+        action = active.binding.action
+        if active.node is self.screen and action in deciding and screen.stale(event):
+            self.say(f"Not taken: `{event.key}` was typed before the desk showed what it now shows; press it again "
+                     "if you mean it.", error=True)
+            return True
+        await self.screen.app.run_action(action, active.node)
+        if not (active.node is self.screen and action in deciding):
+            screen.changed()  # the cursor moved, a box or a view opened: a key typed on saw none of it
+        return True
 
     def selected(self, item: ItemView | None) -> ItemView | None:
         """The item, or None (said) when nothing is selected. A one-key decision goes to the desk even when this

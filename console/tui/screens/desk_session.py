@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from console.runtime.desk.view import DeskAPI, DeskRefused, DeskSnapshot, ItemView
 from console.runtime.textview import shown
+from console.tui.key_order import KeyInterpreter
 from console.tui.screens.desk_decide import DeskDecisions, domain_of
 from console.tui.theme import palette_of
 from console.tui.widgets.desk_detail import keys_line
@@ -30,8 +31,12 @@ from core.events import EVENT_ADAPTER, Event
 from core.ledger import Ledger
 from core.timeline import apply_event
 
+DECIDING = frozenset({"approve", "veto", "edit", "force", "step", "resume"})
 
-class SessionViewScreen(Screen[None]):
+
+class SessionViewScreen(KeyInterpreter, Screen[None]):
+    """Its decision keys act on the item the view shows as pending, in the order typed (as on the desk)."""
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back to the desk", id="session-back"),
         Binding("a", "approve", "Approve/accept", id="session-approve"),
@@ -60,6 +65,7 @@ class SessionViewScreen(Screen[None]):
         self._mounted = False
         self.claimed: str | None = None  # the pending item this view claimed (released when it closes)
         self._lost = ""  # what the title last said of a lost desk
+        self.shown_item: str | None = None  # the pending item the title shows (the one a key acts on)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="session-title", classes="screen-title")
@@ -75,6 +81,10 @@ class SessionViewScreen(Screen[None]):
         self._show_title()
         self.set_interval(1.0, self._tick)
         self._schedule()
+        self.keys_ready(self.app)
+
+    async def interpret(self, event: events.Key) -> bool:
+        return await self.decisions.take_key(self, event, DECIDING)
 
     def _tick(self) -> None:
         self.snapshot = self.api.snapshot()
@@ -149,6 +159,9 @@ class SessionViewScreen(Screen[None]):
             elif row.end_reason:
                 text.append(f"  ({row.end_reason})", "dim")
         item = self.pending_item
+        if (item.id if item is not None else None) != self.shown_item:
+            self.shown_item = item.id if item is not None else None
+            self.changed()
         if item is not None:
             text.append(f"   waits {duration(item.waited(self.snapshot.now))} on {item.id}: ", "bold")
             text.append(keys_line(shown(item)), "dim")
@@ -166,6 +179,11 @@ class SessionViewScreen(Screen[None]):
         item = self.pending_item
         if item is None:
             self.decisions.say("This session waits on nothing right now.")
+            return None
+        if item.id != self.shown_item:  # it came after the key was typed: the operator has not seen it
+            self._show_title()
+            self.decisions.say(f"The session now waits on {item.id}, not shown when you pressed the key: press it "
+                               "again if you mean it.", error=True)
             return None
         if item.claimed_by in (None, self.operator):
             try:

@@ -6,18 +6,25 @@ for the verdict on screen, and a key that does nothing for it is not there) or i
 the button that has the focus). Focus moving, and Enter in a text box, never choose a decision by themselves:
 
 - an act that needs more than the key is *started*: a veto needs the message to the model, a force-allow its
-  reason, an edit valid arguments. The modal says what is missing and puts the cursor where it goes; Enter in
-  the reason box then completes the decision that was started, with the reason as typed.
+  reason, an edit arguments that are valid and differ from the proposal (an "edit" that changes nothing is
+  not one: nothing is re-gated, nothing recorded). The modal says what is missing and puts the cursor where it
+  goes; every key is then text there, and Enter in the reason box completes the decision that was started,
+  with the reason as typed.
 - with nothing started, Enter in the reason box (and escape in a text box) goes to the *safe* button: accept the
   gate's refusal on a REVISE/BLOCK, veto on an ALLOW. Never to Force-allow, which stays two deliberate acts
   (`f` or its button, and a reason) and names what it overrides on its button (`Force-allow despite BLOCK`).
 - escape on the buttons leaves the modal undecided (the call keeps waiting).
+
+The modal reads its keys itself, one at a time in the order they were typed, however fast they come
+(console/tui/key_order.py): each key is applied to the modal as the keys before it left it. A key typed in the
+same burst as one that changed the modal (it opened, a decision started, the cursor moved, a note appeared) was
+typed before the operator could see that change: it may still be text in the box that has the cursor, but it
+takes no decision, and the modal says to press it again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -26,9 +33,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Static, TextArea
 
 from console.runtime.facts import customer_words, refusal_words
+from console.tui.key_order import InOrderApp, KeyInterpreter
 from console.tui.theme import palette_of
 from console.tui.widgets.dialog import DialogActions, DialogFrame
 from core.domain import Domain
@@ -50,28 +59,21 @@ def force_label(verdict: str) -> str:
     return f"Force-allow despite {verdict}"
 
 
+STALE = "typed before the dialog changed, so not taken as a decision: press {key} again{what}."
+DECISION_KEYS = {"a": "approve", "v": "veto", "e": "edit", "f": "force"}
+WHAT = {Decision.VETO: "veto", Decision.FORCE_ALLOW: "force-allow", Decision.EDIT: "re-gate the edit"}
+
+
 class ReasonInput(Input):
-    """The reason box: Enter completes the decision the operator started, or goes to the safe button.
-
-    A priority binding, so the App runs it while it routes the Enter key itself, before it routes the next
-    key. With nothing started the focus moves at once, so a key typed right after Enter goes where the footer
-    then says (the buttons' keys), not into the box. A started decision is completed from this box's own queue
-    instead, behind the keys typed before Enter that the box has not inserted yet: its reason is exactly what
-    was typed, even when the keys came in one burst."""
-
-    BINDINGS = [Binding("enter", "entered", "Finish the decision", priority=True, show=False)]
-
-    def action_entered(self) -> None:
-        screen = self.screen
-        if not isinstance(screen, ReviewScreen):
-            return
-        if screen.started is None:
-            screen.to_safe()
-        else:
-            self.call_later(screen.reason_entered)
+    """The reason box. Its keys are read by the modal (`ReviewScreen.interpret`): text goes in as typed, and
+    Enter completes the decision the operator started, or goes to the safe button."""
 
 
-class ReviewScreen(ModalScreen[Resolution | None]):
+class ArgumentsArea(TextArea):
+    """The arguments box (JSON): its keys are read by the modal, text as typed, Enter a new line."""
+
+
+class ReviewScreen(KeyInterpreter, ModalScreen[Resolution | None]):
     """Shown when the supervision mode wants a human on this write. Ends with the Resolution the operator chose,
     or None when they left it undecided (escape): the caller keeps the call waiting, it never picks one."""
 
@@ -120,8 +122,8 @@ class ReviewScreen(ModalScreen[Resolution | None]):
             yield Static(title, id="review-title", classes="dialog-top")
             yield Static(self._feedback(), id="review-feedback")
             yield Label("Arguments (edit them, then escape and e to re-gate):")
-            yield TextArea(inert_json(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False)),
-                           language="json", id="review-arguments", soft_wrap=True)
+            yield ArgumentsArea(inert_json(json.dumps(dict(self.call.arguments), indent=2, ensure_ascii=False)),
+                                language="json", id="review-arguments", soft_wrap=True)
             with DialogActions(id="review-actions"):
                 yield Label("Reason / message to the model (needed to veto or to force-allow):",
                             id="review-reason-label")
@@ -139,14 +141,31 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.opening()
+        self.keys_ready(self.app)
+
+    def opening(self) -> None:
+        """Where the modal opens: on the safe button (the desk's modal starts the decision its key named)."""
         self.to_safe()
+
+    def on_screen_resume(self) -> None:
+        """Back in front (the keys' help was over it): what the operator sees changed."""
+        self.changed()
 
     def on_resize(self, event: events.Resize) -> None:
         """A small terminal: the dialog takes the whole screen and the buttons go two by two (the middle
         scrolls; the reason box and the buttons stay, DialogFrame). The footer packs its keys closer, so that
-        every decision key with what it does fits in 80 columns."""
+        every decision key with what it does fits in 80 columns. The box with the cursor stays in view: the
+        layout changes under it."""
         self.set_class(event.size.width < 130 or event.size.height < 30, "-compact")
         self.query_one(Footer).compact = event.size.width < 120
+        self._into_view()
+
+    def _into_view(self) -> None:
+        focused = self.focused
+        if isinstance(focused, ArgumentsArea):
+            frame = self.query_one(DialogFrame)
+            self.call_after_refresh(frame.scroll_to_widget, focused, animate=False, top=False)
 
     # ------------------------------------------------------------------------------------------ keys
 
@@ -178,18 +197,79 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         """On the box's own border, so it shows wherever the body is scrolled to."""
         self.query_one("#review-arguments", TextArea).border_title = EDITING_HINT if editing else None
 
+    async def interpret(self, event: events.Key) -> bool:
+        """One key, applied to the modal as the keys before it left it (see the module docstring)."""
+        if self.closed:
+            return True  # typed for this modal after the key that decided: nothing more
+        key, focused = event.key, self.focused
+        if key in ("tab", "shift+tab"):
+            self.focus_next() if key == "tab" else self.focus_previous()
+            self.changed()
+            return True
+        if isinstance(focused, ReasonInput | ArgumentsArea):
+            if key == "escape":
+                self.to_safe()
+            elif key == "enter" and isinstance(focused, ReasonInput):
+                self.reason_entered(stale=self.stale(event))
+            elif not type_into(focused, event):
+                await self._binding(event)  # its editing keys: backspace, arrows, select all ...
+            return True  # a box takes every key while it has the cursor
+        if key == "escape":
+            self._close(None)
+            return True
+        decision = DECISION_KEYS.get(key)
+        if key == "enter" and isinstance(focused, Button):
+            decision = focused.id
+        if decision in ("approve", "veto", "edit") or (decision == "force" and self.refused):
+            assert decision is not None
+            if self.stale(event):
+                self._note(STALE.format(key="Enter" if key == "enter" else key, what=""))
+            else:
+                self.act(decision)
+            return True
+        if await self._binding(event):  # `?`, scrolling
+            return True
+        return event.is_printable  # a letter that decides nothing here is used for nothing
+
+    async def _binding(self, event: events.Key) -> bool:
+        """The key's binding where the cursor is (a box's editing keys; `?`, scrolling), run now, in order."""
+        active = self.active_bindings.get(event.key)
+        if active is None or not active.enabled:
+            return False
+        await self.app.run_action(active.binding.action, active.node)
+        return True
+
+    def act(self, decision: str) -> None:
+        """The operator's act for `decision` (its key or its button)."""
+        if decision == "approve":
+            self._accept(self.verdict or "") if self.refused else self._approve()
+        elif decision == "veto":
+            self._veto()
+        elif decision == "edit":
+            self._edit()
+        elif decision == "force":
+            self._force(self.verdict or "")
+
+    def _focus(self, widget: Widget) -> None:
+        self.set_focus(widget)
+        self.changed()
+        self._into_view()
+
     def safe_button(self) -> Button:
         """Accept the refusal on a REVISE/BLOCK; veto (which asks for its message) on an ALLOW."""
         return self.query_one("#approve" if self.refused else "#veto", Button)
 
     def to_safe(self) -> None:
-        self.set_focus(self.safe_button())
+        self._focus(self.safe_button())
 
-    def reason_entered(self) -> None:
-        """Enter in the reason box: the decision the operator started, with this reason; else the safe button."""
+    def reason_entered(self, stale: bool = False) -> None:
+        """Enter in the reason box: the decision the operator started, with this reason; else the safe button.
+        An Enter typed before the decision was started (or before its note was shown) completes nothing."""
         started = self.started
         if started is None:
             self.to_safe()
+        elif stale:
+            self._note(STALE.format(key="Enter", what=f" to {WHAT.get(started, started.value)}"))
         elif started is Decision.VETO:
             self._veto()
         elif started is Decision.FORCE_ALLOW:
@@ -201,8 +281,7 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         """Start `decision`: it waits for what `note` asks for, typed into `into` (which gets the cursor)."""
         self.started = decision
         self._note(note, error=False)
-        target = self.query_one(into)
-        self.set_focus(target)
+        self._focus(self.query_one(into))
 
     # ------------------------------------------------------------------------------------------ decisions
 
@@ -225,38 +304,34 @@ class ReviewScreen(ModalScreen[Resolution | None]):
 
     def _note(self, message: str, *, error: bool = True) -> None:
         style = palette_of(self).text("error", "bold") if error else palette_of(self).text("warning", "bold")
-        self.query_one("#review-error", Static).update(Text(message, style))
+        self.query_one("#review-error", Static).update(Text(message[:1].upper() + message[1:], style))
+        self.changed()
 
     def _close(self, resolution: Resolution | None) -> None:
-        """Dismiss once. Keys sent in the same burst as the deciding one are still routed here until the screen is
-        gone: they must neither decide again nor pop the screen under this one."""
+        """Dismiss once. The keys typed on after the deciding one are for this modal, never for the screen
+        under it (the App uses them for nothing)."""
         if not self.closed:
             self.closed = True
+            if isinstance(self.app, InOrderApp):
+                self.app.dialog_closed()
             self.dismiss(resolution)
 
-    def _when_typed(self, act: Callable[[], None]) -> None:
-        """Run a decision once both text boxes have taken every key sent to them before its key. A key goes to
-        a box's own queue, and a decision key (routed by the App) can overtake the letters typed just before
-        it, in one burst from a terminal: the reason and arguments decided on are exactly what was typed."""
-        box = self.query_one(ReasonInput)
-        self.query_one("#review-arguments", TextArea).call_later(box.call_later, act)
-
-    # The keys and buttons: each names its decision, run once what was typed has landed.
+    # The keys and buttons: each names its decision.
 
     def action_approve(self) -> None:
-        self._when_typed(self._approve)
+        self.act("approve")
 
     def action_accept(self, verdict: str) -> None:
-        self._when_typed(lambda: self._accept(verdict))
+        self._accept(verdict)
 
     def action_veto(self) -> None:
-        self._when_typed(self._veto)
+        self.act("veto")
 
     def action_force(self, verdict: str) -> None:
-        self._when_typed(lambda: self._force(verdict))
+        self._force(verdict)
 
     def action_edit(self) -> None:
-        self._when_typed(self._edit)
+        self.act("edit")
 
     def _approve(self) -> None:
         """An ALLOW runs."""
@@ -286,9 +361,14 @@ class ReviewScreen(ModalScreen[Resolution | None]):
         self._close(Resolution(Decision.FORCE_ALLOW, who=self.who, reason=reason))
 
     def _edit(self) -> None:
+        """Re-gate the edited arguments: only a real change is an edit. Arguments that are not valid, or that
+        are the proposal's own, leave the modal open with the cursor in the box and say why."""
         problem, arguments = self._edited()
+        if not problem and arguments == dict(self.call.arguments):
+            problem = ("The arguments are unchanged: nothing to re-gate. Change an argument in the box (escape "
+                       "leaves it, then e re-gates), or choose another decision.")
         if problem:
-            self.started = Decision.EDIT
+            self.begin(Decision.EDIT, problem, into="#review-arguments")
             self._note(problem)
             return
         self._close(Resolution(Decision.EDIT, who=self.who, reason=self._reason(), arguments=arguments))
@@ -314,13 +394,26 @@ class ReviewScreen(ModalScreen[Resolution | None]):
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        """A button is its decision's act, as its key is."""
-        button, verdict = event.button.id, self.verdict or ""
-        if button == "approve":
-            self.action_accept(verdict) if self.refused else self.action_approve()
-        elif button == "veto":
-            self.action_veto()
-        elif button == "edit":
-            self.action_edit()
-        elif button == "force":
-            self.action_force(verdict)
+        """A button (clicked) is its decision's act, as its key is."""
+        if event.button.id in ("approve", "veto", "edit", "force"):
+            self.act(str(event.button.id))
+
+
+def type_into(box: Input | TextArea, event: events.Key) -> bool:
+    """Type the key's character into `box` at its cursor (over its selection), as the box itself would; Enter is
+    a new line in the arguments. False for a key that is no text."""
+    if isinstance(box, TextArea):
+        text = "\n" if event.key == "enter" else event.character if event.is_printable else None
+        if text is None:
+            return False
+        if not box.read_only:
+            box.replace(text, *box.selection, maintain_selection_offset=False)
+        return True
+    if not event.is_printable or event.character is None:
+        return False
+    selection = box.selection
+    if selection.is_empty:
+        box.insert_text_at_cursor(event.character)
+    else:
+        box.replace(event.character, *selection)
+    return True

@@ -136,3 +136,13 @@ async def test_a_client_that_never_reads_its_responses_holds_up_no_one(tmp_path:
             deaf.close()
         async with server.client() as client:  # and after it went, the server still serves
             assert (await client.call_tool(FIND["name"], FIND["arguments"])).content[0].text == "noah_kim_3107"
+
+
+def test_a_clients_name_is_inert_in_the_servers_log_and_on_the_desk() -> None:
+    """A `clientInfo` name is the client's own text: the label the server logs ("mcp: session for ...") and the desk
+    shows has no control character left for the operator's terminal to act on, and shows what was there."""
+    from console.mcp.manager import client_label
+
+    label = client_label("evil\x1b]0;pwned\x07\x1b[2J\u202e", "1.0")
+    assert not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 or c == "\u202e" for c in label), repr(label)
+    assert label.startswith("evil␛]0;pwned") and label.endswith("1.0")

@@ -81,7 +81,9 @@ async def test_an_invalid_edit_stays_in_the_inbox_with_its_message(tmp_path: Pat
         await pilot.pause()
         await pilot.press("e")
         await until(pilot, lambda: "gb_amount" in str(modal.query_one("#review-error").render()))
-        await pilot.press("escape")
+        assert modal.focused is modal.query_one("#review-arguments")  # the cursor back where the fix goes
+        await pilot.press("escape")  # leaves the box, for the buttons
+        await pilot.press("escape")  # leaves the modal, undecided
         await until(pilot, lambda: isinstance(app.screen, DeskScreen))
         assert screen.inbox.item_ids == (item_id,)
         # from another client of the desk: a value strict JSON refuses; the desk keeps the message on the item

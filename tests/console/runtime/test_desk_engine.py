@@ -181,6 +181,7 @@ async def test_refused_input_changes_nothing_and_an_invalid_edit_stays_in_the_in
         ("veto", " ", None, "message for the model"),
         ("edit", "", {"order_id": "#W4821002", "reason": float("nan")}, "invalid value"),
         ("edit", "", {"order_id": 7}, "order_id"),
+        ("edit", "", dict(item.arguments), "unchanged"),  # the proposal's own arguments: not an edit
         ("edit", "", {"order_id": "#W4821002", "reason": "no longer needed", "extra": 1}, "extra"),
         ("launch", "", None, "unknown decision"),
     ]

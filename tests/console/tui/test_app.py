@@ -150,8 +150,9 @@ async def test_edit_with_bad_json_is_refused_inline(console_app: Callable[..., O
         screen.query_one("#approve").focus()
         await pilot.press("e")
         assert app.screen is screen and "Not valid JSON" in str(screen.query_one("#review-error").render())
+        assert app.focused is screen.query_one("#review-arguments")  # the cursor where the fix goes
         screen.query_one("#review-arguments").text = '{"order_id": 5}'  # type: ignore[attr-defined]
-        await pilot.press("e")
+        await pilot.press("escape", "e")  # as the box's border says: escape leaves it, then e re-gates
         assert app.screen is screen and "must be string" in str(screen.query_one("#review-error").render())
 
 

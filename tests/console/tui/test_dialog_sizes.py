@@ -58,6 +58,23 @@ async def test_review(console_app: Callable[..., OperatorConsole]) -> None:
                             lambda: [screen.query_one("#review-reason"), *screen.query(Button)])
 
 
+async def test_review_editing(console_app: Callable[..., OperatorConsole]) -> None:
+    """`e` with the arguments as proposed starts the edit: the cursor goes into the arguments box, which is on
+    screen at every size (at 80x24 it was under the fold, below the gate's long feedback), with the reason box
+    and the buttons."""
+    from textual.widgets import TextArea
+
+    app = console_app(domain="airline", scenario="cancel-outside-window", mode=SupervisionMode.APPROVE_NON_ALLOW)
+    async with app.run_test(size=SIZES[0]) as pilot:
+        await pilot.press("space")
+        screen = await open_review(pilot, app)
+        await pilot.press("e")
+        area = screen.query_one("#review-arguments", TextArea)
+        await wait_for(pilot, lambda: area.has_focus)
+        await at_every_size(pilot, app, "dialog_review_editing",
+                            lambda: [area, screen.query_one("#review-reason"), *screen.query(Button)])
+
+
 async def test_compose_with_its_dry_run(console_app: Callable[..., OperatorConsole]) -> None:
     app = console_app(model="operator")
     async with app.run_test(size=SIZES[0]) as pilot:

@@ -1,5 +1,5 @@
-"""Stateful property test of the review dialog, in the console and on the desk: random keys never record a
-decision the operator did not choose.
+"""Stateful property test of the review dialog, in the console and on the desk: random keys, one at a time and in
+bursts, never record a decision the operator did not choose.
 
 Hypothesis drives the real apps through Pilot (a RuleBasedStateMachine per surface and verdict; its rules are
 keys, run on one event loop kept across the rules): letters (the decision keys among them), Enter, Tab,
@@ -7,12 +7,20 @@ shift+Tab, escape, backspace, text typed into the reason and the arguments boxes
 customer seat, text typed into the customer's box right after the message that makes the agent propose the
 write (one burst: the review is asked for while the keys are still coming) and on while it is announced.
 
-A model follows the operator: before each key it looks where the cursor is, as a person does, and knows what
-that key is there (text in a box, a decision key, Enter on a button, a focus move). The invariants, checked
-after every key against what the session recorded (its SupervisorDecided events; on the desk, its audit log):
-- every decision recorded is the one whose explicit act (its key, or Enter on its button) came last before
-  that dialog closed, and its reason is exactly what was typed in the reason box;
-- a force-allow is never recorded without a force act in that dialog;
+Keys come one at a time (`pilot.press`: the app is idle before the next key is made) and in bursts
+(`press_at_once`: every key of the burst is made before the app handles the first, as a terminal that batches
+input, a paste, `tmux send-keys -l` or one websocket frame delivers them): a decision key followed at once by
+its message, the message and Enter, any mix. The model (tests/support/review_model.py) follows the operator:
+where the cursor is, what each key is there, and which keys of a burst came too late to take a decision. The
+same model predicts the bursts sent to the real binary in a terminal and over the websocket
+(tests/console/tui/test_review_bursts_terminal.py, tests/console/web/test_review_bursts_websocket.py).
+
+The invariants, checked after every rule against what the session recorded (its SupervisorDecided events; on
+the desk, its audit log):
+- every decision recorded is the one the model says the operator chose, in order, with the reason exactly as
+  typed in the reason box (so no force-allow without a force act, no approval of a write the operator was
+  vetoing, no edit that changed nothing);
+- while the dialog is open the model and the screen agree on where the cursor is and on both boxes' text;
 - the text typed in the customer's box is never lost, and never taken by a dialog.
 
 Small in `make test` (the `ci` profile); the `fuzz` profile (`make fuzz`) runs it long.
@@ -24,7 +32,6 @@ import asyncio
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +53,7 @@ from domains.registry import load_domain
 from tests.support.budget import fuzzing
 from tests.support.desk import ManualClock, make_desk, spec
 from tests.support.pilot import press_at_once, wait_for
+from tests.support.review_model import CLOSE, STAY, Dialog, as_keys, recorded_name
 
 FUZZ = fuzzing()  # the Hypothesis profile (tests/conftest.py): `make fuzz` runs it long
 pytestmark = pytest.mark.fuzz
@@ -57,41 +65,24 @@ def examples(default: int) -> settings:
                     derandomize=not FUZZ, suppress_health_check=list(HealthCheck))
 
 
-
 LOOP = asyncio.new_event_loop()
 PATIENCE = 60.0  # seconds a wait may take on a busy machine (a bound, never a measurement)
+SETTLED = 400  # at most this many pauses waiting for the app to stop changing after a burst
 
 # What the operator types: the decision keys, other letters, digits and a blank; keys with a name.
 LETTERS = "aveftxyn1 "
 KEYS = st.one_of(st.sampled_from(["enter", "tab", "shift+tab", "escape"]), st.sampled_from([*LETTERS, "backspace"]))
 TEXT = st.text(alphabet="aevfxyz ,.", min_size=1, max_size=6)
+# A burst: mostly a decision key and what was typed right after it (its message, Enter, more keys), as fast
+# typists and batching terminals deliver them; sometimes any keys at all. Its simplest value, which every run
+# tries first, is `v` and a letter of the message typed right after it.
+DECISION_FIRST = st.tuples(st.sampled_from(["v", "f", "e", "a", "enter"]), TEXT, st.sampled_from(["", "enter"]),
+                           st.lists(KEYS, max_size=3)).map(lambda t: [t[0], *as_keys(t[1]), *([t[2]] if t[2] else []),
+                                                                      *t[3]])
+BURST = st.one_of(DECISION_FIRST, st.lists(st.one_of(KEYS, TEXT.map(as_keys).map(tuple)), min_size=2, max_size=6)
+                  .map(lambda parts: [k for p in parts for k in ([p] if isinstance(p, str) else p)]))
 W, N = SupervisionMode.APPROVE_WRITES, SupervisionMode.APPROVE_NON_ALLOW
-
-
-def as_keys(text: str) -> list[str]:
-    return ["space" if c == " " else c for c in text]
-
-
-@dataclass
-class Dialog:
-    """What the operator knows of one open review dialog."""
-
-    verdict: str | None
-    arguments: str  # the arguments box's text as the dialog opened
-    tool: str
-    started: str | None = None  # the decision started (its key or button, still waiting for its reason)
-    forced: bool = False  # a force act happened in this dialog
-    reason: str = ""  # what the operator typed into the reason box (the cursor is always at its end)
-    moved: bool = False  # the focus is where the operator put it (Tab, shift+Tab, a click), not the dialog
-
-    @property
-    def safe(self) -> str:
-        """The button the dialog may focus by itself: accept the refusal, or (on an ALLOW) veto."""
-        return "approve" if self.refused else "veto"
-
-    @property
-    def refused(self) -> bool:
-        return self.verdict in ("REVISE", "BLOCK")
+FOCUS_NAMES = {"review-arguments": "arguments", "review-reason": "reason"}
 
 
 class ReviewModel(RuleBasedStateMachine):
@@ -152,9 +143,6 @@ class ReviewModel(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------------------------ the model
 
-    def opened(self, screen: ReviewScreen) -> None:
-        self.dialog = Dialog(screen.verdict, screen.query_one("#review-arguments", TextArea).text, screen.call.name)
-
     def valid_arguments(self, text: str, tool: str) -> bool:
         try:
             arguments = json.loads(text)
@@ -163,79 +151,76 @@ class ReviewModel(RuleBasedStateMachine):
         spec_ = load_domain(self.domain).tool(tool)
         return isinstance(arguments, dict) and spec_ is not None and not validate_arguments(spec_, arguments)
 
-    def act(self, dialog: Dialog, screen: ReviewScreen, decision: str) -> bool:
-        """The operator's explicit act for `decision`: True when the dialog must close with it."""
-        reason = dialog.reason.strip()
-        if decision == "force":
-            if not dialog.refused:
-                return False
-            dialog.forced = True
-        if decision in ("veto", "force") and not reason:
-            dialog.started = decision
-            return False
-        if decision == "edit" and not self.valid_arguments(screen.query_one("#review-arguments", TextArea).text,
-                                                           dialog.tool):
-            dialog.started = decision
-            return False
-        name = {"approve": "accept_verdict" if dialog.refused else "approve", "veto": "veto", "edit": "edit",
-                "force": "force_allow"}[decision]
-        self.expected.append((name, reason))
-        return True
+    def opened(self, screen: ReviewScreen, start: str | None = None) -> None:
+        # as proposed (a burst may have typed into the box already, as the dialog opened)
+        text = json.dumps(dict(screen.call.arguments), indent=2, ensure_ascii=False)
+        tool = screen.call.name
 
-    def meaning(self, dialog: Dialog, screen: ReviewScreen, key: str) -> str:
-        """What `key` does now, judged from where the cursor is: "close" (a decision or leaving undecided),
-        "stay" (text, a focus move, a started act)."""
+        def valid(arguments: str) -> bool:
+            return self.valid_arguments(arguments, tool)
+
+        self.dialog = Dialog(screen.verdict, text, valid) if start is None else \
+            Dialog.opened_with(start, screen.verdict, text, valid)
+
+    def agree(self, screen: ReviewScreen, after: str) -> None:
+        """The screen shows what the model says: the cursor where it says, both boxes' text as typed."""
+        dialog = self.dialog
+        assert dialog is not None
         focused = screen.focused
-        letter = {"a": "approve", "v": "veto", "e": "edit", "f": "force"}
-        if isinstance(focused, Input):  # the reason box: letters are text
-            if len(key) == 1 or key == "space":
-                dialog.reason += " " if key == "space" else key
-            elif key == "backspace":
-                dialog.reason = dialog.reason[:-1]
-            elif key == "enter" and dialog.started is not None:
-                return "close" if self.act(dialog, screen, dialog.started) else "stay"
-            return "stay"  # escape leaves the box for the safe button; Enter with nothing started goes there too
-        if isinstance(focused, TextArea):
-            return "stay"  # text (Enter a new line); escape leaves the box; Tab moves on
-        if key == "escape":
-            return "undecided"
-        if key in letter:
-            return "close" if self.act(dialog, screen, letter[key]) else "stay"
-        if key == "enter" and isinstance(focused, Button) and focused.id in letter.values():
-            # Enter presses the focused button: its act when the operator chose it, or the safe one the dialog
-            # focused. Any other button the dialog focused by itself is not a choice: nothing may happen.
-            if dialog.moved or focused.id == dialog.safe:
-                return "close" if self.act(dialog, screen, str(focused.id)) else "stay"
-        return "stay"
+        where = None if focused is None else FOCUS_NAMES.get(str(focused.id), focused.id)
+        assert where == dialog.focus, f"after {after}: the cursor is on {where}, the model says {dialog.focus}"
+        assert screen.query_one("#review-reason", Input).value == dialog.reason, after
+        area = screen.query_one("#review-arguments", TextArea)
+        assert area.text == dialog.arguments, after
+        if where == "arguments":
+            before = dialog.arguments[:dialog.cursor]
+            assert area.cursor_location == (before.count("\n"), len(before) - before.rfind("\n") - 1), after
+        if not isinstance(focused, Input | TextArea):
+            assert isinstance(focused, Button)
 
-    async def press(self, key: str) -> None:
+    async def settle(self) -> None:
+        """Let the app handle what it was sent, until two looks in a row see the same (the keys of a burst
+        are all queued at once; a decision it took is recorded by the session a moment later)."""
+        def look() -> tuple[Any, ...]:
+            screen = self.app.screen
+            boxes = [w.value if isinstance(w, Input) else w.text
+                     for w in screen.query("#review-reason, #review-arguments")]
+            return screen, screen.focused, len(self.recorded()), *boxes
+
+        last = None
+        for _ in range(SETTLED):
+            await self.pilot.pause()
+            now = look()
+            if now == last:
+                return
+            last = now
+        raise AssertionError("the app never stood still")
+
+    async def send(self, keys: list[str], at_once: bool) -> None:
+        """Send `keys` (one key pressed, or a burst) and check the dialog did what the model says."""
         screen = self.screen()
         dialog = self.dialog
         assert screen is not None and dialog is not None
-        what = self.meaning(dialog, screen, key)
-        decided = len(self.recorded())
-        before = screen.focused
-        await self.pilot.press(key)
-        if what == "close":
-            await wait_for(self.pilot, lambda: self.app.screen is not screen and len(self.recorded()) > decided,
-                           PATIENCE)
-            self.dialog = None
-            await self.after_close()
-        elif what == "undecided":
-            await wait_for(self.pilot, lambda: self.app.screen is not screen, PATIENCE)
-            self.dialog = None
-            await self.after_close()
+        decided = len(dialog.decided)
+        if at_once:
+            outcome, _rest = dialog.burst(keys)
+            await press_at_once(self.pilot, *keys)
         else:
-            await self.pilot.pause()
-            assert self.app.screen is screen, f"{key!r} closed the dialog: the model says it does not"
-            assert screen.query_one("#review-reason", Input).value == dialog.reason
-            if key in ("tab", "shift+tab"):
-                dialog.moved = True
-            elif screen.focused is not before:
-                dialog.moved = False
-            focused = screen.focused
-            if not dialog.moved and isinstance(focused, Button):  # never Force-allow, never Approve of an ALLOW
-                assert focused.id == dialog.safe, f"the dialog focused {focused.id} by itself (after {key!r})"
+            outcome, _changed = dialog.key(keys[0])
+            await self.pilot.press(keys[0])
+        self.expected += dialog.decided[decided:]
+        await self.settle()
+        what = f"{keys!r}" + (" in one burst" if at_once else "")
+        if outcome == STAY:
+            assert self.app.screen is screen, f"{what} closed the dialog: the model says it stays open"
+            self.agree(screen, what)
+            return
+        assert self.app.screen is not screen, f"{what} left the dialog open: the model says {outcome}"
+        if outcome == CLOSE:
+            await wait_for(self.pilot, lambda: len(self.recorded()) >= len(self.expected), PATIENCE)
+        self.dialog = None
+        await self.after_close()
+
     async def after_close(self) -> None:
         """Let the app settle after the dialog closed (the next review may be announced)."""
         await self.pilot.pause()
@@ -243,36 +228,56 @@ class ReviewModel(RuleBasedStateMachine):
     # ------------------------------------------------------------------------------------ rules
 
     @precondition(lambda self: self.dialog is not None)
+    @rule(keys=BURST)
+    def burst(self, keys: list[str]) -> None:
+        """Keys sent together: every one is made before the app handles the first."""
+        self.run(self.send(keys, at_once=True))
+
+    @precondition(lambda self: self.dialog is not None)
     @rule(key=KEYS)
     def key(self, key: str) -> None:
-        self.run(self.press(key))
+        self.run(self.send([key], at_once=False))
 
     @precondition(lambda self: self.dialog is not None)
-    @rule(text=TEXT, box=st.sampled_from(["#review-reason", "#review-arguments"]))
-    def type_into(self, text: str, box: str) -> None:
-        """Click into a box (the cursor goes to its end) and type."""
+    @rule(text=TEXT, box=st.sampled_from(["#review-reason", "#review-arguments"]), at_once=st.booleans())
+    def type_into(self, text: str, box: str, at_once: bool = False) -> None:
+        """Click into a box (the cursor goes to its end) and type, key by key or in one burst."""
         screen = self.screen()
-        assert screen is not None
+        dialog = self.dialog
+        assert screen is not None and dialog is not None
         widget = screen.query_one(box)
         widget.focus()
-        assert self.dialog is not None
-        self.dialog.moved = True
         if isinstance(widget, TextArea):
             widget.move_cursor(widget.document.end)
-        self.run(self._type(text))
+            dialog.focus, dialog.cursor = "arguments", len(dialog.arguments)
+        else:
+            dialog.focus = "reason"
+        self.run(self._type(as_keys(text), at_once))
 
-    async def _type(self, text: str) -> None:
-        for key in as_keys(text):
-            await self.press(key)
+    async def _type(self, keys: list[str], at_once: bool) -> None:
+        await self.pilot.pause()  # the click's focus first
+        if at_once:
+            await self.send(keys, at_once=True)
+            return
+        for key in keys:
+            await self.send([key], at_once=False)
 
     @precondition(lambda self: self.dialog is not None)
-    @rule(text=TEXT, enters=st.integers(1, 2))
-    def reason_and_enter(self, text: str, enters: int) -> None:
-        """What an operator does most: write the reason, press Enter (and Enter again)."""
-        self.type_into(text, "#review-reason")
-        for _ in range(enters):
-            if self.dialog is not None:
-                self.run(self.press("enter"))
+    @rule(text=TEXT, enters=st.integers(1, 2), at_once=st.booleans())
+    def reason_and_enter(self, text: str, enters: int, at_once: bool) -> None:
+        """What an operator does most: write the reason, press Enter (and Enter again); a fast typist sends
+        the reason and its Enter in one burst."""
+        if not at_once:
+            self.type_into(text, "#review-reason")
+            for _ in range(enters):
+                if self.dialog is not None:
+                    self.run(self.send(["enter"], at_once=False))
+            return
+        screen = self.screen()
+        assert screen is not None and self.dialog is not None
+        screen.query_one("#review-reason").focus()
+        self.dialog.focus = "reason"
+        self.run(self._type([*as_keys(text), *["enter"] * enters], at_once=True))
 
     # ------------------------------------------------------------------------------------ invariants
 
@@ -294,12 +299,15 @@ class ConsoleReview(ReviewModel):
 
     conversation: tuple[str, ...] = ()
 
-    @initialize(burst=TEXT)
-    def converse(self, burst: str) -> None:
+    @initialize(burst=TEXT, opening=BURST)
+    def converse(self, burst: str, opening: list[str]) -> None:
+        """The conversation up to the review, which the operator takes (F3) and answers with a burst."""
         app = make_app(seat="customer", mode=W, root=self.home, operator="op")
         self.start(app, (120, 35))
         self.customer = ""
         self.run(self._converse(burst))
+        self.run(self._take([]))
+        self.run(self.send(opening, at_once=True))
 
     async def _converse(self, burst: str) -> None:
         app: OperatorConsole = self.app
@@ -335,25 +343,39 @@ class ConsoleReview(ReviewModel):
         self.customer += text
 
     @precondition(lambda self: self.dialog is None and self.app.main.review_waiting)
-    @rule()
-    def take(self) -> None:
-        """F3: open the announced review (nothing happens when none is waiting)."""
-        self.run(self._take())
+    @rule(then=st.one_of(st.just([]), st.lists(KEYS, min_size=1, max_size=4)))
+    def take(self, then: list[str]) -> None:
+        """F3: open the announced review (nothing happens when none is waiting); sometimes with keys typed
+        right after it in the same burst, which came before the dialog did: none of them decides."""
+        self.run(self._take(then))
 
-    async def _take(self) -> None:
+    async def _take(self, then: list[str]) -> None:
         waiting = self.app.main.review_waiting
-        await self.pilot.press("f3")
-        if waiting:
-            await wait_for(self.pilot, lambda: self.screen() is not None, PATIENCE)
-            screen = self.screen()
-            assert screen is not None
-            await wait_for(self.pilot, lambda: screen.focused is not None, PATIENCE)
-            self.opened(screen)
-            assert self.dialog is not None and screen.focused is not None
-            assert screen.focused.id == self.dialog.safe  # it opens on the safe button
+        if then:
+            await press_at_once(self.pilot, "f3", *then)
         else:
+            await self.pilot.press("f3")
+        if not waiting:
             await self.pilot.pause()
             assert self.screen() is None
+            return
+        await wait_for(self.pilot, lambda: self.screen() is not None, PATIENCE)
+        screen = self.screen()
+        assert screen is not None
+        await wait_for(self.pilot, lambda: screen.focused is not None, PATIENCE)
+        self.opened(screen)
+        dialog = self.dialog
+        assert dialog is not None
+        outcome, _rest = dialog.burst(then, stale=True)
+        self.expected += dialog.decided
+        await self.settle()
+        if outcome == STAY:
+            assert self.app.screen is screen, f"F3 and {then!r} in one burst closed the dialog"
+            self.agree(screen, f"F3 and {then!r} in one burst")
+            return
+        assert self.app.screen is not screen
+        self.dialog = None
+        await self.after_close()
 
     async def after_close(self) -> None:
         """Wait for the session to stand still: the next review announced, the customer's turn, or the end. (A
@@ -397,13 +419,15 @@ class DeskReview(ReviewModel):
     screen_kind = DeskReviewScreen
     scenario: tuple[str, str, SupervisionMode] = ("retail", "refund-to-original-payment", W)
 
-    @initialize()
-    def open_desk(self) -> None:
+    @initialize(key=st.sampled_from(["v", "e", "f", "a"]), text=TEXT, then=st.lists(KEYS, max_size=3))
+    def open_desk(self, key: str, text: str, then: list[str]) -> None:
+        """The desk with its item, and the operator's first keys on it in one burst."""
         domain, scenario, mode = self.scenario
         self.domain = domain
         self.desk = make_desk([spec(domain, scenario, mode)], self.home, ManualClock())
         self.start(SupervisorApp(self.desk, operator="op", lifecycle=self.desk), (160, 45))
         self.run(self._item())
+        self.desk_burst(key, text, then)
 
     async def _item(self) -> None:
         screen: DeskScreen = self.app.desk_screen
@@ -424,33 +448,60 @@ class DeskReview(ReviewModel):
     @rule(key=st.sampled_from(["a", "v", "e", "f", "x"]))
     def desk_key(self, key: str) -> None:
         """A key on the desk, on the highlighted item."""
-        self.run(self._desk_key(key))
+        self.run(self._desk_keys([key], at_once=False))
 
-    async def _desk_key(self, key: str) -> None:
+    @precondition(lambda self: self.dialog is None)
+    @rule(key=st.sampled_from(["a", "v", "e", "f"]), text=TEXT, then=st.lists(KEYS, max_size=3))
+    def desk_burst(self, key: str, text: str, then: list[str]) -> None:
+        """A desk key and what was typed right after it, in one burst: after `v`, `e` or `f` the keys are for
+        the dialog the key opens (text in its box, never a decision: they came before it); after `a` (the
+        item is decided, the inbox changes) or a refused key they decide nothing."""
+        refused = (item := self.item()) is not None and item.verdict in ("REVISE", "BLOCK")
+        opens = key in ("v", "e") or (key == "f" and refused)
+        self.run(self._desk_keys([key, *as_keys(text), *(then if opens else [])], at_once=True))
+
+    async def _desk_keys(self, keys: list[str], at_once: bool) -> None:
         item = self.item()
         decided = len(self.recorded())
-        await self.pilot.press(key)
+        key, rest = keys[0], keys[1:]
+        if at_once:
+            await press_at_once(self.pilot, *keys)
+        else:
+            await self.pilot.press(key)
         if item is None or key == "x":
-            await self.pilot.pause()
+            await self.settle()
+            assert self.screen() is None
             return
         refused = item.verdict in ("REVISE", "BLOCK")
         if key == "a":
-            self.expected.append(("accept_verdict" if refused else "approve", ""))
+            self.expected.append((recorded_name("approve", refused), ""))
             await wait_for(self.pilot, lambda: len(self.recorded()) > decided, PATIENCE)
+            await self.settle()
             await self._item()
             return
         if key == "f" and not refused:  # the desk says why, opens nothing
-            await self.pilot.pause()
+            await self.settle()
             assert self.screen() is None
             return
-        await wait_for(self.pilot, lambda: self.screen() is not None, PATIENCE)
+        await wait_for(self.pilot, lambda: (self.screen() is not None and self.screen().started is not None)
+                       or len(self.recorded()) > decided, PATIENCE)
+        assert len(self.recorded()) == decided, (f"{keys!r}: the desk recorded {self.recorded()[decided:]} "
+                                                 "before its dialog was open")
         screen = self.screen()
         assert screen is not None
-        await wait_for(self.pilot, lambda: screen.started is not None, PATIENCE)
-        self.opened(screen)
-        assert self.dialog is not None
-        self.dialog.started = {"v": "veto", "e": "edit", "f": "force"}[key]
-        self.dialog.forced = key == "f"
+        self.opened(screen, start={"v": "veto", "e": "edit", "f": "force"}[key])
+        dialog = self.dialog
+        assert dialog is not None
+        outcome, _rest = dialog.burst(rest, stale=True)
+        self.expected += dialog.decided
+        await self.settle()
+        if outcome == STAY:
+            assert self.app.screen is screen, f"{keys!r} closed the dialog: the model says it stays open"
+            self.agree(screen, f"{keys!r}" + (" in one burst" if at_once else ""))
+            return
+        assert self.app.screen is not screen
+        self.dialog = None
+        await self.after_close()
 
     async def after_close(self) -> None:
         await wait_for(self.pilot, lambda: isinstance(self.app.screen, DeskScreen), PATIENCE)

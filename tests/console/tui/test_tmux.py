@@ -93,8 +93,15 @@ def override_cases() -> list[tuple[str, str, tuple[int, int]]]:
             for k, kind in enumerate(KINDS)]
 
 
+# Where the plan's corrected call is its first proposal again (airline: the same call once the flight was read),
+# an edit to it would change nothing, which is no edit (the dialog refuses it): the edit there changes an argument
+# the rule that REVISEd the call does not look at (the customer's gift card instead of the card).
+REAL_EDITS: dict[str, dict[str, Any]] = {"airline": {"payment_id": "gift_card_3391002"}}
+
+
 def corrected_arguments(domain: str) -> str:
-    """The plan's second proposal of its first write tool (the corrected call), as one line of JSON."""
+    """The plan's second proposal of its first write tool (the corrected call), as one line of JSON; changed
+    where it is the first proposal again (`REAL_EDITS`)."""
     from core.tools import ToolKind
     from domains.registry import load_domain
 
@@ -103,7 +110,7 @@ def corrected_arguments(domain: str) -> str:
     calls = [c for step in plan["agent"] for c in step.get("calls", [])]
     writes = [c for c in calls if (spec := loaded.tool(c["name"])) is not None and spec.kind is ToolKind.WRITE]
     same_tool = [c for c in writes if c["name"] == writes[0]["name"]]
-    return json.dumps(same_tool[min(1, len(same_tool) - 1)]["arguments"])
+    return json.dumps(same_tool[min(1, len(same_tool) - 1)]["arguments"] | REAL_EDITS.get(domain, {}))
 
 
 class Server:

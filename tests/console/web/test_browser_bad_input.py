@@ -362,9 +362,9 @@ async def test_a_foreign_cookie_that_is_not_utf8_breaks_nothing(server: ServedCo
 # ------------------------------------------------------------------------------------------ crashes
 
 
-async def test_a_console_crash_goes_to_its_session_folder_not_to_stdout(tmp_path: Path) -> None:
-    """A console that crashes (here: its --db is not a database) files its traceback in its session folder;
-    the server logs one line saying where, and writes nothing to its stdout. The console then exits by itself,
+async def test_a_console_crash_goes_to_a_log_file_not_to_stdout(tmp_path: Path) -> None:
+    """A console that crashes (here: its --db is not a database, before its session started) files its traceback
+    under the data dir's logs/ (in its session folder once it has one); the server logs one line saying where, and writes nothing to its stdout. The console then exits by itself,
     with status 1: it is not killed (it was, on a loaded machine, while the interpreter shut down for longer
     than the server's grace, and it reported a clean 0). No timing is asserted: the waits are generous."""
     home = tmp_path / "home"
@@ -378,7 +378,9 @@ async def test_a_console_crash_goes_to_its_session_folder_not_to_stdout(tmp_path
             line = server.wait_for_line(r"console crashed \(exit 1\): .* - the full log is in (\S+)",
                                         timeout=3 * WAIT)
             log = Path(line.group(1))
-            assert log.name == "console.log" and log.parent.parent == (home / "sessions").resolve()
+            # its session never started (a failed start leaves no folder), so its log is under the data dir's logs/
+            assert log.parent == (home / "logs").resolve() and log.name.startswith("console-")
+            assert not any((home / "sessions").glob("*/trace.jsonl"))
             assert "Traceback (most recent call last)" in log.read_text()
             server.wait_for_line(r"console pid \d+ ended \(exit 1\)", timeout=3 * WAIT)
         assert server.stdout_lines == []
