@@ -364,9 +364,10 @@ async def test_a_foreign_cookie_that_is_not_utf8_breaks_nothing(server: ServedCo
 
 async def test_a_console_crash_goes_to_a_log_file_not_to_stdout(tmp_path: Path) -> None:
     """A console that crashes (here: its --db is not a database, before its session started) files its traceback
-    under the data dir's logs/ (in its session folder once it has one); the server logs one line saying where, and writes nothing to its stdout. The console then exits by itself,
-    with status 1: it is not killed (it was, on a loaded machine, while the interpreter shut down for longer
-    than the server's grace, and it reported a clean 0). No timing is asserted: the waits are generous."""
+    under the data dir's logs/ (in its session folder once it has one); the server logs one line saying where,
+    and writes nothing to its stdout. The console then exits by itself, with status 1: it is not killed (it was,
+    on a loaded machine, while the interpreter shut down for longer than the server's grace, and it reported a
+    clean 0). No timing is asserted: the waits are generous."""
     home = tmp_path / "home"
     bad_db = tmp_path / "garbage.sqlite"
     bad_db.write_bytes(b"this is not a SQLite database, " * 100)
