@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from benchmarks.browser import BrowserProcess, Chromium, DevToolsError, find_chromium
 from console.tui.app import OperatorConsole, make_app
@@ -20,6 +20,7 @@ from console.tui.app import OperatorConsole, make_app
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LEDGERAGENT_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(Input, "_toggle_cursor", lambda _self: None)
+    monkeypatch.setattr(TextArea, "_toggle_cursor_blink_visible", lambda _self: None)  # the arguments box's cursor
     return tmp_path / "home"
 
 
