@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from benchmarks.browser import Chromium, find_chromium
+from benchmarks.browser import Chromium, Page, find_chromium
 from benchmarks.serve import ServedConsole, Tab
 from console.cli.main import main
 from console.cli.serve import ServeError, build_config, register
@@ -418,6 +418,21 @@ async def test_a_desk_host_that_dies_is_said_in_the_server_log(tmp_path: Path) -
 
 
 FIRST_BYTE = "!!document.body && document.body.classList.contains('-first-byte')"
+
+
+async def press_until_logged(page: Page, server: ServedConsole, pattern: str, tries: int = 6) -> None:
+    """Press `a` on `page` until the server logs `pattern`. The page's first byte may come before its desk screen
+    shows the inbox; a key typed before that is refused by the screen itself (typed before it showed what it
+    shows, the burst rule), which the server never hears of: the operator would press again, and so does this."""
+    for attempt in range(tries):
+        start = len(server.lines)
+        await page.press("a", "KeyA", 65, text="a")
+        try:
+            server.wait_for_line(pattern, 10 if attempt < tries - 1 else 60, start=start)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
 HAS_DESK_SCREENS = importlib.util.find_spec("console.tui.desk_app") is not None
 
 
@@ -446,11 +461,10 @@ async def test_two_browser_tabs_work_one_desk_and_a_closed_tab_releases_its_clai
             await bob.goto(server.operator_urls["bob"])
             await bob.wait_for(FIRST_BYTE, timeout=60)
             server.wait_for_line(r"desk host: desk: bob connected", 60)
-            await bob.press("a", "KeyA", 65, text="a")  # refused: alice holds it
-            # The refusal is logged before alice decides: bob's key, travelling behind, must not land on the
-            # call that comes next (that would be a decision this test never meant bob to make).
-            server.wait_for_line(rf"desk host: desk: refused bob's decide of {re.escape(first)}: item "
-                                 rf"{re.escape(first)} is claimed by alice", 60)
+            # Refused: alice holds it. The refusal is logged before alice decides: bob's key, travelling behind,
+            # must not land on the call that comes next (that would be a decision this test never meant bob to make).
+            await press_until_logged(bob, server, rf"desk host: desk: refused bob's decide of {re.escape(first)}: "
+                                                  rf"item {re.escape(first)} is claimed by alice")
             await alice.press("a", "KeyA", 65, text="a")  # REVISE: accepted, the call is not run
             await until(probe, lambda: probe.snapshot().item(first) is None, "the decided call leaves the inbox")
             decisions = read_audit(audit).decisions
