@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -79,7 +80,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         table = Table(title=self.title_text, show_header=False, box=None, padding=(0, 2))
         for key, what in self.keys:
-            table.add_row(key, what)
+            table.add_row(Text(key), Text(what))  # a key is shown as typed: "[" is a key here, not markup
         with VerticalScroll(id="help-dialog"):
             yield Static(table, id="help-keys")
         yield Footer()

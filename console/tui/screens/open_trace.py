@@ -23,6 +23,7 @@ from console.tui.screens.recorded import RecordingAudited, audit_recording, scre
 from console.tui.screens.replay import ReplayScreen, open_replay, recent_traces, trace_ending
 from console.tui.screens.results import ResultsScreen
 from console.tui.theme import palette_of
+from console.tui.widgets.cells import literal
 from core.domain import Domain
 from core.evaluation.loading import load_results
 from core.evaluation.results import EvalResults, ResultsError
@@ -88,12 +89,13 @@ class OpenTraceScreen(ModalScreen[None]):
             yield Input(placeholder="a session's trace.jsonl, or an eval results.json / run folder (Enter); "
                         "or pick a recent session below",
                         id="open-path")
-            table: DataTable[str] = DataTable(id="open-recent", cursor_type="row")
+            table: DataTable[Text] = DataTable(id="open-recent", cursor_type="row")
             table.add_column("session", key="session")
             table.add_column("ending", key="ending")
             table.add_column("folder", key="folder")
             for path in self.traces:
-                table.add_row(path.parent.name, "…", str(path.parent), key=str(path))
+                # literal: a folder's name is whatever made the folder, never markup for the table
+                table.add_row(literal(path.parent.name), Text("…"), literal(str(path.parent)), key=str(path))
             yield table
             yield Static("", id="open-error")
         yield Footer()
@@ -114,7 +116,7 @@ class OpenTraceScreen(ModalScreen[None]):
             if key in table.rows:
                 style = "" if ending.startswith("ended") else colours.text(
                     "error" if ending.startswith("failed") else "warning", "bold")
-                table.update_cell(key, "ending", Text(ending, style), update_width=True)
+                table.update_cell(key, "ending", literal(ending, style), update_width=True)  # read from the trace
 
     def open(self, path: Path) -> None:
         """Start reading `path` in a worker; the screen to show it is pushed when it arrives."""

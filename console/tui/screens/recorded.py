@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -32,11 +31,13 @@ from textual.widgets import DataTable, Footer, Static
 from console.runtime.audit_replay import At
 from console.runtime.errors import CliError
 from console.runtime.lookup import recording_domain
+from console.tui.widgets.cells import literal
 from core.domain import Domain
 from core.evidence import EvidenceMode
 from core.recorded.audit import CATEGORIES, HYPOTHETICAL, AuditedCall, ConversationAudit, RecordedAudit
 from core.recorded.formats import read_auditable
 from core.recorded.model import FORMAT_WORDS, Recording, RecordingError
+from core.strict_json import inert
 from core.tools import Requestor
 from mock_backends.registry import BackendSourceError, open_backend
 
@@ -178,15 +179,15 @@ class RecordedConversationsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         recording = self.audited.recording
         where = f", every call re-executed on {self.audited.database}" if self.audited.database else ""
-        yield Static(f"{recording.source}: {FORMAT_WORDS[recording.format]}, {len(self.audited.audits)} "
-                     f"conversation(s), domain {self.audited.domain.name}{where} · {HYPOTHETICAL}",
+        yield Static(inert(f"{recording.source}: {FORMAT_WORDS[recording.format]}, {len(self.audited.audits)} "
+                           f"conversation(s), domain {self.audited.domain.name}{where} · {HYPOTHETICAL}"),
                      classes="screen-title", markup=False)
         table: DataTable[Any] = DataTable(id="recorded-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("conversation", "writes", *CATEGORIES, "problems")
         for index, audit in enumerate(self.audited.audits):
             counts = audit.counts()
-            table.add_row(Text(audit.label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
-                          str(len(audit.problems)), key=str(index))  # Text: a recorded label is never markup
+            table.add_row(literal(audit.label), str(sum(counts.values())), *(str(counts[c]) for c in CATEGORIES),
+                          str(len(audit.problems)), key=str(index))  # literal: a recorded label is never markup
         yield table
         yield Static("", id="recorded-writes-title", classes="screen-title", markup=False)
         writes: DataTable[Any] = DataTable(id="recorded-writes", cursor_type="row", zebra_stripes=True)
@@ -210,11 +211,11 @@ class RecordedConversationsScreen(Screen[None]):
         writes.clear()
         for call in _write_rows(audit):
             rules = ", ".join(r.predicate_id for r in call.decision.failed) if call.decision is not None else ""
-            writes.add_row(str(call.index), Text(call.where.short()), Text(call.call.name),
-                           call.category or "not judged", rules, key=str(call.index))
+            writes.add_row(str(call.index), literal(call.where.short()), literal(call.call.name),
+                           call.category or "not judged", literal(rules), key=str(call.index))
         self.query_one("#recorded-writes-title", Static).update(
-            f"writes of {audit.label or 'the conversation'}: {len(_write_rows(audit))} · o opens the highlighted "
-            "one in its conversation")
+            inert(f"writes of {audit.label or 'the conversation'}: {len(_write_rows(audit))} · o opens the "
+                  "highlighted one in its conversation"))
 
     @on(DataTable.RowHighlighted, "#recorded-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

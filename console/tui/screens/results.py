@@ -16,9 +16,11 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.tui.screens.replay import ReplayScreen
 from console.tui.theme import INFO, OPERATOR, palette_of
+from console.tui.widgets.cells import literal
 from console.tui.widgets.filter_bar import FilterBar
 from core.evaluation.results import EvalResults, TrialResult
 from core.events import EVENT_ADAPTER, Event
+from core.strict_json import inert
 from domains.registry import UnknownDomain, load_domain
 
 FIXED_COLUMNS = 4  # domain, task, agent, passed
@@ -60,14 +62,14 @@ class ResultsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         header = self.results.header
-        title = Text.assemble(("results ", palette_of(self).text(INFO, "bold")), str(self.source), "   ",
-                              f"{', '.join(header.domains)} · agents {', '.join(header.agents)} · "
-                              f"{header.trials} trial(s)")
+        title = Text.assemble(("results ", palette_of(self).text(INFO, "bold")), inert(str(self.source)), "   ",
+                              inert(f"{', '.join(header.domains)} · agents {', '.join(header.agents)} · "
+                                    f"{header.trials} trial(s)"))
         if header.offline:
             title.append("   SIMULATION: scripted agents and customers, not a model",
                          palette_of(self).text("warning", "bold"))
         elif header.model:
-            title.append(f"   model {header.model}")
+            title.append(inert(f"   model {header.model}"))
         yield Static(title, classes="screen-title")
         yield Static(self._summary(), id="results-summary")
         table: DataTable[Any] = DataTable(id="results-table", cursor_type="cell", zebra_stripes=True)
@@ -90,11 +92,14 @@ class ResultsScreen(Screen[None]):
                 continue
             if needle and not any(needle in text.lower() for text in (key, *(self._cell(t).plain for t in trials))):
                 continue
-            domain, task, agent = key.split("|")
+            first = trials[0]  # not the key split at "|": a task id may hold one
+            domain, task, agent = first.domain, first.task_id, first.agent
             scored = [t for t in trials if t.scored]
             passed = sum(t.success for t in scored)
             cells = [self._cell(t) for t in trials] + [Text("")] * (self.max_trials - len(trials))
-            table.add_row(domain, task, agent, f"{passed}/{len(scored)}", *cells, key=key)
+            # literal: the domain, task and agent are what the results file says, never markup for the table
+            table.add_row(literal(domain), literal(task), literal(agent), Text(f"{passed}/{len(scored)}"), *cells,
+                          key=key)
 
     def action_failures_only(self) -> None:
         """Show only tasks with a failed trial, or all again; a run without failures says so and hides nothing
@@ -127,7 +132,7 @@ class ResultsScreen(Screen[None]):
         for agent, trials in sorted(by_agent.items()):
             scored = [t for t in trials if t.scored]
             passed = sum(t.success for t in scored)
-            text.append(f"{agent}: ", "bold")
+            text.append(f"{inert(agent)}: ", "bold")
             rate = f" ({100 * passed / len(scored):.1f}%)" if scored else ""
             text.append(f"{passed} of {len(scored)} scored trials passed{rate}")
             left_out = [f"{n} {what}" for n, what in (
@@ -140,14 +145,15 @@ class ResultsScreen(Screen[None]):
         return text
 
     def _cell(self, trial: TrialResult) -> Text:
+        """A trial's outcome as its cell; the status, category and termination are the results file's words."""
         if trial.status != "ok":
-            return Text(f"⚠ {trial.status}", palette_of(self).text(OPERATOR, "bold"))
+            return literal(f"⚠ {trial.status}", palette_of(self).text(OPERATOR, "bold"))
         if trial.success:
             return Text("✓", palette_of(self).text("success", "bold"))
         if trial.unscored:
             return Text("? unscored", palette_of(self).text("warning", "bold"))
         label = trial.failure.category if trial.failure is not None else trial.termination
-        return Text(f"✗ {label}", palette_of(self).text("error", "bold"))
+        return literal(f"✗ {label}", palette_of(self).text("error", "bold"))
 
     def selected_trial(self) -> TrialResult | None:
         table = self.query_one("#results-table", DataTable)

@@ -22,8 +22,10 @@ from console.runtime.coverage import CoverageReport, coverage
 from console.runtime.live import LiveSession
 from console.runtime.rules import reload_rules
 from console.tui.theme import palette_of
+from console.tui.widgets.cells import literal
 from core.gate import Predicate
 from core.regate import RegateRow, export_trajectory, regate, write_trajectory
+from core.strict_json import inert
 
 
 def predicate_counts(events: list[Any]) -> dict[str, Counter[str]]:
@@ -104,7 +106,10 @@ class WorkbenchScreen(Screen[None]):
         self.refresh_table()
 
     def _say(self, text: str | Text) -> None:
-        self.query_one("#wb-message", Static).update(text)
+        """A message under the rules, shown as it is: it names rules, files and errors (never markup), so a
+        `str` is not parsed for markup and the text's control characters are inert; a `Text` keeps its style."""
+        plain, style = (text.plain, text.style) if isinstance(text, Text) else (text, "")
+        self.query_one("#wb-message", Static).update(Text(inert(plain, lines=True), style=style))
 
     def refresh_table(self) -> None:
         table = self.query_one("#wb-predicates", DataTable)
@@ -130,8 +135,9 @@ class WorkbenchScreen(Screen[None]):
             tools = tools if len(tools) <= 40 else f"{len(p.tools)} tools: {tools[:28]}…"
             source = Text(p.source, colours.text("warning", "bold") if p.house_rule else "")
             tested = len(self.coverage.tests_of(p.id)) if self.coverage.tests_found else "-"
-            table.add_row(on_mark, p.id, Text(p.severity.value, colours.badge(p.severity.value)), source, str(tested),
-                          *cells, tools, p.policy, key=p.id)
+            # literal: a rule's id, tools and policy are its file's (a house rule's author's), never markup
+            table.add_row(on_mark, literal(p.id), Text(p.severity.value, colours.badge(p.severity.value)), source,
+                          Text(str(tested)), *map(Text, cells), literal(tools), literal(p.policy), key=p.id)
         table.move_cursor(row=min(cursor, max(table.row_count - 1, 0)))
         house = sum(p.house_rule for p in gate.predicates)
         self.query_one("#wb-title", Static).update(
@@ -209,8 +215,10 @@ class WorkbenchScreen(Screen[None]):
             new = Text(f" {row.new_verdict} ", palette_of(self).badge(row.new_verdict))
             if row.changed:
                 call = f"▶ {call}"
-            diff.add_row(str(row.index), str(row.step), call, old, new, rule_list(row.old_statuses),
-                         rule_list(row.new_statuses), row.new_reason[:120], key=str(row.index))
+            # literal: the call is the recorded one, the rule ids and the reason the rules' own words
+            diff.add_row(Text(str(row.index)), Text(str(row.step)), literal(call), old, new,
+                         literal(rule_list(row.old_statuses)), literal(rule_list(row.new_statuses)),
+                         literal(row.new_reason[:120]), key=str(row.index))
         changed = sum(r.changed for r in rows)
         self._say(Text(f"Re-gated {len(rows)} recorded decisions with the current rules: {changed} changed "
                        "(marked ▶). The pass / fail / error counts above are the re-gate's now; select a "
@@ -222,7 +230,7 @@ class WorkbenchScreen(Screen[None]):
     def _show_detail(self, index: int) -> None:
         rows = self.last_regate or []
         self.query_one("#wb-detail", Static).update(
-            Text(regate_detail(rows[index])) if 0 <= index < len(rows) else "")
+            Text(inert(regate_detail(rows[index]), lines=True)) if 0 <= index < len(rows) else "")
 
     @on(DataTable.RowHighlighted, "#wb-diff")
     def _diff_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -1,0 +1,158 @@
+"""Every table of the console shows its cells literally: a session folder's name, how a trace says its session
+ended, an eval results file's domain / task / agent / trial outcome, a rule's id, policy and reason, a recorded
+conversation's label. `[red]x[/red]` in any of them is shown as `[red]x[/red]` (a DataTable would read a `str`
+cell as Rich markup: style it, turn it into a link, swallow it or fail on an unmatched closing tag), and an ESC
+in any of them is shown as `␛`, never sent to the terminal.
+
+What is checked is the table as drawn (the screen's frame, cropped to the table), after waiting for something
+in the same table that reads the same before and after the fix, so no assertion waits on a frame."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import DataTable, Input, Static
+
+from console.tui.app import OperatorConsole
+from console.tui.screens.open_trace import OpenTraceScreen
+from console.tui.screens.recorded import RecordedConversationsScreen
+from console.tui.screens.results import ResultsScreen
+from console.tui.screens.workbench import WorkbenchScreen
+from core.evaluation.results import EvalResults, RunHeader, TrialResult
+from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.recorded import SWAP_THEN_ADDRESS, record_on_seed, tau2_results
+from tests.support.screen import region_lines
+
+SIZE = (240, 50)
+MARKUP = "[red]boom[/red]"
+LINK = "[link=http://x]y"
+ESC = "\x1b[2J"  # clears the screen if it reaches the terminal
+SEEN_ESC = "␛[2J"
+
+
+def drawn(app: Any, table: DataTable[Any]) -> str:
+    """The table as the terminal shows it."""
+    return "\n".join(region_lines(app, table))
+
+
+def assert_no_control(text: str) -> None:
+    assert "\x1b" not in text, "an ESC from a cell reached the terminal"
+
+
+def write_trace(folder: Path, events: list[dict[str, Any]]) -> None:
+    folder.mkdir(parents=True)
+    (folder / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+
+
+async def test_the_open_list_shows_folder_names_and_endings_literally(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path, monkeypatch: Any) -> None:
+    home = tmp_path / "data"
+    monkeypatch.setenv("LEDGERAGENT_HOME", str(home))
+    started = {"type": "session_started", "seq": 1, "domain": "retail", "scenario": "x", "agent": "ledger",
+               "model": "scripted"}
+    folder = f"20260101-000001-[red]boom{ESC}"  # a folder's name can hold anything but "/" (so no "[/red]")
+    write_trace(home / "sessions" / folder, [
+        started, {"type": "session_ended", "seq": 2, "reason": f"{MARKUP} {LINK}{ESC}", "steps": 3}])
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        screen = await wait_for_screen(pilot, app, OpenTraceScreen)
+        table = screen.query_one("#open-recent", DataTable)
+        await wait_for(pilot, lambda: "ended:" in drawn(app, table))  # the ending was read and shown
+        shown = drawn(app, table)
+        assert_no_control(shown)
+        assert f"20260101-000001-[red]boom{SEEN_ESC}" in shown
+        assert f"ended: {MARKUP} {LINK}{SEEN_ESC}" in shown
+
+
+async def test_the_results_table_shows_what_the_file_says_literally(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    trials = [
+        TrialResult(domain=f"retail{ESC}", task_id="[b]t1", agent=LINK, trial=0, termination="user_stop",
+                    success=True),
+        TrialResult(domain=f"retail{ESC}", task_id="[/b]t2|x", agent=LINK, trial=0, termination=MARKUP,
+                    success=False),
+    ]
+    results = EvalResults(header=RunHeader(domains=["retail"], agents=[LINK], trials=1, offline=True),
+                          trials=trials)
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(results, tmp_path))
+        screen = await wait_for_screen(pilot, app, ResultsScreen)
+        table = screen.query_one("#results-table", DataTable)
+        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
+        lines = drawn(app, table).splitlines()
+        assert_no_control("\n".join(lines))
+        first = next(line for line in lines if "1/1" in line)
+        second = next(line for line in lines if "0/1" in line)
+        assert first.split()[:3] == [f"retail{SEEN_ESC}", "[b]t1", LINK]
+        assert second.split()[:3] == [f"retail{SEEN_ESC}", "[/b]t2|x", LINK]
+        assert f"✗ {MARKUP}" in second
+
+
+async def test_the_workbench_shows_a_rules_id_policy_and_reason_literally(
+        console_app: Callable[..., OperatorConsole]) -> None:
+    from core.gate import GateContext, LedgerView, Outcome, Verdict, Violation, predicate
+    from core.tools import ToolCall
+
+    rule_id = f"house.{MARKUP}{ESC}"
+
+    @predicate(id=rule_id, tools=["return_delivered_order_items"], severity=Verdict.REVISE,
+               policy=f"policy {LINK}{ESC}")
+    def hostile(call: ToolCall, view: LedgerView, ctx: GateContext) -> Outcome:
+        return Violation(f"because {LINK}{ESC}")
+
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("space")
+        await wait_for(pilot, lambda: app.live is not None and app.live.state.phase == "ended")
+        assert app.live is not None
+        app.live.agent.gate.predicates = [*app.live.agent.gate.predicates, hostile]
+        await pilot.press("w")
+        screen = await wait_for_screen(pilot, app, WorkbenchScreen)
+        table = screen.query_one("#wb-predicates", DataTable)
+        await wait_for(pilot, lambda: "policy" in drawn(app, table))
+        rules = drawn(app, table)
+        assert_no_control(rules)
+        assert f"house.{MARKUP}{SEEN_ESC}" in rules
+        assert f"policy {LINK}{SEEN_ESC}" in rules
+        await pilot.press("g")
+        await wait_for(pilot, lambda: screen.last_regate is not None)
+        diff = screen.query_one("#wb-diff", DataTable)
+        await wait_for(pilot, lambda: "▶" in drawn(app, diff))  # the hostile rule changed a verdict
+        changes = drawn(app, diff)
+        assert_no_control(changes)
+        assert f"house.{MARKUP}{SEEN_ESC}" in changes
+        assert f"because {LINK}{SEEN_ESC}" in changes
+        table.move_cursor(row=table.row_count - 1)  # the hostile rule, added last
+        table.focus()
+        await pilot.press("space")
+        message = screen.query_one("#wb-message", Static)
+        await wait_for(pilot, lambda: "for the rest of this session" in str(message.render()))
+        assert str(message.render()).startswith(f"house.{MARKUP}{SEEN_ESC} disabled")
+
+
+async def test_a_recorded_conversations_label_is_shown_literally(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    exchanges = await record_on_seed("retail", tmp_path / "recording.sqlite", SWAP_THEN_ADDRESS)
+    document = tau2_results("retail", [exchanges[:5], exchanges])  # two: the list of them opens
+    document["simulations"][0]["task_id"] = f"{MARKUP}{ESC}"
+    path = tmp_path / "retail-run.json"
+    path.write_text(json.dumps(document))
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
+        box = opener.query_one("#open-path", Input)
+        box.value = str(path)
+        box.focus()
+        await pilot.press("enter")
+        listing = await wait_for_screen(pilot, app, RecordedConversationsScreen)
+        table = listing.query_one("#recorded-table", DataTable)
+        await wait_for(pilot, lambda: "simulations[0]" in drawn(app, table))
+        shown = drawn(app, table)
+        assert_no_control(shown)
+        assert f"{MARKUP}{SEEN_ESC}" in shown
