@@ -24,6 +24,7 @@ from core.evaluation.rewards import NLJudge
 from core.evaluation.runner import AgentVariant, DomainRun, EvalRunner, RunSettings
 from core.folder_lock import FolderLock
 from core.llm.tokenizer import tokenizer_name
+from core.private_files import make_dirs
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ async def run_evaluation(runs: Sequence[DomainRun], variants: Sequence[AgentVari
                          on_trial: Callable[[TrialSummary], None] | None = None) -> EvalOutcome:
     """Run (or finish) an evaluation into `folder`. `on_start(total, already_done)` is called once before the
     first trial, `on_trial` after each one (progress display)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     with FolderLock.acquire(folder):  # FolderBusy (naming the holder's pid) when another run writes there
         return await _run_locked(runs, variants, settings, header, folder, resume=resume, judge=judge,
                                  prices=prices, on_start=on_start, on_trial=on_trial)

@@ -23,6 +23,7 @@ from core.evaluation.tasks import Task
 from core.evaluation.trajectory import tau2_messages
 from core.evaluation.usage import role_usage
 from core.events import EVENT_ADAPTER
+from core.private_files import make_dirs
 
 OpenBackend = Callable[[Path], Awaitable[TrialBackend]]
 
@@ -79,7 +80,7 @@ async def regrade(results: EvalResults, domains: Sequence[RegradeDomain], workdi
     by_name = {d.domain.name: d for d in domains}
     outcome = RegradeOutcome(results=results)
     regraded: list[TrialResult] = []
-    workdir.mkdir(parents=True, exist_ok=True)
+    make_dirs(workdir)
     backends: dict[str, tuple[TrialBackend, object]] = {}
     gold: dict[tuple[str, str], GoldState] = {}
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from core.evaluation.metrics import AgentMetrics, Metrics
 from core.evaluation.results import RunHeader, TrialSummary
+from core.private_files import write_text
 
 COLORS = {"ledger": "#1f77b4", "fc": "#d62728", "ledger-no-gate": "#2ca02c", "ledger-compact": "#9467bd"}
 _EXTRA = ["#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
@@ -276,10 +277,9 @@ def write_report(folder: Path, header: RunHeader, metrics: Metrics, trials: Sequ
             continue
         name = f"pass_k_{domain}.svg"
         kind = "scripted simulation" if header.offline else (header.model or "model")
-        (folder / name).write_text(pass_k_svg(f"pass^k — {domain} ({kind})", {c.agent: c.pass_k for c in cells}),
-                                   encoding="utf-8")
+        write_text(folder / name, pass_k_svg(f"pass^k — {domain} ({kind})", {c.agent: c.pass_k for c in cells}))
         plots[domain] = name
     ordered = sorted(trials, key=lambda t: t.key)
     path = folder / "report.md"
-    path.write_text(render_markdown(header, metrics, ordered, plots), encoding="utf-8")
+    write_text(path, render_markdown(header, metrics, ordered, plots))
     return path

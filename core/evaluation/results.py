@@ -14,6 +14,7 @@ order (domain, task, agent, trial), so the same run gives the same file whatever
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
@@ -24,6 +25,7 @@ from core import strict_json
 from core.evaluation.mistakes import Mistake
 from core.evaluation.rewards import RewardInfo
 from core.evaluation.tasks import Task
+from core.private_files import append_text, make_dirs, open_fd, write_text
 
 _Line = TypeVar("_Line", bound=BaseModel)
 
@@ -220,8 +222,8 @@ class ResultStore:
         self._handle: IO[str] | None = None
 
     def write_header(self, header: RunHeader) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.header_path.write_text(header.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        make_dirs(self.folder)
+        write_text(self.header_path, header.model_dump_json(indent=2) + "\n")
 
     def read_header(self) -> RunHeader | None:
         if not self.header_path.is_file():
@@ -254,9 +256,9 @@ class ResultStore:
 
     def append(self, result: TrialResult) -> None:
         if self._handle is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.folder)
             self._repair_tail()
-            self._handle = self.trials_path.open("a", encoding="utf-8")
+            self._handle = append_text(self.trials_path)
         self._handle.write(result.model_dump_json() + "\n")
         self._handle.flush()
 
@@ -283,7 +285,8 @@ class ResultStore:
                 index[summary.key] = (offset, length)
         keys = sorted(index, key=lambda k: (k[0], order.get((k[0], k[1]), 10**9), k[1], k[2], k[3]))
         tasks_json = {d: [t.model_dump(mode="json", exclude_none=True) for t in ts] for d, ts in tasks.items()}
-        with self.results_path.open("w", encoding="utf-8") as out, self.trials_path.open("rb") as source:
+        results = os.fdopen(open_fd(self.results_path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8")
+        with results as out, self.trials_path.open("rb") as source:
             out.write('{"header": ' + header.model_dump_json() + ',\n"tasks": ' + json.dumps(tasks_json)
                       + ',\n"metrics": ' + json.dumps(metrics) + ',\n"trials": [\n')
             for number, key in enumerate(keys):

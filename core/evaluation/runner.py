@@ -59,6 +59,7 @@ from core.evaluation.trajectory import tau2_messages
 from core.evaluation.usage import MeteredModel, agent_usage, role_usage
 from core.events import EventBus, ModelFailed, ToolResultEvent
 from core.llm.base import AssistantTurn, ChatModel, Message, RetryListener
+from core.private_files import make_dirs
 from core.session import Session, SessionResult
 from core.tools import ToolKind
 from core.users import UserProxy
@@ -193,7 +194,7 @@ class EvalRunner:
         return sum(len(self.pending(run)) for run in self.runs)
 
     async def run(self) -> list[TrialSummary]:
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.workdir)
         done: list[TrialSummary] = []
         for run in self.runs:
             queue: asyncio.Queue[tuple[Task, AgentVariant, int]] = asyncio.Queue()

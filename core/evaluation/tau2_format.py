@@ -40,6 +40,7 @@ from core.evaluation.rewards import CheckResult, DBCheck, RewardInfo
 from core.evaluation.tasks import Task
 from core.evaluation.trajectory import Stamp, events_from_messages, tau2_messages, token_count
 from core.events import EVENT_ADAPTER
+from core.private_files import make_dirs, write_text
 
 TAU2_TERMINATIONS = frozenset({"user_stop", "agent_stop", "max_steps", "timeout", "too_many_errors", "agent_error",
                                "user_error", "infrastructure_error", "context_window_exceeded",
@@ -253,7 +254,7 @@ def _sampling(header: RunHeader) -> dict[str, Any]:
 def write_tau2(results: EvalResults, folder: Path, policies: Mapping[str, str] | None = None,
                cost: Callable[[str, int, int], float | None] | None = None) -> list[Path]:
     """One `<domain>-<agent>.json` per cell of the run in `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder)
     written: list[Path] = []
     for domain in results.header.domains:
         for agent in results.header.agents:
@@ -261,7 +262,7 @@ def write_tau2(results: EvalResults, folder: Path, policies: Mapping[str, str] |
                 continue
             document = to_tau2(results, domain, agent, policy=(policies or {}).get(domain, ""), cost=cost)
             path = folder / f"{domain}-{agent}.json"
-            path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
             written.append(path)
     return written
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -184,3 +186,22 @@ async def test_tau2_tasks_and_database(tmp_path: Path) -> None:
     info = next(t for t in load_results(tmp_path).trials if t.task_id == "64" and t.agent == "ledger").reward_info
     assert info is not None and [c.status for c in info.write_checks] == ["matched"]
     assert OfflineCustomer.for_task(run.tasks[0]).first_message.startswith("You received your order")
+
+
+async def test_an_evaluation_folder_is_private_to_its_user_whatever_the_umask(tmp_path: Path) -> None:
+    """Its trials hold whole conversations (customers' names, emails, orders) and each trial's database: the run
+    folder, its work folders and every file in them, the tau2 export included, are 0700 / 0600 under umask 000."""
+    from core.evaluation.tau2_format import write_tau2
+
+    before = os.umask(0)
+    try:
+        out = tmp_path / "runs" / "retail"
+        await evaluate(out, retail_run(["r01"]), trials=1, concurrency=1)
+        write_tau2(load_results(out), out / "tau2")
+    finally:
+        os.umask(before)
+    made = [out.parent, *out.parent.rglob("*")]
+    assert {p.name for p in made} >= {"run.json", "trials.jsonl", "results.json", "report.md", "tau2"}
+    opened = {p.relative_to(tmp_path): oct(stat.S_IMODE(p.lstat().st_mode)) for p in made
+              if stat.S_IMODE(p.lstat().st_mode) != (0o700 if p.is_dir() else 0o600)}
+    assert opened == {}
