@@ -22,6 +22,7 @@ from typing import Any
 from core.tools import validate_arguments
 from domains.registry import load_domain
 from tests.support.review_model import STAY, Dialog, recorded_name
+from tests.support.screen import decision_keys_shown
 
 ANNOUNCED = "A write waits for your review"  # the console's announcement of a waiting review (F3 takes it)
 OPEN = "Review write"  # the dialog's title
@@ -124,9 +125,7 @@ def shows(screen: str, focus: str, reason: str, refusals: int) -> bool:
     the buttons (the footer lists the decision keys only while the cursor is on the buttons), a refusal said."""
     if OPEN not in screen or (reason and reason not in screen) or (refusals and STALE not in screen):
         return False
-    footer = (screen.rstrip("\n").splitlines() or [""])[-1]
-    on_buttons = "a Approve" in footer or "a Accept" in footer
-    return on_buttons == (focus not in ("reason", "arguments"))
+    return decision_keys_shown(screen) == (focus not in ("reason", "arguments"))
 
 
 def trace_events(lines: list[str]) -> list[dict[str, Any]]:

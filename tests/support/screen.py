@@ -26,3 +26,11 @@ def region_lines(app: Any, widget: Any) -> list[str]:
     lines = screen_lines(app)
     return [line[region.x:region.x + region.width].ljust(region.width)
             for line in lines[region.y:region.y + region.height]]
+
+
+def decision_keys_shown(screen: str) -> bool:
+    """Whether a screen's text (a terminal's capture) shows the review dialog's footer with its decision keys,
+    which it lists only while the cursor is on the buttons: a row starting with what `a` does for this verdict.
+    The footer's keys wrap into rows (two at 80 columns) and `a` starts the first, which is not the screen's last
+    line then."""
+    return any(line.lstrip().startswith(("a Approve (run it)", "a Accept ")) for line in screen.splitlines())

@@ -13,10 +13,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
 
 from console.tui.key_order import InOrderApp, KeyInterpreter
 from console.tui.widgets.dialog import DialogActions, DialogFrame
+from console.tui.widgets.footer import ConsoleFooter
 
 
 class ConfirmScreen(KeyInterpreter, ModalScreen[bool]):
@@ -33,7 +34,7 @@ class ConfirmScreen(KeyInterpreter, ModalScreen[bool]):
             with DialogActions(id="confirm-actions"), Horizontal(id="confirm-buttons"):
                 yield Button("Yes [y]", id="yes", variant="error")
                 yield Button("No [n]", id="no", variant="primary")
-        yield Footer()
+        yield ConsoleFooter()  # as every decision dialog's: its keys wrap into rows, never cut at the edge
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

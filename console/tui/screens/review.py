@@ -34,12 +34,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Static, TextArea
 
 from console.runtime.facts import customer_words, refusal_words
 from console.tui.key_order import InOrderApp, KeyInterpreter
 from console.tui.theme import palette_of
 from console.tui.widgets.dialog import DialogActions, DialogFrame
+from console.tui.widgets.footer import ConsoleFooter
 from core.domain import Domain
 from core.gate import GateDecision
 from core.strict_json import inert, inert_json
@@ -138,7 +139,7 @@ class ReviewScreen(KeyInterpreter, ModalScreen[Resolution | None]):
                     yield Button(Text("Edit & re-gate [e]"), id="edit")
                     if verdict is not None and self.refused:
                         yield Button(Text(f"{force_label(verdict)} [f]"), id="force", variant="warning")
-        yield Footer()
+        yield ConsoleFooter()  # its keys wrap into rows: each decision key whole with what it does at 80 columns
 
     def on_mount(self) -> None:
         self.opening()
@@ -155,10 +156,10 @@ class ReviewScreen(KeyInterpreter, ModalScreen[Resolution | None]):
     def on_resize(self, event: events.Resize) -> None:
         """A small terminal: the dialog takes the whole screen and the buttons go two by two (the middle
         scrolls; the reason box and the buttons stay, DialogFrame). The footer packs its keys closer, so that
-        every decision key with what it does fits in 80 columns. The box with the cursor stays in view: the
-        layout changes under it."""
+        they take as few rows as they can (they wrap, never cut) and leave the rows to the dialog. The box with
+        the cursor stays in view: the layout changes under it."""
         self.set_class(event.size.width < 130 or event.size.height < 30, "-compact")
-        self.query_one(Footer).compact = event.size.width < 120
+        self.query_one(ConsoleFooter).compact = event.size.width < 120
         self._into_view()
 
     def _into_view(self) -> None:

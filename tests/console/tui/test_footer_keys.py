@@ -1,8 +1,9 @@
 """Every live key is in the footer, whole, with what it does: the compare view at 80x24, 120x35 and 160x45, the
-main console and the desk at 80x24. The footer's keys wrap into a second row when one row cannot hold them
-(Textual's Footer cut them at the edge: the compare view lost `2 Step LedgerAgent`, `e Export`, `? Keys` and
-`q Quit` at 80 columns). The checks read the screen as the terminal shows it; each key and its label must be on
-one footer row, in one piece. `?` still lists each of them."""
+main console and the desk at 80x24, the review dialog (ALLOW and BLOCK) at 80x24 and 120x35, the desk's review
+at 80x24. The footer's keys wrap into a second row when one row cannot hold them (Textual's Footer cut them at
+the edge: the compare view lost `2 Step LedgerAgent`, `e Export`, `? Keys` and `q Quit` at 80 columns, the
+BLOCK review `esc Back, undecided` and `? Keys`). The checks read the screen as the terminal shows it; each key
+and its label must be on one footer row, in one piece. `?` still lists each of them."""
 
 from __future__ import annotations
 
@@ -13,23 +14,30 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.screen import Screen
+from textual.widgets import Button
 
 import console.tui.widgets.ledger_tree as ledger_tree
 from console.runtime.live import SessionSpec, SupervisionMode
 from console.tui.app import OperatorConsole
 from console.tui.compare_app import CompareConsole
 from console.tui.desk_app import SupervisorApp
+from console.tui.screens.desk_decide import DeskReviewScreen
 from console.tui.screens.help import HelpScreen, binding_keys
 from console.tui.widgets.footer import ConsoleFooter
 from tests.console.snapshots import assert_stable_snapshot, stable_screenshot
 from tests.support.desk import ManualClock, make_desk, spec, until
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_review, wait_for, wait_for_screen
 from tests.support.screen import region_lines
+from tests.support.shown import shown
 
 SIZES = [(80, 24), (120, 35), (160, 45)]
 COMPARE_KEYS = ["space Start/Pause", "d What differs", "n Step both", "1 Step baseline", "2 Step LedgerAgent",
                 "e Export", "? Keys", "q Quit", "^p palette"]
 STACKED_ONLY = "s Side"  # below 140 columns the sides stack, one at a time: `s` switches
+REVIEW_SIZES = [(80, 24), (120, 35)]
+BLOCK_REVIEW_KEYS = ["a Accept BLOCK (don't run)", "v Veto", "e Edit & re-gate", "f Force-allow despite BLOCK",
+                     "esc Back, undecided", "? Keys"]
+ALLOW_REVIEW_KEYS = ["a Approve (run it)", "v Veto", "e Edit & re-gate", "esc Back, undecided", "? Keys"]
 
 
 @pytest.fixture(autouse=True)
@@ -56,11 +64,12 @@ def not_whole(rows: list[str], labels: list[str]) -> list[str]:
     return [label for label in labels if not any(label in row for row in rows)]
 
 
-async def assert_every_key_whole(pilot: Any, app: App[Any]) -> list[str]:
-    """Each key the bindings show now is on a footer row, whole; the labels checked."""
+async def assert_every_key_whole(pilot: Any, app: App[Any], *, palette: bool = True) -> list[str]:
+    """Each key the bindings show now is on a footer row, whole; the labels checked. A modal screen has no
+    command palette key (`palette=False`): it hides the App's bindings."""
     await stable_screenshot(pilot, app)
     rows = footer_rows(app)
-    labels = [label for _binding, label in live_keys(app.screen)] + ["^p palette"]
+    labels = [label for _binding, label in live_keys(app.screen)] + (["^p palette"] if palette else [])
     assert not_whole(rows, labels) == [], rows
     return labels
 
@@ -114,3 +123,61 @@ async def test_the_desk_footer_shows_every_key_whole_at_80x24(tmp_path: Path) ->
         await until(pilot, lambda: app.desk_screen.claimed == "i1")
         assert len(await assert_every_key_whole(pilot, app)) > 8
         assert not_whole(footer_rows(app), ["A Bulk-approve ALLOWs", "/ Filter", "? Keys", "q Quit"]) == []
+
+
+async def assert_review_keys_whole(pilot: Any, app: OperatorConsole, wanted: list[str]) -> None:
+    """The review in front, at each of REVIEW_SIZES from the one it opened at: its footer shows `wanted` (and no
+    other key), each whole on a row; the reason box and every button stay on screen above the footer."""
+    opened_at = (app.size.width, app.size.height)
+    for size in [opened_at] + [s for s in REVIEW_SIZES if s != opened_at]:
+        await pilot.resize_terminal(*size)
+        labels = await assert_every_key_whole(pilot, app, palette=False)
+        rows = footer_rows(app)
+        assert not_whole(rows, wanted) == [], (size, rows)
+        assert sorted(labels) == sorted(wanted), (size, rows)
+        for widget in [app.screen.query_one("#review-reason"), *app.screen.query(Button)]:
+            assert shown(widget), (size, widget.id, widget.region)
+
+
+@pytest.mark.parametrize("size", REVIEW_SIZES, ids=[f"{w}x{h}" for w, h in REVIEW_SIZES])
+async def test_the_block_review_footer_shows_every_decision_key_whole(
+        console_app: Callable[..., OperatorConsole], size: tuple[int, int]) -> None:
+    app = console_app(domain="airline", scenario="cancel-outside-window", mode=SupervisionMode.APPROVE_NON_ALLOW)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("space")
+        screen = await open_review(pilot, app)
+        assert screen.verdict == "BLOCK"
+        await assert_review_keys_whole(pilot, app, BLOCK_REVIEW_KEYS)
+
+
+@pytest.mark.parametrize("size", REVIEW_SIZES, ids=[f"{w}x{h}" for w, h in REVIEW_SIZES])
+async def test_the_allow_review_footer_shows_every_decision_key_whole(
+        console_app: Callable[..., OperatorConsole], size: tuple[int, int]) -> None:
+    app = console_app(mode=SupervisionMode.APPROVE_WRITES)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("space")
+        assert (await open_review(pilot, app)).verdict == "REVISE"
+        await pilot.press("a")  # accept the REVISE: the plan proposes the corrected call, an ALLOW
+        screen = await open_review(pilot, app)
+        assert screen.verdict == "ALLOW"
+        await assert_review_keys_whole(pilot, app, ALLOW_REVIEW_KEYS)
+        assert "Force-allow" not in " ".join(footer_rows(app))  # f does nothing on an ALLOW: not shown
+
+
+async def test_the_desk_review_footer_shows_every_key_whole_at_80x24(tmp_path: Path) -> None:
+    """`f` on the desk's BLOCK opens its review with the cursor in the reason box, where letters are text and the
+    footer says only how to leave it; escape leaves it for the buttons, and every decision key is back, whole."""
+    desk = make_desk([spec("retail", "other-customers-order", SupervisionMode.APPROVE_NON_ALLOW)], tmp_path,
+                     ManualClock(), audit=False)
+    app = SupervisorApp(desk, operator="alice", lifecycle=desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.desk_screen.claimed == "i1")
+        await pilot.press("f")
+        modal = await wait_for_screen(pilot, app, DeskReviewScreen)
+        box = modal.query_one("#review-reason")
+        await until(pilot, lambda: box.has_focus)
+        assert await assert_every_key_whole(pilot, app, palette=False) == ["esc Leave the box"]
+        await pilot.press("escape")
+        await until(pilot, lambda: not box.has_focus)
+        labels = await assert_every_key_whole(pilot, app, palette=False)
+        assert sorted(labels) == sorted(BLOCK_REVIEW_KEYS), footer_rows(app)

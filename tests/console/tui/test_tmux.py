@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.screen import decision_keys_shown
 from tests.support.tmux import Tmux, binary
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
@@ -191,8 +192,7 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def buttons(screen: str) -> bool:
     """The review's keys are in the footer, saying what `a` does for this verdict: a button has focus, so a
     letter is a decision."""
-    footer = (screen.rstrip("\n").splitlines() or [""])[-1]
-    return "a Approve (run it)" in footer or "a Accept " in footer
+    return decision_keys_shown(screen)
 
 
 def typing(screen: str) -> bool:
