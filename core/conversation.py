@@ -30,7 +30,6 @@ their path maps.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,20 +41,9 @@ CONFIRMATION_PATH: Final = f"{CONVERSATION_NAMESPACE}.confirmation"
 REASON_PATH: Final = f"{STATED_PREFIX}.reason"
 SAID_BY_CUSTOMER: Final = "customer"  # Provenance.by of a fact the customer's message gave
 CUSTOMER_MESSAGE: Final = "customer_message"  # Provenance.tool of such a fact
-QUOTE_CHARS: Final = 80  # how much of a message a fact quotes: enough to recognise it, and the prompt stays small
+QUOTE_CHARS: Final = 80  # how much of a message a fact quotes: enough to recognise it, feedback stays short
 MAX_STATED: Final = 20  # ids kept per form (oldest first); a message listing hundreds adds no evidence
 NO_MESSAGES: Final = "no customer messages recorded"
-
-
-def rendered_fact(path: str, value: object) -> str | None:
-    """How a conversation fact reads in the prompt block, when not as its JSON value: the confirmation as its
-    gist ("yes", or "no" and why). The customer's words and the agent message they answer are in the
-    conversation the model reads already; the entry keeps them for the gate and the operator."""
-    if path == CONFIRMATION_PATH and isinstance(value, dict):
-        return "yes" if value.get("confirmed") is True else f"no ({value.get('why') or 'no explicit yes'})"
-    if path == REASON_PATH and isinstance(value, str):
-        return json.dumps(quote(value, 40), ensure_ascii=False)
-    return None
 
 
 def stated_path(name: str) -> str:

@@ -25,8 +25,10 @@ the conversation already, and superseded values would only repeat what the model
 Conversation facts. What the customer said lands under `conversation.` (`hear`, see core.conversation): the
 ids they stated, whether their latest message is an explicit yes to what the agent described, and the
 reason they gave, each with the message as provenance (`Provenance.by` "customer"). They are entries like
-any other (rendered, versioned, kept in history), fed only by messages; no write marks them stale, and a
-tool result never lands there.
+any other for the gate and the console (versioned, kept in history), fed only by messages; no write marks
+them stale, and a tool result never lands there. They are not rendered into the prompt either: the model
+reads the conversation itself, so the block would only repeat it (at a cost every turn), and a write that
+lacks a yes or a stated id is told so by the gate's feedback. The prompt block holds what tools returned.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any, Final
 
 from core.conversation import (
     CONFIRMATION_PATH,
+    CONVERSATION_NAMESPACE,
     CUSTOMER_MESSAGE,
     MAX_STATED,
     REASON_PATH,
@@ -49,13 +52,13 @@ from core.conversation import (
     ConversationForms,
     confirmation_of,
     quote_tail,
-    rendered_fact,
     said_id,
     stated_path,
 )
 from core.tools import ToolCall, call_text
 
 JSON = Any
+CONVERSATION_PREFIX: Final = f"{CONVERSATION_NAMESPACE}."  # what the customer said: never in the prompt block
 _NO_RESULT: Any = object()  # mark_stale without a write result: stale the paths, record no effect
 MAX_HISTORY = 8  # superseded observations kept per path (oldest dropped first)
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
@@ -515,7 +518,9 @@ def render_entries(entries: Mapping[str, LedgerEntry]) -> str:
     its most specific path; the other paths say which one holds it. A list whose every element is a record held
     at its own path (airline's `flight_search.<o>.<d>.<date>`, whose flights also sit at `flights.<n>.<date>`)
     names those paths instead of repeating the records. Only the text changes: every path still resolves to its
-    own entry for the gate and the console, and the same entries give the same block."""
+    own entry for the gate and the console, and the same entries give the same block. What the customer said
+    (`conversation.`) is left out: it is in the conversation the model reads."""
+    entries = {path: entry for path, entry in entries.items() if not path.startswith(CONVERSATION_PREFIX)}
     if not entries:
         return "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>"
     holder: dict[str, str] = {}  # record text -> the path that spells it out
@@ -601,8 +606,8 @@ class Ledger(LedgerReader):
         self.version = 0
         self.hearing = Hearing()
 
-    def _store(self, path: str, value: JSON, provenance: Provenance, shown: str | None = None) -> str:
-        """Store `value` at `path`; `shown`: the entry's text in the prompt block when not its JSON value."""
+    def _store(self, path: str, value: JSON, provenance: Provenance) -> str:
+        """Store `value` at `path`."""
         previous = self._entries.get(path)
         if previous is not None and previous.value != value:
             # the last MAX_HISTORY superseded values per path: what rules ask for ("the flight before our
@@ -611,7 +616,7 @@ class Ledger(LedgerReader):
         self.version += 1
         entry = LedgerEntry(path=path, value=value, provenance=provenance, version=self.version,
                             value_text=render_value(value))
-        entry = replace(entry, rendered=_render_entry(entry) if shown is None else f"{path} = {shown}")
+        entry = replace(entry, rendered=_render_entry(entry))
         self._entries[path] = entry
         if previous is None:
             return "added"
@@ -700,7 +705,7 @@ class Ledger(LedgerReader):
 
         def store(path: str, value: JSON, said: str) -> None:
             provenance = Provenance(call_id, CUSTOMER_MESSAGE, {"said": said}, step, SAID_BY_CUSTOMER)
-            outcome[self._store(path, value, provenance, rendered_fact(path, value))].append(path)
+            outcome[self._store(path, value, provenance)].append(path)
 
         for name, found in forms.stated_ids(text).items():
             path = stated_path(name)

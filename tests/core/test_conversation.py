@@ -26,6 +26,7 @@ from core.events import EventBus, LedgerUpdated, MessageSent
 from core.hearing import hear
 from core.ledger import Ledger
 from core.timeline import LedgerTimeline
+from core.tools import ToolCall
 from domains.airline import DOMAIN as AIRLINE
 from domains.retail import DOMAIN as RETAIL
 from domains.telecom import DOMAIN as TELECOM
@@ -151,16 +152,20 @@ def test_a_customer_message_becomes_cited_facts_and_each_message_decides_the_con
     assert [e.value["confirmed"] for e in ledger.history(CONFIRMATION_PATH)] == [False, True]
 
 
-def test_the_prompt_block_shows_the_gist_and_the_gate_keeps_the_words() -> None:
+def test_the_prompt_block_leaves_out_what_was_said_and_the_gate_keeps_the_words() -> None:
+    """The model reads the conversation itself: the block shows what tools returned, never the facts heard."""
     ledger = Ledger(RETAIL.path_map)
     ledger.hear("assistant", ASKED, 1)
-    ledger.hear("user", "Yes, please go ahead. I no longer need the old address because I moved.", 2)
-    block = ledger.render()
-    assert "conversation.confirmation = yes\n" in block
-    assert 'conversation.stated.reason = "I no longer need the old address…"' in block  # its head only
+    ledger.hear("user", "Yes, please go ahead. I no longer need the old address because I moved. I'm "
+                        "mia_garcia_4821, order #W4821002.", 2)
+    assert ledger.render() == "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>"
     assert ledger.get(CONFIRMATION_PATH)["customer"] == "Yes, please go ahead."
-    ledger.hear("user", "Is that the total?", 3)
-    assert "conversation.confirmation = no (a question, no yes)" in ledger.render()
+    assert ledger.get("conversation.stated.order_ids") == ["#W4821002"]
+    ledger.absorb(ToolCall(id="c1", name="find_user_id_by_email", arguments={"email": "mia@example.com"}),
+                  "mia_garcia_4821", step=3)
+    block = ledger.render()
+    assert 'auth.user_id = "mia_garcia_4821"' in block and "conversation" not in block
+    assert set(ledger.paths()) >= {CONFIRMATION_PATH, "conversation.stated.reason", "auth.user_id"}
 
 
 def test_nothing_is_heard_without_forms_or_text() -> None:

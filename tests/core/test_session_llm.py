@@ -101,8 +101,9 @@ async def test_ledger_block_and_tools_reach_the_real_endpoint(tmp_path: Path) ->
         await backend.close()
     first, second = stub.requests
     assert {t["function"]["name"] for t in first["tools"]} == {t.name for t in DOMAIN.tools}
-    # before any read the ledger holds only what the customer said: their opening words, no yes yet
-    assert "<ledger>\nconversation.confirmation = no (their opening request)\n" in first["messages"][0]["content"]
+    # before any read the prompt's ledger is empty: what the customer said is in the conversation itself
+    assert "<ledger>\n(empty: nothing has been observed through read tools yet)\n</ledger>" in \
+        first["messages"][0]["content"]
     assert "auth.user_id" not in first["messages"][0]["content"]
     assert 'auth.user_id = "mia_garcia_4821"' in second["messages"][0]["content"]
 
