@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,12 @@ from core.strict_json import inert
 from domains.registry import UnknownDomain, load_domain
 
 FIXED_COLUMNS = 4  # domain, task, agent, passed
+
+
+def row_key(domain: str, task: str, agent: str) -> str:
+    """A table row's key: the three names as a JSON list, so no task id or agent name (a results file may hold
+    any text) can make two rows one, as a separator inside a name would."""
+    return json.dumps([domain, task, agent], ensure_ascii=False)
 
 
 def trial_events(trial: TrialResult) -> list[Event]:
@@ -55,7 +62,7 @@ class ResultsScreen(Screen[None]):
         self.source = source
         self.rows: dict[str, list[TrialResult]] = defaultdict(list)
         for trial in sorted(results.trials, key=lambda t: (t.domain, t.task_id, t.agent, t.trial)):
-            self.rows[f"{trial.domain}|{trial.task_id}|{trial.agent}"].append(trial)
+            self.rows[row_key(trial.domain, trial.task_id, trial.agent)].append(trial)
         self.max_trials = max((len(v) for v in self.rows.values()), default=0)
         self.failures_only = False
         self.filter = ""
@@ -90,10 +97,11 @@ class ResultsScreen(Screen[None]):
         for key, trials in self.rows.items():
             if self.failures_only and all(t.success for t in trials):
                 continue
-            if needle and not any(needle in text.lower() for text in (key, *(self._cell(t).plain for t in trials))):
-                continue
-            first = trials[0]  # not the key split at "|": a task id may hold one
+            first = trials[0]
             domain, task, agent = first.domain, first.task_id, first.agent
+            shown = (domain, task, agent, *(self._cell(t).plain for t in trials))
+            if needle and not any(needle in text.lower() for text in shown):
+                continue
             scored = [t for t in trials if t.scored]
             passed = sum(t.success for t in scored)
             cells = [self._cell(t) for t in trials] + [Text("")] * (self.max_trials - len(trials))

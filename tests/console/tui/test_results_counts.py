@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from console.tui.app import OperatorConsole
-from console.tui.screens.results import ResultsScreen
+from console.tui.screens.results import ResultsScreen, row_key
 from core.evaluation import load_results
 from tests.support.pilot import wait_for_screen
 
@@ -41,4 +41,4 @@ async def test_an_unscored_trial_is_named_not_failed(console_app: Callable[..., 
         screen = await wait_for_screen(pilot, app, ResultsScreen)
         summary = str(screen.query_one("#results-summary").render())
         assert "5 of 6 scored trials passed (83.3%)" in summary and "2 unscored" in summary
-        assert [screen._cell(t).plain for t in screen.rows["retail|r06|llm_agent"]] == ["? unscored"] * 2
+        assert [screen._cell(t).plain for t in screen.rows[row_key("retail", "r06", "llm_agent")]] == ["? unscored"] * 2

@@ -156,3 +156,25 @@ async def test_a_recorded_conversations_label_is_shown_literally(
         shown = drawn(app, table)
         assert_no_control(shown)
         assert f"{MARKUP}{SEEN_ESC}" in shown
+
+
+async def test_names_holding_a_separator_stay_two_rows_of_the_results_table(
+        console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
+    """Task `r01|fc` of agent `ledger` and task `r01` of agent `fc|ledger` are two rows, each with its own trial
+    (joined with "|", both were one row, its trials mixed)."""
+    trials = [
+        TrialResult(domain="retail", task_id="r01|fc", agent="ledger", trial=0, termination="user_stop",
+                    success=True),
+        TrialResult(domain="retail", task_id="r01", agent="fc|ledger", trial=0, termination="max_steps",
+                    success=False),
+    ]
+    results = EvalResults(header=RunHeader(domains=["retail"], agents=["ledger", "fc|ledger"], trials=1,
+                                           offline=True), trials=trials)
+    app = console_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(results, tmp_path))
+        screen = await wait_for_screen(pilot, app, ResultsScreen)
+        table = screen.query_one("#results-table", DataTable)
+        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
+        rows = [line.split()[:5] for line in drawn(app, table).splitlines() if "/1" in line]
+        assert sorted(rows) == [["retail", "r01", "fc|ledger", "0/1", "✗"], ["retail", "r01|fc", "ledger", "1/1", "✓"]]
