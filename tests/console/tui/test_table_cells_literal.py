@@ -68,6 +68,16 @@ async def test_the_open_list_shows_folder_names_and_endings_literally(
         assert f"ended: {MARKUP} {LINK}{SEEN_ESC}" in shown
 
 
+async def results_table_lines(app: OperatorConsole, results: EvalResults, folder: Path) -> list[str]:
+    """The results screen's table as drawn, once a passed (1/1) and a failed (0/1) row both show."""
+    async with app.run_test(size=SIZE) as pilot:
+        app.push_screen(ResultsScreen(results, folder))
+        screen = await wait_for_screen(pilot, app, ResultsScreen)
+        table = screen.query_one("#results-table", DataTable)
+        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
+        return drawn(app, table).splitlines()
+
+
 async def test_the_results_table_shows_what_the_file_says_literally(
         console_app: Callable[..., OperatorConsole], tmp_path: Path) -> None:
     trials = [
@@ -78,19 +88,13 @@ async def test_the_results_table_shows_what_the_file_says_literally(
     ]
     results = EvalResults(header=RunHeader(domains=["retail"], agents=[LINK], trials=1, offline=True),
                           trials=trials)
-    app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(ResultsScreen(results, tmp_path))
-        screen = await wait_for_screen(pilot, app, ResultsScreen)
-        table = screen.query_one("#results-table", DataTable)
-        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
-        lines = drawn(app, table).splitlines()
-        assert_no_control("\n".join(lines))
-        first = next(line for line in lines if "1/1" in line)
-        second = next(line for line in lines if "0/1" in line)
-        assert first.split()[:3] == [f"retail{SEEN_ESC}", "[b]t1", LINK]
-        assert second.split()[:3] == [f"retail{SEEN_ESC}", "[/b]t2|x", LINK]
-        assert f"✗ {MARKUP}" in second
+    lines = await results_table_lines(console_app(), results, tmp_path)
+    assert_no_control("\n".join(lines))
+    first = next(line for line in lines if "1/1" in line)
+    second = next(line for line in lines if "0/1" in line)
+    assert first.split()[:3] == [f"retail{SEEN_ESC}", "[b]t1", LINK]
+    assert second.split()[:3] == [f"retail{SEEN_ESC}", "[/b]t2|x", LINK]
+    assert f"✗ {MARKUP}" in second
 
 
 async def test_the_workbench_shows_a_rules_id_policy_and_reason_literally(
@@ -170,11 +174,5 @@ async def test_names_holding_a_separator_stay_two_rows_of_the_results_table(
     ]
     results = EvalResults(header=RunHeader(domains=["retail"], agents=["ledger", "fc|ledger"], trials=1,
                                            offline=True), trials=trials)
-    app = console_app()
-    async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(ResultsScreen(results, tmp_path))
-        screen = await wait_for_screen(pilot, app, ResultsScreen)
-        table = screen.query_one("#results-table", DataTable)
-        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
-        rows = [line.split()[:5] for line in drawn(app, table).splitlines() if "/1" in line]
-        assert sorted(rows) == [["retail", "r01", "fc|ledger", "0/1", "✗"], ["retail", "r01|fc", "ledger", "1/1", "✓"]]
+    rows = [line.split()[:5] for line in await results_table_lines(console_app(), results, tmp_path) if "/1" in line]
+    assert sorted(rows) == [["retail", "r01", "fc|ledger", "0/1", "✗"], ["retail", "r01|fc", "ledger", "1/1", "✓"]]
