@@ -350,7 +350,7 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
     import argparse
 
     from console.cli.eval_options import register
-    from console.tui.screens.results import ResultsScreen
+    from console.tui.screens.results import ResultsScreen, row_key
 
     root = argparse.ArgumentParser()
     register(root.add_subparsers(dest="command"))
@@ -370,7 +370,7 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
         assert "SIMULATION" in str(results.query_one(".screen-title").render())
         table = results.query_one("#results-table")
         assert table.row_count == 2  # type: ignore[attr-defined]
-        assert set(results.rows) == {"retail|r01|ledger", "retail|r01|fc"}
+        assert set(results.rows) == {row_key("retail", "r01", "ledger"), row_key("retail", "r01", "fc")}
         table.focus()
         table.move_cursor(row=0, column=4)  # type: ignore[attr-defined]
         await pilot.press("enter")
