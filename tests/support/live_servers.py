@@ -136,7 +136,14 @@ def warm_up(server: LiveServer) -> float:
         with urllib.request.urlopen(request, timeout=WARMUP_LIMIT) as response:  # noqa: S310 (127.0.0.1 only)
             response.read()
     except (urllib.error.URLError, OSError) as exc:
+        try:
+            code = server.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
         server.stop()
+        if code is not None:  # it died answering (a build whose CPU code this machine cannot run, say)
+            pytest.skip(f"{server.name} exited (code {code}) answering its first 4-token request ({exc}):"
+                        f"\n{server.log_tail()}")
         pytest.skip(f"{server.name} could not answer a 4-token request within {WARMUP_LIMIT:g} s here ({exc}):"
                     f"\n{server.log_tail()}")
     return time.monotonic() - started
