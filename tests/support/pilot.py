@@ -57,6 +57,22 @@ async def open_review(pilot: Any, app: Any, timeout: float = 10.0) -> Any:
     return await wait_for_screen(pilot, app, ReviewScreen, timeout)
 
 
+async def open_file(pilot: Any, app: Any, path: Any, timeout: float = 10.0) -> Any:
+    """Open `path` as the operator does: `o`, the path typed into the open dialog's box, Enter. Returns the open
+    dialog (what opens next is read in a worker: wait for that screen, or for the dialog's error)."""
+    from textual.widgets import Input
+
+    from console.tui.screens.open_trace import OpenTraceScreen
+
+    await pilot.press("o")
+    opener = await wait_for_screen(pilot, app, OpenTraceScreen, timeout)
+    box = opener.query_one("#open-path", Input)
+    box.value = str(path)
+    box.focus()
+    await pilot.press("enter")
+    return opener
+
+
 async def compose_tool_call(pilot: Any, app: Any, tool: str, timeout: float = 10.0) -> Any:
     """In the agent seat (`model="operator"`): start, open the compose form (`c`) and choose `tool` in it; the
     form once its fields are mounted, the tool select focused."""

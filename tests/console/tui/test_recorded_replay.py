@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable
 
 from console.tui.app import OperatorConsole
-from console.tui.screens.open_trace import OpenTraceScreen
 from console.tui.screens.recorded import RecordedConversationsScreen
 from console.tui.screens.replay import ReplayScreen
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_file, wait_for, wait_for_screen
 from tests.support.recorded import (
     SWAP_THEN_ADDRESS,
     Exchange,
@@ -29,16 +27,6 @@ SIZE = (160, 45)
 
 async def recorded(tmp_path: Path) -> list[Exchange]:
     return await record_on_seed("retail", tmp_path / "recording.sqlite", SWAP_THEN_ADDRESS)
-
-
-async def open_file(pilot: Any, app: OperatorConsole, path: Path) -> OpenTraceScreen:
-    await pilot.press("o")
-    opener: OpenTraceScreen = await wait_for_screen(pilot, app, OpenTraceScreen)
-    box = opener.query_one("#open-path", Input)
-    box.value = str(path)
-    box.focus()
-    await pilot.press("enter")
-    return opener
 
 
 def gate_rows(replay: ReplayScreen) -> list[tuple[str, str, bool | None]]:

@@ -10,13 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
 from benchmarks.big_trace import write_big_trace
 from console.tui.app import OperatorConsole
-from console.tui.screens.open_trace import OpenTraceScreen
 from console.tui.screens.replay import ReplayScreen, StepSlider
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_file, wait_for, wait_for_screen
 
 SIZE = (160, 45)
 EVENTS = 50_000
@@ -39,11 +37,7 @@ async def test_a_50k_event_trace_opens_at_its_first_step_and_reaches_its_end(
     assert big.stat().st_size > 45_000_000
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o")
-        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
-        opener.query_one("#open-path", Input).value = str(big)
-        opener.query_one("#open-path", Input).focus()
-        await pilot.press("enter")
+        await open_file(pilot, app, big)
         replay = await wait_for_screen(pilot, app, ReplayScreen, timeout=120)
         assert isinstance(replay, ReplayScreen)
         await wait_for(pilot, lambda: replay.shown_step == replay.steps[0], timeout=120)

@@ -21,7 +21,7 @@ from core.replay import Checker, parse_trajectory
 from domains.retail import DOMAIN
 from mock_backends.retail import RetailBackend
 from tests.support.openai_stub import OpenAIStub
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_file, wait_for, wait_for_screen
 
 SIZE = (160, 45)
 
@@ -177,12 +177,7 @@ async def test_open_trace_reports_bad_files(console_app: Callable[..., OperatorC
     bad.write_text('{"type": "message", "role": "user", "text": "hi"}\n')
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o")
-        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
-        box = opener.query_one("#open-path", Input)
-        box.value = str(bad)
-        box.focus()
-        await pilot.press("enter")  # read in a worker: the error arrives as a message
+        opener = await open_file(pilot, app, bad)  # read in a worker: the error arrives as a message
         # no session_started: not replayed, audited as a recording, which holds no call to judge
         await wait_for(pilot, lambda: "cannot tell the domain: the file holds no valid tool call" in str(
             opener.query_one("#open-error").render()))
@@ -360,11 +355,7 @@ async def test_results_viewer_opens_a_trial_in_replay(console_app: Callable[...,
     assert await args.handler(args) == 0
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o")
-        box = (await wait_for_screen(pilot, app, OpenTraceScreen)).query_one("#open-path", Input)
-        box.value = str(out / "results.json")
-        box.focus()
-        await pilot.press("enter")
+        await open_file(pilot, app, out / "results.json")
         results = await wait_for_screen(pilot, app, ResultsScreen)
         assert isinstance(results, ResultsScreen)
         assert "SIMULATION" in str(results.query_one(".screen-title").render())

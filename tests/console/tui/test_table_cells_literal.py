@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Static
 
 from console.tui.app import OperatorConsole
 from console.tui.screens.open_trace import OpenTraceScreen
@@ -22,7 +22,7 @@ from console.tui.screens.recorded import RecordedConversationsScreen
 from console.tui.screens.results import ResultsScreen
 from console.tui.screens.workbench import WorkbenchScreen
 from core.evaluation.results import EvalResults, RunHeader, TrialResult
-from tests.support.pilot import wait_for, wait_for_screen
+from tests.support.pilot import open_file, wait_for, wait_for_screen
 from tests.support.recorded import SWAP_THEN_ADDRESS, record_on_seed, tau2_results
 from tests.support.screen import region_lines
 
@@ -40,6 +40,14 @@ def drawn(app: Any, table: DataTable[Any]) -> str:
 
 def assert_no_control(text: str) -> None:
     assert "\x1b" not in text, "an ESC from a cell reached the terminal"
+
+
+async def shown_when(pilot: Any, app: Any, table: DataTable[Any], *markers: str) -> str:
+    """The table as drawn once it shows every one of `markers`; no ESC from a cell reached the terminal in it."""
+    await wait_for(pilot, lambda: all(marker in drawn(app, table) for marker in markers))
+    shown = drawn(app, table)
+    assert_no_control(shown)
+    return shown
 
 
 def write_trace(folder: Path, events: list[dict[str, Any]]) -> None:
@@ -61,9 +69,7 @@ async def test_the_open_list_shows_folder_names_and_endings_literally(
         await pilot.press("o")
         screen = await wait_for_screen(pilot, app, OpenTraceScreen)
         table = screen.query_one("#open-recent", DataTable)
-        await wait_for(pilot, lambda: "ended:" in drawn(app, table))  # the ending was read and shown
-        shown = drawn(app, table)
-        assert_no_control(shown)
+        shown = await shown_when(pilot, app, table, "ended:")  # the ending was read and shown
         assert f"20260101-000001-[red]boom{SEEN_ESC}" in shown
         assert f"ended: {MARKUP} {LINK}{SEEN_ESC}" in shown
 
@@ -74,8 +80,7 @@ async def results_table_lines(app: OperatorConsole, results: EvalResults, folder
         app.push_screen(ResultsScreen(results, folder))
         screen = await wait_for_screen(pilot, app, ResultsScreen)
         table = screen.query_one("#results-table", DataTable)
-        await wait_for(pilot, lambda: "1/1" in drawn(app, table) and "0/1" in drawn(app, table))
-        return drawn(app, table).splitlines()
+        return (await shown_when(pilot, app, table, "1/1", "0/1")).splitlines()
 
 
 async def test_the_results_table_shows_what_the_file_says_literally(
@@ -89,7 +94,6 @@ async def test_the_results_table_shows_what_the_file_says_literally(
     results = EvalResults(header=RunHeader(domains=["retail"], agents=[LINK], trials=1, offline=True),
                           trials=trials)
     lines = await results_table_lines(console_app(), results, tmp_path)
-    assert_no_control("\n".join(lines))
     first = next(line for line in lines if "1/1" in line)
     second = next(line for line in lines if "0/1" in line)
     assert first.split()[:3] == [f"retail{SEEN_ESC}", "[b]t1", LINK]
@@ -118,17 +122,13 @@ async def test_the_workbench_shows_a_rules_id_policy_and_reason_literally(
         await pilot.press("w")
         screen = await wait_for_screen(pilot, app, WorkbenchScreen)
         table = screen.query_one("#wb-predicates", DataTable)
-        await wait_for(pilot, lambda: "policy" in drawn(app, table))
-        rules = drawn(app, table)
-        assert_no_control(rules)
+        rules = await shown_when(pilot, app, table, "policy")
         assert f"house.{MARKUP}{SEEN_ESC}" in rules
         assert f"policy {LINK}{SEEN_ESC}" in rules
         await pilot.press("g")
         await wait_for(pilot, lambda: screen.last_regate is not None)
         diff = screen.query_one("#wb-diff", DataTable)
-        await wait_for(pilot, lambda: "▶" in drawn(app, diff))  # the hostile rule changed a verdict
-        changes = drawn(app, diff)
-        assert_no_control(changes)
+        changes = await shown_when(pilot, app, diff, "▶")  # the hostile rule changed a verdict
         assert f"house.{MARKUP}{SEEN_ESC}" in changes
         assert f"because {LINK}{SEEN_ESC}" in changes
         table.move_cursor(row=table.row_count - 1)  # the hostile rule, added last
@@ -148,17 +148,9 @@ async def test_a_recorded_conversations_label_is_shown_literally(
     path.write_text(json.dumps(document))
     app = console_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o")
-        opener = await wait_for_screen(pilot, app, OpenTraceScreen)
-        box = opener.query_one("#open-path", Input)
-        box.value = str(path)
-        box.focus()
-        await pilot.press("enter")
+        await open_file(pilot, app, path)
         listing = await wait_for_screen(pilot, app, RecordedConversationsScreen)
-        table = listing.query_one("#recorded-table", DataTable)
-        await wait_for(pilot, lambda: "simulations[0]" in drawn(app, table))
-        shown = drawn(app, table)
-        assert_no_control(shown)
+        shown = await shown_when(pilot, app, listing.query_one("#recorded-table", DataTable), "simulations[0]")
         assert f"{MARKUP}{SEEN_ESC}" in shown
 
 
