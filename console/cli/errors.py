@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import inspect
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -62,11 +63,21 @@ def print_error(message: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/] {escape(one_line(message))}")
 
 
+def usage_error(prog: str, message: str) -> str:
+    """argparse's usage `message` as the line to print. An option "expected one argument" also when its value
+    was there but starts with `-` (a token, a negative number): the line says how to give such a value."""
+    line = f"{prog}: {message}"
+    missing = re.fullmatch(r"argument (?:\S+/)?(--?[\w-]+): expected one argument", message)
+    if missing:
+        line += f"; a value that starts with '-' is given as {missing.group(1)}=VALUE"
+    return f"{line} (see {prog} --help)"
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (`error: ledgeragent run: argument --retries: ...`), exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        print_error(f"{self.prog}: {message} (see {self.prog} --help)")
+        print_error(usage_error(self.prog, message))
         sys.exit(EXIT_BAD_INPUT)
 
 

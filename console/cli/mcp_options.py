@@ -42,9 +42,9 @@ class _OneLineParser(argparse.ArgumentParser):
     """`console.cli.errors.OneLineParser`'s one-line usage error, without importing it unless there is one."""
 
     def error(self, message: str) -> NoReturn:
-        from console.cli.errors import EXIT_BAD_INPUT, print_error
+        from console.cli.errors import EXIT_BAD_INPUT, print_error, usage_error
 
-        print_error(f"{self.prog}: {message} (see {self.prog} --help)")
+        print_error(usage_error(self.prog, message))
         sys.exit(EXIT_BAD_INPUT)
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -349,7 +348,9 @@ def choose_token(option: str | None, environment: str | None, *, no_token: bool)
         return option, "option"
     if environment is not None:
         return environment, "environment"
-    return secrets.token_urlsafe(24), "generated"
+    from console.runtime.tokens import new_token
+
+    return new_token(), "generated"
 
 
 def check_bind(host: str, token: str | None, *, public_url: str | None = None, operators: bool = False) -> None:
@@ -361,7 +362,7 @@ def check_bind(host: str, token: str | None, *, public_url: str | None = None, o
     """
     if token is not None and len(token) < MIN_TOKEN_LENGTH:
         raise ServeError(f"the token must be at least {MIN_TOKEN_LENGTH} characters; make one with: "
-                         "python -c 'import secrets; print(secrets.token_urlsafe(24))'")
+                         "python -c 'import secrets; print(secrets.token_hex(24))'")
     if token is not None or operators:
         return
     if not is_loopback(host):

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from console.runtime.tokens import new_token
+
 # An operator's name lands on a command line, in the audit log and on every screen: nothing else is let through.
 OPERATOR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 DESK_TOKEN_ENV = "LEDGERAGENT_DESK_TOKEN"  # `supervise --connect`'s token, never on a command line
@@ -74,11 +76,6 @@ def check_name(name: str) -> str:
         raise OperatorError(f"operator name {name[:70]!r}: an operator name is 1-64 letters, digits or . _ @ -, "
                             "starting with a letter or digit")
     return name
-
-
-def new_token() -> str:
-    """A fresh token: 24 random bytes, URL-safe (as `serve`'s shared token)."""
-    return secrets.token_urlsafe(24)
 
 
 def new_scrypt_token() -> tuple[str, str]:
