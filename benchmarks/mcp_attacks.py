@@ -49,17 +49,20 @@ class _Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGERAGENT_")}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "console", "mcp", "--domain", "retail", "--transport", "http", "--port", "0",
-             "--token", token], cwd=ROOT, env=env | {"LEDGERAGENT_HOME": home, "PYTHONPATH": str(ROOT)},
+             f"--token={token}"], cwd=ROOT, env=env | {"LEDGERAGENT_HOME": home, "PYTHONPATH": str(ROOT)},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         assert self.process.stderr is not None
         self.url = ""
+        said: list[str] = []
         for line in self.process.stderr:
             found = re.search(r"serving retail at (\S+)", line)
             if found:
                 self.url = found.group(1)
                 break
+            said.append(line)
         if not self.url:
-            raise RuntimeError("the mcp server did not start")
+            code = self.process.wait(timeout=60)
+            raise RuntimeError(f"the mcp server did not start (exit {code}): {''.join(said)[-2000:]}")
         threading.Thread(target=self.process.stderr.read, daemon=True).start()  # its log, read on
         host, port = self.url.removeprefix("http://").removesuffix("/mcp").split(":")
         self.address = (host, int(port))
