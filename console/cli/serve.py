@@ -407,7 +407,10 @@ _FILE_OPTIONS = frozenset({"db", "scenario"})  # console options whose value may
 
 
 def _option_words(action: argparse.Action, value: object) -> list[str]:
-    """The words that give `action` this value on a command line ([] for None, or a flag at its default)."""
+    """The words that give `action` this value on a command line ([] for None, or a flag at its default).
+
+    A value is joined to its option (`--db=/x.db`): as a word of its own, a value starting with `-` (a model
+    name, a path, a token) would read as an option and the child would not start."""
     if not action.option_strings:
         raise TypeError(f"console argument {action.dest!r} is positional: console_argv cannot pass it on")
     option = next((name for name in action.option_strings if name.startswith("--")), action.option_strings[0])
@@ -416,10 +419,10 @@ def _option_words(action: argparse.Action, value: object) -> list[str]:
     if action.nargs == 0:  # store_true / store_false / store_const: present or not
         return [option] if value != action.default else []
     if isinstance(value, list):  # append: the option once per value
-        return [word for item in value for word in (option, _word(item))]
+        return [f"{option}={_word(item)}" for item in value]
     if action.nargs not in (None, "?"):
         raise TypeError(f"console option {option} takes {action.nargs!r} values: console_argv cannot pass it on")
-    return [option, _word(value)]
+    return [f"{option}={_word(value)}"]
 
 
 def _word(value: object) -> str:

@@ -34,7 +34,7 @@ class DeskServing:
 
     host_argv: tuple[str, ...]  # `python -m console supervise --listen`: the socket path goes after it
     host_options: tuple[str, ...]  # supervise's session options as given to serve, after the socket path
-    tab_argv: tuple[str, ...]  # `python -m console.cli.tab desk-connect`: `SOCKET --operator NAME` follow (the tab's
+    tab_argv: tuple[str, ...]  # `python -m console.cli.tab desk-connect`: `SOCKET --operator=NAME` follow (the tab's
     # token for the desk's socket comes in its environment, console.runtime.operators.DESK_TOKEN_ENV)
     environment: Mapping[str, str] = field(default_factory=dict)  # the host's: the tabs' (+ the key for a model)
     live_model: bool = False  # the host runs sessions on a live model, so it (and only it) has the key
@@ -43,7 +43,7 @@ class DeskServing:
         return [*self.host_argv, str(socket), *self.host_options]
 
     def tab(self, socket: Path, operator: str) -> list[str]:
-        return [*self.tab_argv, str(socket), "--operator", operator]
+        return [*self.tab_argv, str(socket), f"--operator={operator}"]  # joined: a name may start with '-'
 
     def tab_command(self, socket: Path, operator: str) -> str:
         """The tab's shell command line for textual-serve (as `console.cli.serve.child_command`: quoted, `exec`)."""

@@ -91,11 +91,11 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     socket = Path("/run/x/desk.sock")
     host = config.desk.host(socket)
     assert host[1:6] == ["-m", "console", "supervise", "--listen", str(socket)]  # the one way to host a desk
-    assert host[6:] == ["--domain", "retail", "--scenarios", SCENARIO, "--mode", "approve writes",
-                        "--concurrency", "3", "--agent", "ledger"]
+    assert host[6:] == ["--domain=retail", f"--scenarios={SCENARIO}", "--mode=approve writes", "--concurrency=3",
+                        "--agent=ledger"]
     assert config.desk.tab(socket, "alice")[1:] == ["-m", "console.cli.tab", "desk-connect", str(socket),
-                                                     "--operator", "alice"]
-    assert config.desk.tab_command(socket, "bob").endswith(f"desk-connect {socket} --operator bob")
+                                                     "--operator=alice"]
+    assert config.desk.tab_command(socket, "bob").endswith(f"desk-connect {socket} --operator=bob")
     with pytest.raises(ServeError, match="needs a --mode that asks a human"):
         build_config(parse("--supervise", "--mode", "autopilot"), env)
     with pytest.raises(ServeError, match=r"^unknown scenario\(s\) for retail: nope$"):
@@ -103,7 +103,7 @@ def test_supervise_options_are_checked_before_serving(tmp_path: Path) -> None:
     with pytest.raises(ServeError, match="--scenario: not with --supervise .* --scenarios"):
         build_config(parse("--supervise", "--scenario", SCENARIO), env)
     nothing_given = build_config(parse("--supervise"), env)  # supervise's defaults, applied by the host
-    assert nothing_given.desk is not None and nothing_given.desk.host_options == ("--agent", "ledger")
+    assert nothing_given.desk is not None and nothing_given.desk.host_options == ("--agent=ledger",)
 
 
 def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,17 +113,17 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
                                 "retail/other-customers-order,roaming-abroad", "--repeat", "2", "--mode", "step",
                                 "--amber", "5", "--red", "9", "--claim-ttl", "3"), env)
     assert config.desk is not None
-    assert config.desk.host_options == ("--domain", "all", "--scenarios", "retail/other-customers-order,roaming-abroad",
-                                        "--repeat", "2", "--mode", "step", "--agent", "ledger", "--amber", "5.0",
-                                        "--red", "9.0", "--claim-ttl", "3.0")
+    assert config.desk.host_options == ("--domain=all", "--scenarios=retail/other-customers-order,roaming-abroad",
+                                        "--repeat=2", "--mode=step", "--agent=ledger", "--amber=5.0", "--red=9.0",
+                                        "--claim-ttl=3.0")
     tasks = build_config(parse("--supervise", "--domain", "retail", "--tasks", "r01,r02", "--agent", "fc"), env)
-    assert tasks.desk is not None and tasks.desk.host_options == ("--domain", "retail", "--tasks", "r01,r02",
-                                                                  "--agent", "fc")
+    assert tasks.desk is not None and tasks.desk.host_options == ("--domain=retail", "--tasks=r01,r02",
+                                                                  "--agent=fc")
     specs = tmp_path / "specs.jsonl"
     specs.write_text(f'{{"domain": "retail", "scenario": "{SCENARIO}"}}\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     listed = build_config(parse("--supervise", "--specs", "specs.jsonl"), env)  # the host gets it absolute
-    assert listed.desk is not None and listed.desk.host_options[-2:] == ("--specs", str(specs.resolve()))
+    assert listed.desk is not None and listed.desk.host_options[-1] == f"--specs={specs.resolve()}"
     for argv, error in [
         (("--amber", "50", "--red", "10"), r"--amber \(50 s\) must not be above --red \(10 s\)"),
         (("--domain", "mars"), "unknown domain 'mars'"),
@@ -143,7 +143,7 @@ def test_serve_supervise_takes_supervise_session_selection(tmp_path: Path, monke
         with pytest.raises(ServeError, match=error):
             build_config(parse(*argv), env)
     plain = build_config(parse(), env)  # without --supervise: the console's own defaults, as before
-    assert "--domain retail " in plain.command and "--mode autopilot " in plain.command
+    assert "--domain=retail " in plain.command and "--mode=autopilot " in plain.command
 
 
 def test_a_live_model_key_goes_to_the_desk_host_alone(tmp_path: Path) -> None:
@@ -159,8 +159,7 @@ def test_a_live_model_key_goes_to_the_desk_host_alone(tmp_path: Path) -> None:
     assert live.desk.environment["OPENAI_API_KEY"] == "sk-desk" and "SECRET_X" not in live.desk.environment
     assert "OPENAI_API_KEY" not in live.environment and not live.live_model  # the tabs' environment
     host = live.desk.host(Path("/run/x/desk.sock"))
-    assert ["--model", "agent-m"] == host[host.index("--model"):host.index("--model") + 2]
-    assert ["--timeout", "7.0"] == host[host.index("--timeout"):host.index("--timeout") + 2]
+    assert "--model=agent-m" in host and "--timeout=7.0" in host
     words = host + live.desk.tab(Path("/s"), "a")
     assert not any("sk-desk" in word for word in words) and "sk-desk" not in live.command
     specs = tmp_path / "live.jsonl"  # a specs line's model counts too
