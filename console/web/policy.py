@@ -43,7 +43,7 @@ class DeskServing:
         return [*self.host_argv, str(socket), *self.host_options]
 
     def tab(self, socket: Path, operator: str) -> list[str]:
-        return [*self.tab_argv, str(socket), f"--operator={operator}"]  # joined: a name may start with '-'
+        return [*self.tab_argv, str(socket), f"--operator={operator}"]  # as serve passes every option on
 
     def tab_command(self, socket: Path, operator: str) -> str:
         """The tab's shell command line for textual-serve (as `console.cli.serve.child_command`: quoted, `exec`)."""
